@@ -1,0 +1,228 @@
+"""Small, checksummed result artifacts (json / npz, never pickles) with a manifest.
+
+Layout of an artifact called ``NAME`` in folder ``DIR``::
+
+    DIR/NAME.json           plain data (dict of floats/ints/strings/lists)
+    DIR/NAME.npz            optional arrays (numpy, allow_pickle=False)
+    DIR/NAME.manifest.json  parameters, sha256 of each file, git commit, versions, wall time, machine
+
+Every file is written atomically (temporary file in the same folder, fsync, ``os.replace``),
+the manifest last.  :func:`load_artifact` returns ``None`` for a missing, partial or corrupt
+artifact (checksum mismatch) or one computed with other parameters, so :func:`cached`
+recomputes it instead of half-reading it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ace_helpers.params import versions
+
+MANIFEST_VERSION = 1
+
+
+def to_plain(obj: Any) -> Any:
+    """Convert numpy/torch scalars and arrays, tuples and paths to JSON-ready Python objects.
+
+    Complex numbers become ``[re, im]``; non-finite floats become ``None`` (JSON has no NaN).
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if hasattr(obj, "detach") and hasattr(obj, "cpu"):  # torch tensor
+        obj = obj.detach().cpu().numpy()
+    if isinstance(obj, np.ndarray):
+        return to_plain(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    if isinstance(obj, (complex, np.complexfloating)):
+        return [to_plain(obj.real), to_plain(obj.imag)]
+    if isinstance(obj, Path):
+        return str(obj)
+    if obj is None or isinstance(obj, str):
+        return obj
+    raise TypeError(f"cannot store {type(obj).__name__} in a JSON artifact: {obj!r}")
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; parent folders are created."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    """Atomically write ``obj`` (made plain by :func:`to_plain`) as indented JSON."""
+    text = json.dumps(to_plain(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    return atomic_write_bytes(path, text.encode())
+
+
+def sha256(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def project_root(start: str | os.PathLike | None = None) -> Path:
+    """Nearest folder at or above ``start`` (default: cwd) holding ``_toc.yml``; else ``start``."""
+    start = Path(start or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if (folder / "_toc.yml").is_file():
+            return folder
+    return start
+
+
+def default_output_dir(notebook: str) -> Path:
+    """``$ACE_OUTPUT_ROOT/<notebook>`` if set, else ``<project root>/outputs/<notebook>``."""
+    root = os.environ.get("ACE_OUTPUT_ROOT")
+    return (Path(root) if root else project_root() / "outputs") / notebook
+
+
+def git_commit(cwd: str | os.PathLike | None = None) -> str:
+    """Current git commit (with ``-dirty`` when the tree has changes), or ``"unknown"``."""
+    try:
+        run = lambda *a: subprocess.run(  # noqa: E731
+            ["git", *a], cwd=cwd or project_root(), capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        commit = run("rev-parse", "HEAD")
+        dirty = bool(run("status", "--porcelain", "--untracked-files=no"))
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def write_results(output_dir: str | os.PathLike, results: Mapping[str, Any], params: Mapping[str, Any]) -> Path:
+    """Write ``OUTPUT_DIR/results.json``: the flat ``results`` plus ``params`` and ``versions``.
+
+    Keys of ``results`` are the chapter's documented, stable names; values must be plain
+    (floats, ints, strings, lists thereof) after :func:`to_plain`.
+    """
+    if "params" in results or "versions" in results:
+        raise ValueError("results may not use the reserved keys 'params' or 'versions'")
+    payload = dict(results)
+    payload["params"] = dict(params)
+    payload["versions"] = versions()
+    return write_json(Path(output_dir) / "results.json", payload)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A loaded artifact: ``data`` (plain dict), ``arrays`` (name -> ndarray), ``manifest``."""
+
+    data: dict
+    arrays: dict[str, np.ndarray]
+    manifest: dict
+
+
+def _params_key(params: Mapping[str, Any]) -> str:
+    return json.dumps(to_plain(params), sort_keys=True)
+
+
+def save_artifact(
+    directory: str | os.PathLike,
+    name: str,
+    *,
+    params: Mapping[str, Any],
+    data: Mapping[str, Any] | None = None,
+    arrays: Mapping[str, np.ndarray] | None = None,
+    wall_s: float | None = None,
+) -> Path:
+    """Store ``data``/``arrays`` as artifact ``name`` in ``directory``; returns the manifest path."""
+    directory = Path(directory)
+    files: dict[str, str] = {}
+    json_path = write_json(directory / f"{name}.json", data or {})
+    files[json_path.name] = sha256(json_path)
+    if arrays:
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
+        npz_path = atomic_write_bytes(directory / f"{name}.npz", buffer.getvalue())
+        files[npz_path.name] = sha256(npz_path)
+    manifest = {
+        "manifest_version": MANIFEST_VERSION,
+        "name": name,
+        "params": to_plain(params),
+        "files": files,
+        "git_commit": git_commit(),
+        "versions": versions(),
+        "wall_s": wall_s,
+        "machine": {"node": platform.node(), "processor": platform.machine(), "cpus": os.cpu_count()},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    return write_json(directory / f"{name}.manifest.json", manifest)
+
+
+def load_artifact(
+    directory: str | os.PathLike, name: str, params: Mapping[str, Any] | None = None
+) -> Artifact | None:
+    """Load artifact ``name``; ``None`` if missing, corrupt/partial, or made with other ``params``."""
+    directory = Path(directory)
+    manifest_path = directory / f"{name}.manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("manifest_version") != MANIFEST_VERSION:
+            return None
+        if params is not None and _params_key(manifest["params"]) != _params_key(params):
+            return None
+        for fname, digest in manifest["files"].items():
+            if sha256(directory / fname) != digest:
+                return None
+        data = json.loads((directory / f"{name}.json").read_text())
+        arrays: dict[str, np.ndarray] = {}
+        if f"{name}.npz" in manifest["files"]:
+            with np.load(directory / f"{name}.npz", allow_pickle=False) as npz:
+                arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return Artifact(data=data, arrays=arrays, manifest=manifest)
+
+
+def cached(
+    directory: str | os.PathLike,
+    name: str,
+    params: Mapping[str, Any],
+    compute: Callable[[], tuple[Mapping[str, Any], Mapping[str, np.ndarray] | None]],
+) -> tuple[Artifact, bool]:
+    """Load artifact ``name`` made with ``params``, or run ``compute()`` and store it.
+
+    ``compute`` returns ``(data, arrays_or_None)``.  Returns ``(artifact, was_cached)``.
+    """
+    found = load_artifact(directory, name, params)
+    if found is not None:
+        return found, True
+    start = time.perf_counter()
+    data, arrays = compute()
+    save_artifact(directory, name, params=params, data=data, arrays=arrays, wall_s=time.perf_counter() - start)
+    loaded = load_artifact(directory, name, params)
+    if loaded is None:  # pragma: no cover - would mean the filesystem lost our write
+        raise RuntimeError(f"artifact {name!r} in {directory} could not be read back after writing")
+    return loaded, False

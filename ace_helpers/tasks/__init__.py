@@ -1,0 +1,1 @@
+"""Task data: Markov chains, modular addition, subject-verb agreement."""
