@@ -1,2 +1,66 @@
-"""ace_helpers: Algorithmic Core Extraction (ACE) for torch models and LLMs."""
+"""ace_helpers: Algorithmic Core Extraction (ACE) for torch models and LLMs.
+
+The public API is re-exported here.  ``interventions`` (which imports nnsight) and the chapter
+modules are imported lazily, on first attribute access, so ``import ace_helpers`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ace_helpers.compare import (
+    aligned_correlations,
+    aligned_spearman,
+    cca,
+    principal_angles,
+    projector_overlap,
+    weight_cosine,
+)
+from ace_helpers.core import Core, GramianAccumulator, extract_core, extract_core_from_gramians
+from ace_helpers.operators import (
+    fit_dynamics,
+    fit_shift_operator,
+    match_eigenvalues,
+    near_unit_circle,
+    rotational_modes,
+)
+
 __version__ = "0.1.0"
+
+_LAZY_FUNCTIONS = {
+    "capture": "ace_helpers.interventions",
+    "run_with_core": "ace_helpers.interventions",
+    "run_with_edit": "ace_helpers.interventions",
+    "accuracy_under": "ace_helpers.interventions",
+}
+
+__all__ = [
+    "Core",
+    "GramianAccumulator",
+    "extract_core",
+    "extract_core_from_gramians",
+    "projector_overlap",
+    "principal_angles",
+    "cca",
+    "aligned_correlations",
+    "aligned_spearman",
+    "weight_cosine",
+    "fit_dynamics",
+    "fit_shift_operator",
+    "near_unit_circle",
+    "rotational_modes",
+    "match_eigenvalues",
+    *_LAZY_FUNCTIONS,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_FUNCTIONS:
+        return getattr(importlib.import_module(_LAZY_FUNCTIONS[name]), name)
+    try:
+        return importlib.import_module(f"ace_helpers.{name}")
+    except ModuleNotFoundError as err:
+        if err.name != f"ace_helpers.{name}":
+            raise
+        raise AttributeError(f"module 'ace_helpers' has no attribute {name!r}") from None

@@ -1,0 +1,108 @@
+"""Parameter validation, preset resolution and atomic, checksummed artifacts."""
+
+import json
+
+import numpy as np
+import pytest
+
+from ace_helpers import artifacts, params
+from ace_helpers.report import Claims
+from ace_helpers.tasks.modadd import modadd_dataset
+
+
+def test_resolve_fills_none_and_explicit_wins():
+    presets = {"ci": {"A": 1, "B": 2}, "book": {"A": 10, "B": 20}, "paper": {"A": 100, "B": 200}}
+    assert params.resolve("ci", {"A": None, "B": None}, presets) == {"A": 1, "B": 2, "PRESET": "ci"}
+    assert params.resolve("book", {"A": 5, "B": None}, presets)["A"] == 5
+    with pytest.raises(ValueError, match="PRESET='fast'.*one of"):
+        params.resolve("fast", {"A": None, "B": None}, presets)
+    with pytest.raises(ValueError, match="does not declare"):
+        params.resolve("ci", {"A": None}, presets)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: params.check_int("EPOCHS", 2.5, low=1), "EPOCHS=2.5.*integer"),
+        (lambda: params.check_int("EPOCHS", 0, low=1), r"EPOCHS=0.*\[1, inf\]"),
+        (lambda: params.check_int("N", True), "N=True"),
+        (lambda: params.check_range("ENERGY", 1.5, low=0, high=1, low_open=True), r"ENERGY=1.5.*\(0, 1\]"),
+        (lambda: params.check_range("ENERGY", float("nan"), low=0, high=1), "finite"),
+        (lambda: params.check_prime("P", 51), "P=51.*prime"),
+        (lambda: params.check_choice("TAIL", "raw", ("logits", "centered")), "TAIL='raw'.*logits"),
+        (lambda: params.check_list("PRIMES", 53, params.check_prime), "PRIMES=53.*list"),
+        (lambda: params.check_list("PRIMES", [53, 55], params.check_prime), r"PRIMES\[1\]=55"),
+    ],
+)
+def test_checks_name_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_primes():
+    assert [n for n in range(30) if params.is_prime(n)] == [2, 3, 5, 7, 11, 13, 17, 19, 23, 29]
+
+
+def test_modadd_split_is_fixed_and_complete():
+    d = modadd_dataset(53)
+    assert (len(d.train_inputs), len(d.test_inputs)) == (1404, 1405)
+    both = np.concatenate([d.train_inputs.numpy(), d.test_inputs.numpy()])
+    assert len({tuple(r) for r in both}) == 53 * 53
+    assert ((d.test_inputs.sum(1) % 53) == d.test_answers).all()
+    np.testing.assert_array_equal(modadd_dataset(53).train_inputs, d.train_inputs)
+    with pytest.raises(ValueError, match="P=51"):
+        modadd_dataset(51)
+
+
+def test_to_plain_and_results(tmp_path):
+    plain = artifacts.to_plain({"a": np.float32(1.5), "b": np.arange(3), "c": 1 + 2j, "d": float("nan")})
+    assert plain == {"a": 1.5, "b": [0, 1, 2], "c": [1.0, 2.0], "d": None}
+    path = artifacts.write_results(tmp_path / "out", {"core_ranks": [3, 3]}, {"SEED": 0})
+    data = json.loads(path.read_text())
+    assert data["core_ranks"] == [3, 3] and data["params"] == {"SEED": 0} and "torch" in data["versions"]
+    with pytest.raises(ValueError, match="reserved"):
+        artifacts.write_results(tmp_path, {"params": 1}, {})
+
+
+def test_artifact_roundtrip_corruption_and_param_mismatch(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"acc": 0.75}, {"eigs": np.array([1.0, 0.5])}
+
+    art, hit = artifacts.cached(tmp_path, "run", {"SEED": 0}, compute)
+    assert not hit and art.data == {"acc": 0.75}
+    np.testing.assert_array_equal(art.arrays["eigs"], [1.0, 0.5])
+    assert art.manifest["params"] == {"SEED": 0} and art.manifest["wall_s"] >= 0
+    _, hit = artifacts.cached(tmp_path, "run", {"SEED": 0}, compute)
+    assert hit and len(calls) == 1
+    assert artifacts.load_artifact(tmp_path, "run", {"SEED": 1}) is None  # other parameters
+    (tmp_path / "run.npz").write_bytes((tmp_path / "run.npz").read_bytes()[:-10])  # truncated file
+    assert artifacts.load_artifact(tmp_path, "run", {"SEED": 0}) is None
+    _, hit = artifacts.cached(tmp_path, "run", {"SEED": 0}, compute)
+    assert not hit and len(calls) == 2  # recomputed, never half-read
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary files left behind
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "x.json"
+    artifacts.write_json(target, {"v": 1})
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(artifacts.os, "replace", boom)
+    with pytest.raises(OSError):
+        artifacts.write_json(target, {"v": 2})
+    assert json.loads(target.read_text()) == {"v": 1}
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_claims_table_and_assert():
+    c = Claims()
+    c.check("rank", "3", 3, True)
+    c.check("cca", ">= 0.99", 0.5, False)
+    assert "**NO**" in c.table() and c.summary() == "1 of 2 claims hold"
+    with pytest.raises(AssertionError, match="cca"):
+        c.assert_all()
