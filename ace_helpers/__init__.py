@@ -7,6 +7,7 @@ modules are imported lazily, on first attribute access, so ``import ace_helpers`
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any
 
 from ace_helpers.compare import (
@@ -27,6 +28,9 @@ from ace_helpers.operators import (
 )
 
 __version__ = "0.1.0"
+
+# tqdm.auto (imported by nnsight/transformers) warns in notebooks without ipywidgets; the bars still work.
+warnings.filterwarnings("ignore", message="IProgress not found")
 
 _LAZY_FUNCTIONS = {
     "capture": "ace_helpers.interventions",

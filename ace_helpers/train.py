@@ -3,7 +3,7 @@
 ``train_lm`` is the loop used by the Markov and modular-addition chapters: AdamW, shuffled
 mini-batches drawn from a seeded generator, cross-entropy on every position or on the last
 one only, an optional callback after each epoch (checkpoint analyses hook in there).
-Vectorised training of many seeds at once lives in :mod:`ace_helpers.ensemble`.
+Vectorised training of many seeds at once lives in ``ace_helpers.ensemble``.
 """
 
 from __future__ import annotations

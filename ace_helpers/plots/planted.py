@@ -1,0 +1,33 @@
+"""Figures of chapter 0 (planted system)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+
+from ace_helpers.plots.style import PALETTE
+
+
+def planted_summary(overlap: dict, acc_keep: dict, acc_remove: dict, chance: float):
+    """Left: overlap of each method's subspace with each planted block (heat-map).
+    Right: readout accuracy when each method's subspace is kept or removed (bars).
+    Returns the Figure."""
+    methods = list(overlap)
+    blocks = list(next(iter(overlap.values())))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    grid = np.array([[overlap[m][b] for b in blocks] for m in methods])
+    sns.heatmap(grid, annot=True, fmt=".2f", vmin=0, vmax=1, cmap="mako", ax=ax1,
+                xticklabels=[b.replace("_", " ") for b in blocks], yticklabels=[m.upper() for m in methods], cbar=False)
+    ax1.set_title("Projector overlap with the planted blocks")
+    x = np.arange(len(methods))
+    ax2.bar(x - 0.2, [acc_keep[m] for m in methods], 0.4, label="keep only", color=PALETTE["keep"])
+    ax2.bar(x + 0.2, [acc_remove[m] for m in methods], 0.4, label="remove", color=PALETTE["remove"])
+    ax2.axhline(chance, ls="--", color=PALETTE["chance"], label="chance")
+    ax2.set_xticks(x, [m.upper() for m in methods])
+    ax2.set_ylim(0, 1.05)
+    ax2.set_ylabel("readout accuracy")
+    ax2.set_title("Necessity and sufficiency")
+    ax2.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,145 @@
+"""Execute the book's notebooks at a preset, cached by notebook source; install offline MathJax.
+
+``python -m ace_helpers.runbook --preset book`` re-executes (papermill, in a fresh kernel, with
+``ACE_PRESET`` set) every ``notebooks/NN_*.py`` whose source or preset changed since its paired
+``.ipynb`` was last executed, writes the executed notebook atomically with an ``ace_book`` metadata
+block (cache key, preset, wall time, date, versions), and regenerates the execution-time table
+``book/execution_times.md`` that the reproducibility page includes.  ``--force`` re-executes all.
+
+The cache key covers the notebook's own source and the preset, like jupyter-cache; a change
+inside ``ace_helpers`` alone does not invalidate it (use ``--force`` after such changes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ace_helpers.artifacts import atomic_write_bytes, project_root
+from ace_helpers.params import PRESET_NAMES, check_choice, versions
+
+
+def cache_key(source: str, preset: str) -> str:
+    """sha256 of a notebook's jupytext source and the preset it runs at."""
+    return hashlib.sha256(f"{preset}\n{source}".encode()).hexdigest()
+
+
+def notebook_sources(root: Path) -> list[Path]:
+    """The chapter sources ``notebooks/NN_*.py``, in chapter order."""
+    return sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
+
+
+def stored_key(ipynb: Path) -> str | None:
+    """The cache key recorded in an executed notebook, if any."""
+    import nbformat
+
+    if not ipynb.exists():
+        return None
+    return nbformat.read(ipynb, as_version=4).metadata.get("ace_book", {}).get("key")
+
+
+def execute(py: Path, preset: str) -> float:
+    """Execute ``py`` at ``preset`` into its paired ``.ipynb``; returns the wall time in seconds."""
+    import jupytext
+    import nbformat
+    import papermill
+
+    source = py.read_text()
+    nb = jupytext.reads(source, fmt="py:percent")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in.ipynb", Path(tmp) / "out.ipynb"
+        nbformat.write(nb, src)
+        old = os.environ.get("ACE_PRESET")
+        os.environ["ACE_PRESET"] = preset
+        start = time.perf_counter()
+        try:
+            papermill.execute_notebook(str(src), str(dst), cwd=str(py.parent), kernel_name="python3", progress_bar=False)
+        finally:
+            if old is None:
+                os.environ.pop("ACE_PRESET", None)
+            else:
+                os.environ["ACE_PRESET"] = old
+        wall = time.perf_counter() - start
+        out = nbformat.read(dst, as_version=4)
+    out.metadata["ace_book"] = {
+        "key": cache_key(source, preset),
+        "preset": preset,
+        "wall_s": round(wall, 1),
+        "executed": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "versions": versions(),
+    }
+    out.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
+    atomic_write_bytes(py.with_suffix(".ipynb"), nbformat.writes(out).encode())
+    return wall
+
+
+def write_execution_table(root: Path) -> Path:
+    """Regenerate ``book/execution_times.md`` from the notebooks' ``ace_book`` metadata."""
+    import nbformat
+
+    lines = ["| notebook | preset | wall time (s) | executed | torch | nnsight |", "|---|---|---|---|---|---|"]
+    for py in notebook_sources(root):
+        ipynb = py.with_suffix(".ipynb")
+        if not ipynb.exists():
+            continue
+        meta = nbformat.read(ipynb, as_version=4).metadata.get("ace_book", {})
+        v = meta.get("versions", {})
+        lines.append(
+            f"| `{py.stem}` | {meta.get('preset', '?')} | {meta.get('wall_s', '?')} | {meta.get('executed', '?')} "
+            f"| {v.get('torch', '?')} | {v.get('nnsight', '?')} |"
+        )
+    path = root / "book" / "execution_times.md"
+    atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
+    return path
+
+
+def install_mathjax(dest: Path) -> Path:
+    """Copy MathJax 3 (es5 build) from the installed django-static-mathjax wheel into ``dest``."""
+    spec = importlib.util.find_spec("mathjax")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("MathJax files not found: pip install django-static-mathjax==3.2.2.1 (see requirements.txt)")
+    src = Path(spec.submodule_search_locations[0]) / "static" / "mathjax" / "es5"
+    if not (src / "tex-mml-chtml.js").is_file():
+        raise SystemExit(f"{src} does not contain tex-mml-chtml.js; reinstall django-static-mathjax")
+    if not (dest / "tex-mml-chtml.js").is_file():
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(src, tmp)
+        os.replace(tmp, dest)
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="book", help="ci | book | paper (default: book)")
+    parser.add_argument("--force", action="store_true", help="re-execute even when the cache key matches")
+    parser.add_argument("--only", nargs="*", default=None, help="notebook stems to consider (default: all)")
+    parser.add_argument("--install-mathjax", type=Path, default=None, metavar="DEST")
+    args = parser.parse_args(argv)
+    root = project_root()
+    if args.install_mathjax is not None:
+        print(f"MathJax in {install_mathjax(args.install_mathjax)}")
+        return 0
+    check_choice("--preset", args.preset, PRESET_NAMES)
+    for py in notebook_sources(root):
+        if args.only is not None and py.stem not in args.only:
+            continue
+        key = cache_key(py.read_text(), args.preset)
+        if not args.force and stored_key(py.with_suffix(".ipynb")) == key:
+            print(f"{py.stem}: up to date ({args.preset})")
+            continue
+        print(f"{py.stem}: executing at preset {args.preset} ...", flush=True)
+        print(f"{py.stem}: done in {execute(py, args.preset):.0f} s", flush=True)
+    print(f"wrote {write_execution_table(root)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
