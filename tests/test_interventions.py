@@ -91,3 +91,56 @@ def test_bad_module_path_and_mode(toy):
     core = extract_core(np.random.default_rng(0).standard_normal((50, 16)), np.eye(16), rank=2)
     with pytest.raises(ValueError, match="mode"):
         run_with_core(nm, x, "layers.0", core, "invert")
+
+
+def _tiny_hf(kind):
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    torch.manual_seed(0)
+    if kind == "llama":
+        cfg = transformers.LlamaConfig(
+            vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
+        )
+        model, path = transformers.LlamaForCausalLM(cfg), "model.layers.1"
+    else:
+        cfg = transformers.GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=32, bos_token_id=2, eos_token_id=2)
+        model, path = transformers.GPT2LMHeadModel(cfg), "transformer.h.1"
+    words = Tokenizer(models.WordLevel(vocab={f"w{i}": i for i in range(64)}, unk_token="w0"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=words, unk_token="w0", pad_token="w1", eos_token="w2")
+    return model.eval(), tok, path
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2"])
+@pytest.mark.parametrize("mode", ["keep", "remove", "flip"])
+def test_hf_interventions_match_hooks(kind, mode):
+    model, tok, path = _tiny_hf(kind)
+    lm = nnsight.TransformersModel(model, tokenizer=tok)
+    ids = torch.randint(3, 64, (6, 5), generator=torch.Generator().manual_seed(1))
+    enc = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    h_last = capture(lm, enc, path, positions=-1)
+    assert h_last.shape == (6, 32)
+    block = model.get_submodule(path)
+    seen = {}
+    handle = block.register_forward_hook(lambda m, i, o: seen.setdefault("h", (o[0] if isinstance(o, tuple) else o).clone()))
+    with torch.no_grad():
+        clean = model(**enc).logits
+    handle.remove()
+    torch.testing.assert_close(h_last, seen["h"][:, -1], rtol=1e-5, atol=1e-5)
+    rng = np.random.default_rng(0)
+    core = extract_core(rng.standard_normal((200, 32)), rng.standard_normal((200, 32)), rank=2)
+
+    def hook(m, i, o):
+        hid = (o[0] if isinstance(o, tuple) else o).clone()
+        hid[:, -1] = getattr(core, mode)(hid[:, -1], **({"centered": True} if mode != "flip" else {}))
+        return (hid, *o[1:]) if isinstance(o, tuple) else hid
+
+    handle = block.register_forward_hook(hook)
+    with torch.no_grad():
+        ref = model(**enc).logits
+    handle.remove()
+    got = run_with_core(lm, enc, path, core, mode, positions=-1, centered=True)
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    assert (got - clean).abs().max() > 1e-4
