@@ -106,3 +106,12 @@ def test_claims_table_and_assert():
     assert "**NO**" in c.table() and c.summary() == "1 of 2 claims hold"
     with pytest.raises(AssertionError, match="cca"):
         c.assert_all()
+
+
+def test_atomic_write_uses_normal_permissions(tmp_path):
+    import os
+
+    path = artifacts.write_json(tmp_path / "p.json", {"v": 1})
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
