@@ -41,7 +41,7 @@ mathjax: $(STAMP)
 
 ## test: unit tests + every notebook at the ci preset under nbval (one pytest run)
 test: $(STAMP)
-	ACE_PRESET=ci TORCH_THREADS=1 $(PY) -m pytest -q --nbval-lax tests notebooks
+	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q --nbval-lax tests notebooks
 
 unit: $(STAMP)
 	TORCH_THREADS=1 $(PY) -m pytest -q tests
