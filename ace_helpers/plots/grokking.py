@@ -1,0 +1,180 @@
+"""Panels of the modular-addition chapters (paper Fig. 1 and Fig. 2; spec §3.3).
+
+Every function takes plain arrays — per-checkpoint values stacked over models, shape
+(M, C) for M models and C checkpoints — draws the mean over models with a min–max band,
+and returns the matplotlib ``Axes`` (or ``Figure``) it drew.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ace_helpers.plots.style import PALETTE
+
+COLORS = {"wd": "#4C72B0", "nowd": "#DD8452", "acc": "#4C72B0", "core": "#C44E52", "suff": "#55A868"}
+
+
+def _band(ax: Axes, x: np.ndarray, y: np.ndarray, color: str, label: str, **kw) -> None:
+    """Mean line over models (rows of y (M, C)) with a min–max band."""
+    y = np.atleast_2d(np.asarray(y, dtype=float))
+    ax.plot(x, y.mean(0), color=color, label=label, **kw)
+    if y.shape[0] > 1:
+        ax.fill_between(x, y.min(0), y.max(0), color=color, alpha=0.2, linewidth=0)
+
+
+def _grok_line(ax: Axes, grok: int | None) -> None:
+    if grok is not None:
+        ax.axvline(grok, color="0.3", linestyle=":", linewidth=1)
+        ax.annotate(f"grok {grok}", (grok, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -12),
+                    textcoords="offset points", fontsize=8, color="0.3")  # fmt: skip
+
+
+def plot_accuracy_and_core_dim(
+    epochs: Sequence[int], test_acc: np.ndarray, core_dim: np.ndarray, grok: int | None = None, ax: Axes | None = None
+) -> Axes:
+    """Fig. 1A: test accuracy (left axis) and core dimension (right axis) vs epoch."""
+    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
+    x = np.asarray(epochs)
+    _band(ax, x, test_acc, COLORS["acc"], "test accuracy", marker="o", markersize=3)
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test accuracy", color=COLORS["acc"])
+    twin = ax.twinx()
+    _band(twin, x, core_dim, COLORS["core"], "core dim", marker="s", markersize=3)
+    twin.set_ylabel("core size (dimension)", color=COLORS["core"])
+    twin.set_ylim(0, max(float(np.max(core_dim)) * 1.1, 1))
+    twin.grid(False)
+    _grok_line(ax, grok)
+    ax.set_title("Mod-add core forms at grokking")
+    lines = ax.get_legend_handles_labels()
+    lines2 = twin.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="center right", fontsize=8)
+    return ax
+
+
+def plot_keep_remove(
+    epochs: Sequence[int],
+    test_acc: np.ndarray,
+    keep_acc: np.ndarray,
+    remove_acc: np.ndarray,
+    p: int,
+    grok: int | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Fig. 1B: full-model, core-only and core-removed test accuracy vs epoch, chance line 1/p."""
+    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
+    x = np.asarray(epochs)
+    _band(ax, x, test_acc, PALETTE["base"], "full model", linestyle="--")
+    _band(ax, x, keep_acc, PALETTE["keep"], "core only", marker="o", markersize=3)
+    _band(ax, x, remove_acc, PALETTE["remove"], "core removed", marker="v", markersize=3)
+    ax.axhline(1.0 / p, color=PALETTE["chance"], linestyle=":", label=f"chance 1/p = {1 / p:.3f}")
+    _grok_line(ax, grok)
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test accuracy")
+    ax.set_title("Core is necessary and sufficient")
+    ax.legend(fontsize=8, loc="center right")
+    return ax
+
+
+def plot_clocks(
+    eigenvalues: Sequence[np.ndarray], titles: Sequence[str], p: int, notes: Sequence[str] | None = None
+) -> Figure:
+    """Fig. 1C / 2C: shift-operator eigenvalues in the complex plane, one panel per checkpoint.
+
+    Args:
+        eigenvalues: one (k,) complex array per panel.  titles: panel titles.  p: modulus
+            (the p-th roots of unity are drawn faintly, the band ||λ| − 1| ≤ sin(π/p) shaded).
+        notes: optional text per panel (e.g. accuracy, R_h², core dim).
+    """
+    n = len(eigenvalues)
+    fig, axes = plt.subplots(1, n, figsize=(2.6 * n, 2.9), squeeze=False)
+    t = np.linspace(0, 2 * np.pi, 400)
+    eps = np.sin(np.pi / p)
+    roots = np.exp(2j * np.pi * np.arange(p) / p)
+    for i, (ax, lam) in enumerate(zip(axes[0], eigenvalues)):
+        ax.fill(np.r_[(1 + eps) * np.cos(t), (1 - eps) * np.cos(t[::-1])],
+                np.r_[(1 + eps) * np.sin(t), (1 - eps) * np.sin(t[::-1])], color="0.9", linewidth=0)  # fmt: skip
+        ax.plot(np.cos(t), np.sin(t), color="0.5", linewidth=0.8)
+        ax.scatter(roots.real, roots.imag, s=4, color="0.75", zorder=1)
+        lam = np.asarray(lam)
+        ax.scatter(lam.real, lam.imag, s=14, color=COLORS["core"], zorder=2)
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.35, 1.35)
+        ax.set_ylim(-1.35, 1.35)
+        ax.set_xticks([-1, 0, 1])
+        ax.set_yticks([-1, 0, 1])
+        ax.set_title(titles[i], fontsize=9)
+        if notes is not None:
+            ax.text(0.02, 0.02, notes[i], transform=ax.transAxes, fontsize=7, va="bottom")
+    fig.suptitle("Shift-operator eigenvalues on the core (unit circle = cyclic)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_core_inflation(
+    epochs_wd: Sequence[int],
+    core_wd: np.ndarray,
+    epochs_nowd: Sequence[int],
+    core_nowd: np.ndarray,
+    fork_epoch: int,
+    grok: int | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Fig. 2A: core dimension vs epoch for weight decay on vs the arm forked without it."""
+    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
+    _band(ax, np.asarray(epochs_wd), core_wd, COLORS["wd"], "WD = 1", marker="o", markersize=3)
+    _band(ax, np.asarray(epochs_nowd), core_nowd, COLORS["nowd"], "WD 1 → 0", marker="s", markersize=3)
+    ax.axvline(fork_epoch, color=COLORS["nowd"], linestyle="--", linewidth=1)
+    _grok_line(ax, grok)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("core size (dimension)")
+    ax.set_title("Mod-add core inflates after grokking")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_redundancy(
+    epochs: Sequence[int], suff_dim: np.ndarray, core_dim: np.ndarray, grok: int | None = None, ax: Axes | None = None
+) -> Axes:
+    """Fig. 2B: sufficient vs necessary dimension, the gap shaded as redundancy (model means)."""
+    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
+    x = np.asarray(epochs)
+    s = np.atleast_2d(suff_dim).mean(0)
+    c = np.atleast_2d(core_dim).mean(0)
+    ax.plot(x, c, color=COLORS["core"], marker="o", markersize=3, label="necessary (remove → ≤ 2/p)")
+    ax.plot(x, s, color=COLORS["suff"], marker="s", markersize=3, label="sufficient (keep → base)")
+    ax.fill_between(x, s, c, where=c >= s, interpolate=True, color="0.6", alpha=0.3, label="redundancy")
+    _grok_line(ax, grok)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("dimension")
+    ax.set_title("Core inflation is driven by redundancy")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_rotational_modes(
+    epochs_wd: Sequence[int],
+    modes_wd: np.ndarray,
+    epochs_nowd: Sequence[int],
+    modes_nowd: np.ndarray,
+    p: int,
+    ax: Axes | None = None,
+) -> Axes:
+    """Fig. 2D: rotational modes (folded frequency bins with a near-unit eigenvalue) vs epoch."""
+    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
+    _band(ax, np.asarray(epochs_wd), modes_wd, COLORS["wd"], "WD = 1", marker="o", markersize=3)
+    _band(ax, np.asarray(epochs_nowd), modes_nowd, COLORS["nowd"], "WD 1 → 0", marker="s", markersize=3)
+    top = p // 2 + 1
+    ax.axhline(top, color="0.5", linestyle=":", label=f"⌊p/2⌋ + 1 = {top}")
+    ax.set_ylim(0, top + 1)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("rotational modes")
+    ax.set_title("Cyclic operator saturates with core inflation")
+    ax.legend(fontsize=8)
+    return ax

@@ -1,0 +1,237 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 3: The core inflates under weight decay
+#
+# After grokking (Chapter 2) the paper keeps training the modular-addition models for 20 000
+# epochs. With weight decay the core keeps growing — from ~15 dimensions at grokking to ~60 — and
+# the shift operator's near-unit eigenvalues spread over more and more of the $\lfloor p/2\rfloor + 1 = 27$
+# possible frequencies. A copy of each model forked at epoch 900 and trained on *without* weight
+# decay does not inflate. The growth is redundancy: the *sufficient* dimension (keep-only accuracy
+# back to the full model's) stays flat while the *necessary* dimension (core-removed accuracy down
+# to $2/p$) grows — more and more redundant copies of the harmonics must all be removed before the
+# model fails (spec §3.3, Fig. 2).
+#
+# This chapter reuses the training run of Chapter 2 (the same parameters give the same cached
+# artifact; run either notebook first).
+
+# %% tags=["parameters"]
+PRESET = None  # "ci" | "book" | "paper"; None -> $ACE_PRESET or "book"
+P = None  # modulus, a prime (paper: 53)
+TRAIN_FRACTION = None  # fraction of the p^2 pairs used for training (paper: 0.5)
+DATA_SEED = None  # seed of the fixed train/test permutation (paper: 42)
+EPOCHS = None  # training epochs of both arms (paper: 20000)
+N_MODELS = None  # number of independently initialised models (paper: 3)
+WEIGHT_DECAY = None  # AdamW weight decay of the main arm (paper: 1.0)
+FORK_EPOCH = None  # epoch at which the weight-decay-off arm forks, fresh optimizer (paper: 900)
+CHECKPOINT_EVERY = None  # analyse every this many epochs ... (paper: 100)
+CHECKPOINT_SWITCH = None  # ... up to this epoch (paper: 2000) ...
+CHECKPOINT_EVERY_LATE = None  # ... then every this many (paper: 500)
+SEED = None  # base seed: model m is initialised with SEED + m (paper: 1031)
+LR = None  # AdamW learning rate (paper: 1e-3)
+BATCH_SIZE = None  # mini-batch size (paper: 512)
+ENERGY = None  # ACE energy threshold (paper: 0.99)
+RIDGE = None  # ridge of the shift-operator fit (paper: 1.0)
+HOLDOUT_FRACTION = None  # fraction of classes held out (block at the cycle's edge) for R_h^2 (paper: 0.075)
+CLOCK_EPOCHS = None  # unused here (Chapter 2's clock panels); kept so both chapters share one run
+WORKERS = None  # processes training the models in parallel (same numbers; book: 2)
+ARTIFACT_DIR = None  # cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)
+OUTPUT_DIR = None  # where results.json goes; None -> outputs/03_core_inflation
+
+# %%
+import time
+
+import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
+
+from ace_helpers import grokking_cores as gc
+from ace_helpers.artifacts import default_output_dir, write_results
+from ace_helpers.params import set_threads, versions
+from ace_helpers.plots import grokking as gplots
+from ace_helpers.plots.style import set_style
+
+T0 = time.perf_counter()
+set_threads()
+set_style()
+cfg = gc.resolve_params(
+    PRESET=PRESET, P=P, TRAIN_FRACTION=TRAIN_FRACTION, DATA_SEED=DATA_SEED, EPOCHS=EPOCHS, N_MODELS=N_MODELS,
+    WEIGHT_DECAY=WEIGHT_DECAY, FORK_EPOCH=FORK_EPOCH, CHECKPOINT_EVERY=CHECKPOINT_EVERY,
+    CHECKPOINT_SWITCH=CHECKPOINT_SWITCH, CHECKPOINT_EVERY_LATE=CHECKPOINT_EVERY_LATE, SEED=SEED, LR=LR,
+    BATCH_SIZE=BATCH_SIZE, ENERGY=ENERGY, RIDGE=RIDGE, HOLDOUT_FRACTION=HOLDOUT_FRACTION,
+    CLOCK_EPOCHS=CLOCK_EPOCHS, ARTIFACT_DIR=ARTIFACT_DIR, WORKERS=WORKERS, OUTPUT_DIR=OUTPUT_DIR,
+)  # fmt: skip
+OUTPUT_DIR = cfg["OUTPUT_DIR"] or default_output_dir("03_core_inflation")
+print({k: v for k, v in cfg.items() if k != "OUTPUT_DIR"})
+print(versions())
+
+# %% [markdown]
+# ## The shared training run
+#
+# Loaded from the artifact Chapter 2 stored when the parameters match, trained (and stored)
+# otherwise. The weight-decay-off arm ("WD 1 → 0") is a deep copy of each model at `FORK_EPOCH`
+# continued with a fresh AdamW without weight decay.
+
+# %%
+run = gc.load_or_train(cfg, workers=cfg["WORKERS"], snapshot_dir=gc.snapshot_dir_for(cfg))
+p = cfg["P"]
+wd, nowd = run.wd, run.nowd
+grok = gc.grok_epoch(wd.epochs, wd["test_acc"])
+print(f"models loaded from stored artifacts: {run.cached}; grok epoch: {grok}; fork epoch: {cfg['FORK_EPOCH']}; "
+      f"last epoch: {int(wd.epochs[-1])}")  # fmt: skip
+if cfg["EPOCHS"] < 20000:
+    print(f"NOTE: this run stops at epoch {cfg['EPOCHS']}, the paper trains to 20 000. It shows the start of the "
+          "post-grokking regime only; the inflation to ~60 dimensions is not reached (see the Claims section).")  # fmt: skip
+
+# %% [markdown]
+# ## Core dimension with and without weight decay (Fig. 2A)
+#
+# **Paper:** with weight decay the core inflates from ~15 dimensions at grokking to ~60 by epoch
+# 20 000; the arm forked at epoch 900 without weight decay does not.
+
+# %%
+gplots.plot_core_inflation(wd.epochs, wd["core_dim"], nowd.epochs, nowd["core_dim"], cfg["FORK_EPOCH"], grok)
+plt.show()
+if grok is not None:
+    print(f"ours: core dim at grokking (epoch {grok}) {gc.per_model_at(wd, 'core_dim', grok).tolist()}; "
+          f"at epoch {int(wd.epochs[-1])}: WD = 1 {wd['core_dim'][:, -1].tolist()}, WD 1 → 0 {nowd['core_dim'][:, -1].tolist()}")  # fmt: skip
+
+# %% [markdown]
+# Within the epochs this preset trains, the two arms are compared over the same window: any
+# difference between them after the fork is the effect of weight decay alone.
+
+# %% [markdown]
+# ## Sufficient vs necessary dimension: redundancy (Fig. 2B)
+#
+# **Paper:** after grokking the sufficient dimension stays flat while the necessary dimension
+# grows; the gap between them (shaded) is redundancy — many copies of the harmonics, all of which
+# must be removed before accuracy collapses.
+
+# %%
+gplots.plot_redundancy(wd.epochs, wd["suff_dim"], wd["core_dim"], grok)
+plt.show()
+gap = wd["core_dim"] - wd["suff_dim"]
+print("epoch                 :", wd.epochs.tolist())
+print("sufficient dim (mean) :", wd["suff_dim"].mean(0).round(1).tolist())
+print("necessary dim (mean)  :", wd["core_dim"].mean(0).round(1).tolist())
+print("redundancy gap (mean) :", gap.mean(0).round(1).tolist())
+
+# %%
+if grok is not None:
+    i = wd.index(grok)
+    print(f"redundancy gap (necessary − sufficient) at grokking (epoch {grok}): {gap[:, i].tolist()}; "
+          f"at epoch {int(wd.epochs[-1])}: {gap[:, -1].tolist()}")  # fmt: skip
+
+# %% [markdown]
+# Before grokking the gap is an artefact of chance-level accuracy (keeping one direction already
+# "matches" a base accuracy at chance, while removal needs the whole energy rank). From grokking
+# on the gap measures redundancy: directions that are not needed for a complete solution but all
+# have to be removed before accuracy collapses. In the paper this gap widens over thousands of
+# epochs of weight decay; the printed values show how far this run gets.
+
+# %% [markdown]
+# ## Clocks at the last epoch of both arms (Fig. 2C)
+#
+# **Paper (epoch 20 000):** with weight decay the near-unit eigenvalues cover almost all 27
+# frequency bins; without weight decay far fewer. Ours at the last epoch of this run, model 0.
+
+# %%
+last = int(wd.epochs[-1])
+eig_a, tit_a, note_a = gc.clock_panels(wd, [last], model=0, label="WD = 1, ")
+eig_b, tit_b, note_b = gc.clock_panels(nowd, [last], model=0, label="WD 1 → 0, ")
+gplots.plot_clocks(eig_a + eig_b, tit_a + tit_b, p, note_a + note_b)
+plt.show()
+print(f"rotational modes at epoch {last}: WD = 1 {wd['rotational_modes'][:, -1].tolist()}, "
+      f"WD 1 → 0 {nowd['rotational_modes'][:, -1].tolist()} (of {p // 2 + 1})")  # fmt: skip
+
+# %% [markdown]
+# ## Rotational modes vs epoch (Fig. 2D)
+#
+# **Paper:** the number of folded frequency bins holding a near-unit eigenvalue climbs towards
+# $\lfloor p/2 \rfloor + 1$ under weight decay and stays low without it.
+
+# %%
+gplots.plot_rotational_modes(wd.epochs, wd["rotational_modes"], nowd.epochs, nowd["rotational_modes"], p)
+plt.show()
+print("epoch          :", wd.epochs.tolist())
+print("modes WD = 1   :", wd["rotational_modes"].mean(0).round(1).tolist())
+print("epoch (WD 1→0) :", nowd.epochs.tolist())
+print("modes WD 1 → 0 :", nowd["rotational_modes"].mean(0).round(1).tolist())
+
+# %% [markdown]
+# ## Claims
+#
+# Thresholds are issue 4's "Must reach" list. The inflation targets (core dim ≥ 40 and ≥ 20 of 27
+# rotational modes by epoch 20 000, necessary dim growing) need the paper's 20 000 epochs; at a
+# preset that trains fewer epochs they are listed as **not tested**, with our value at the last
+# epoch, and are not counted as passes. "WD-off stays within 1.5× its grokking dimension" and
+# "sufficient dim stays flat" (max/min ≤ 1.5 over the post-grokking checkpoints) are tested over
+# the epochs this preset trains.
+
+# %%
+claims, not_tested, numbers = gc.inflation_claims(run, cfg)
+display(Markdown(claims.table()))
+if not_tested:
+    display(Markdown(gc.not_tested_table(not_tested)))
+
+# %%
+print(claims.summary())
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(claims.verdict())
+
+# %% [markdown]
+# **If the WD-off row says "known gap".** At the `book` preset it does not reproduce with these
+# seeds (the reason is in the row and in `grokking_cores.KNOWN_GAPS`). The necessary-dimension rule (remove the first r directions
+# until accuracy is ≤ 2/p) sits on a knife edge: once the core is gone the remaining accuracy
+# hovers around 2/p over a wide range of r, so a small residual accuracy outside the core (a few
+# times chance) pushes r up by tens of dimensions. Without weight decay nothing keeps that
+# off-core residue small. The cell below prints, for each model of the WD-off arm, the core dim
+# and the remaining accuracy after removing 20, 40 and 60 directions; the full curves are stored
+# per checkpoint (`remove_curve` in the artifact). The paper's WD-off arm shows no growth over
+# 20 000 epochs.
+
+# %%
+for m in range(run.n_models):
+    rc = nowd["remove_curve"][m]
+    print(f"model {m} WD 1 → 0: epochs {nowd.epochs.tolist()}, core dim {nowd['core_dim'][m].tolist()}, "
+          f"remove acc at r = 20 / 40 / 60: {[tuple(round(float(x), 3) for x in rc[i, [20, 40, 60]]) for i in range(len(nowd.epochs))]}")  # fmt: skip
+
+# %% [markdown]
+# ## Results
+#
+# `results.json` keys: the weight-decay arm's per-checkpoint arrays `epochs`, `test_acc`,
+# `core_dim`, `suff_dim`, `keep_acc`, `remove_acc`, `r2_holdout`, `frac_unit_circle`,
+# `rotational_modes` (+ `energy_rank`, `median_abs_eig`, `r2_ols`, `frac_unit_circle_ols`,
+# `rotational_modes_ols`), nested lists with one row per model; the same with prefix `nowd_` for
+# the weight-decay-off arm (its `nowd_epochs` start at the fork); `grok_epoch`; `fork_epoch`;
+# `not_tested` (claims this preset cannot test); `claims_passed`, `claims_total`;
+# `models_from_artifact`; `train_wall_s`; `wall_s`.
+
+# %%
+results = gc.arm_results(wd) | gc.arm_results(nowd, prefix="nowd_") | {
+    "grok_epoch": grok,
+    "fork_epoch": cfg["FORK_EPOCH"],
+    "not_tested": [r.claim for r in not_tested],
+    "claims_passed": sum(r.passed for r in claims.rows),
+    "claims_total": len(claims.rows),
+    "claims_failed": [r.claim for r in claims.rows if not r.passed],
+    "models_from_artifact": run.cached,
+    "train_wall_s": run.wall_s,
+    "wall_s": time.perf_counter() - T0,
+}
+print(write_results(OUTPUT_DIR, results, {k: v for k, v in cfg.items() if k != "OUTPUT_DIR"}))
+claims.assert_all()  # after writing results.json, so a failed claim is recorded there too

@@ -1,0 +1,271 @@
+"""Tests of ace_helpers.grokking_cores: rank scans, dimensions, shift fits, training run, caching."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+import torch
+
+from ace_helpers import grokking_cores as gc
+from ace_helpers.core import extract_core
+from ace_helpers.models import build_model
+from ace_helpers.params import is_prime, set_threads
+
+set_threads(1)
+
+
+# ---------------------------------------------------------------------------- parameters
+
+
+def test_presets_resolve_and_validate():
+    for preset in ("ci", "book", "paper"):
+        cfg = gc.resolve_params(PRESET=preset)
+        assert cfg["PRESET"] == preset
+        assert is_prime(cfg["P"])
+    paper = gc.resolve_params(PRESET="paper")
+    assert (paper["P"], paper["EPOCHS"], paper["N_MODELS"], paper["FORK_EPOCH"]) == (53, 20000, 3, 900)
+
+
+@pytest.mark.parametrize(
+    "knob, value, needle",
+    [
+        ("P", 51, "P=51"),
+        ("P", 2, "P=2"),
+        ("TRAIN_FRACTION", 1.0, "TRAIN_FRACTION"),
+        ("FORK_EPOCH", 5000, "FORK_EPOCH"),
+        ("N_MODELS", 0, "N_MODELS"),
+        ("ENERGY", 1.5, "ENERGY"),
+        ("CLOCK_EPOCHS", [0, 10**6], "CLOCK_EPOCHS"),
+    ],
+)
+def test_bad_knobs_raise_naming_the_knob(knob, value, needle):
+    with pytest.raises(ValueError, match=needle):
+        gc.resolve_params(PRESET="book", **{knob: value})
+
+
+def test_unknown_knob_and_preset():
+    with pytest.raises(ValueError, match="unknown knob"):
+        gc.resolve_params(PRESET="book", PRIME=53)
+    with pytest.raises(ValueError, match="PRESET"):
+        gc.resolve_params(PRESET="huge")
+
+
+def test_paper_checkpoint_schedule():
+    s = gc.checkpoint_schedule(20000, 100, 2000, 500)
+    assert s[:3] == [0, 100, 200] and 2000 in s and 2100 not in s and s[-1] == 20000
+    assert len(s) == 1 + 20 + 36
+    assert gc.checkpoint_schedule(250, 100, 2000, 500) == [0, 100, 200, 250]
+    assert gc.holdout_classes(53, 0.075) == 4
+
+
+def test_grok_epoch_needs_every_model():
+    epochs = [0, 100, 200, 300]
+    acc = np.array([[0.0, 0.995, 1.0, 1.0], [0.0, 0.9, 0.991, 1.0]])
+    assert gc.grok_epoch(epochs, acc) == 200
+    assert gc.grok_epoch(epochs, acc[:1]) == 100
+    assert gc.grok_epoch(epochs, np.zeros((2, 4))) is None
+
+
+# ---------------------------------------------------------------------------- rank scans
+
+
+def _naive_scan(H, W, b, Q, y):
+    """One projection + readout per rank (the slow reference)."""
+    keep, remove = [], []
+    for r in range(Q.shape[1] + 1):
+        P = Q[:, :r] @ Q[:, :r].T
+        keep.append(float((((H @ P) @ W.T + b).argmax(1) == y).mean()))
+        remove.append(float((((H - H @ P) @ W.T + b).argmax(1) == y).mean()))
+    return np.array(keep), np.array(remove)
+
+
+def test_batched_rank_scan_equals_one_projection_per_rank():
+    rng = np.random.default_rng(0)
+    n, d, k = 300, 24, 7
+    H = rng.normal(size=(n, d))
+    W = rng.normal(size=(k, d))
+    b = rng.normal(size=k)
+    y = ((H @ W.T + b) + 0.5 * rng.normal(size=(n, k))).argmax(1)  # partly predictable labels
+    Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    keep, remove = gc.rank_scan(H, W, b, Q, y, chunk=5)
+    ref_keep, ref_remove = _naive_scan(H, W, b, Q, y)
+    np.testing.assert_array_equal(keep, ref_keep)
+    np.testing.assert_array_equal(remove, ref_remove)
+    assert keep[-1] == remove[0] > 0.3  # keep-all = remove-none = the base accuracy
+
+
+def test_necessary_and_sufficient_dims_from_curves():
+    remove = np.array([1.0, 0.9, 0.5, 0.05, 0.03, 0.01, 0.02])
+    keep = np.array([0.02, 0.4, 0.9995, 1.0, 1.0, 1.0, 1.0])
+    assert gc.necessary_dim(remove, energy_rank=2, floor=0.04) == 4
+    assert gc.necessary_dim(remove, energy_rank=5, floor=0.04) == 5  # never below the energy rank
+    assert gc.necessary_dim(remove, energy_rank=1, floor=0.001) == 6  # never reached -> D
+    assert gc.sufficient_dim(keep, base_acc=1.0) == 2  # within 1e-3 of base
+    assert gc.sufficient_dim(keep, base_acc=1.0, tol=1e-5) == 3
+
+
+def test_batched_scan_matches_nnsight_run_with_core():
+    """The batched scan's keep/remove accuracies equal running the model with the core edited
+    through nnsight at layer 2 (``run_with_core``), at several ranks."""
+    nnsight = pytest.importorskip("nnsight")
+    from ace_helpers.interventions import run_with_core
+    from ace_helpers.tasks.modadd import modadd_dataset
+
+    p = 11
+    data = modadd_dataset(p, 0.5, seed=0)
+    model = build_model(gc.model_config(p), seed=3).eval()
+    x = data.test_inputs
+    with torch.no_grad():
+        y = model(x)[:, -1].argmax(-1)  # the model's own answers: base accuracy 1, curves non-trivial
+    H = gc.last_token_activations(model, x)
+    core = extract_core(H, model.lm_head.weight, energy=0.99)
+    keep, remove = gc.rank_scan(H, model.lm_head.weight, model.lm_head.bias, core.full_basis, y)
+    wrapped = nnsight.NNsight(model)
+    assert keep[-1] == remove[0] == 1.0
+    for r in (1, 3, core.rank, 40, 128):
+        c = core.truncate(r)
+        for mode, curve in (("keep", keep), ("remove", remove)):
+            logits = run_with_core(wrapped, x, "layers.1", c, mode)
+            acc = float((logits[:, -1].argmax(-1) == y).double().mean())
+            assert abs(acc - curve[r]) <= 1.0 / len(y) + 1e-12, (mode, r, acc, curve[r])
+    assert 0.0 < keep[3] < 1.0 and 0.0 < remove[core.rank] < 1.0  # the comparison is not trivial
+
+
+# ---------------------------------------------------------------------------- planted cyclic core
+
+
+def _planted_clock(p=13, freqs=(1, 3, 5), amps=(5.0, 3.0, 2.0), d=40, reps=40, junk=1.0, noise=0.02, seed=0):
+    """Layer activations that encode the answer c by Fourier pairs (cos, sin)(2π k c / p) in a
+    random 2·|freqs|-dim subspace (amplitudes ``amps``), plus large output-irrelevant noise
+    elsewhere; the unembedding reads c' by the same features, so every single frequency already
+    decides the argmax (a redundant code: sufficient dim 2, necessary dim 2·|freqs|)."""
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    sig, other = basis[:, : 2 * len(freqs)], basis[:, 2 * len(freqs) :]
+    c = np.repeat(np.arange(p), reps)
+    feats = lambda v: np.concatenate(  # noqa: E731
+        [np.stack([np.cos(2 * np.pi * k * v / p), np.sin(2 * np.pi * k * v / p)], 1) for k in freqs], 1
+    )
+    scale = np.repeat(np.asarray(amps), 2)
+    H = (feats(c) * scale) @ sig.T + junk * rng.normal(size=(len(c), other.shape[1])) @ other.T
+    H += noise * rng.normal(size=H.shape)
+    W = feats(np.arange(p)) @ sig.T  # (p, d): logit_c' = Σ_k cos(2πk(c − c')/p)
+    return torch.tensor(H), torch.tensor(W), torch.zeros(p), torch.tensor(c), p, freqs
+
+
+def test_planted_clock_core_dims_spectrum_and_redundancy():
+    H, W, b, c, p, freqs = _planted_clock()
+    a, core = gc.analyse_activations(H, W, b, c, p, energy=0.99, ridge=1.0, holdout=gc.holdout_classes(p, 0.075))
+    assert a.test_acc == 1.0
+    assert a.energy_rank == 2 * len(freqs)
+    assert a.core_dim == 2 * len(freqs)  # all frequencies must go before accuracy collapses
+    assert a.suff_dim == 2  # one frequency already suffices: redundancy gap 4
+    assert a.keep_acc == 1.0 and a.remove_acc <= 2.0 / p
+    assert a.r2_holdout > 0.99 and a.frac_unit_circle == 1.0
+    assert a.rotational_modes == len(freqs)
+    expected = np.sort(np.concatenate([np.exp(2j * np.pi * np.array(freqs) / p), np.exp(-2j * np.pi * np.array(freqs) / p)]).round(6))
+    got = a.eigenvalues
+    for lam in expected:
+        assert np.min(np.abs(got - lam)) < 0.05  # ridge = 1 shrinks the weakest pair a little
+    assert core.rank == a.core_dim
+
+
+def test_unstructured_activations_give_no_clock():
+    rng = np.random.default_rng(1)
+    p, d = 13, 30
+    H = torch.tensor(rng.normal(size=(p * 6, d)))
+    W = torch.tensor(rng.normal(size=(p, d)))
+    c = torch.tensor(np.repeat(np.arange(p), 6))
+    a, _ = gc.analyse_activations(H, W, None, c, p, holdout=1)
+    assert a.r2_holdout < 0.6 and a.median_abs_eig < 0.8 and a.frac_unit_circle < 0.5
+
+
+def test_class_means_requires_every_class():
+    with pytest.raises(ValueError, match="no test example"):
+        gc.class_means(np.ones((4, 2)), np.array([0, 1, 1, 0]), 3)
+
+
+# ---------------------------------------------------------------------------- training run
+
+
+def _tiny_cfg(tmp_path, **over):
+    cfg = gc.resolve_params(
+        PRESET="ci", P=7, TRAIN_FRACTION=0.6, EPOCHS=6, N_MODELS=2, FORK_EPOCH=3,
+        CHECKPOINT_EVERY=2, CHECKPOINT_SWITCH=4, CHECKPOINT_EVERY_LATE=2, ARTIFACT_DIR=str(tmp_path / "art"),
+    )  # fmt: skip
+    cfg.update(over)
+    return cfg
+
+
+def test_training_run_shapes_fork_and_cache(tmp_path):
+    cfg = _tiny_cfg(tmp_path)
+    run = gc.load_or_train(cfg, log=None)
+    assert run.cached == [False, False]
+    assert run.wd.epochs.tolist() == [0, 2, 4, 6]
+    assert run.nowd.epochs.tolist() == [3, 4, 6]
+    assert run.wd["core_dim"].shape == (2, 4) and run.nowd["test_acc"].shape == (2, 3)
+    assert run.wd["keep_curve"].shape == (2, 4, 129)
+    assert not np.array_equal(run.wd["test_acc"][0], run.wd["test_acc"][1])  # two different seeds
+    # the two arms agree on epoch-4 inputs only through the fork: they differ after it
+    again = gc.load_or_train(cfg, log=None)
+    assert again.cached == [True, True]
+    np.testing.assert_array_equal(again.wd["core_dim"], run.wd["core_dim"])
+    # more models reuse the first ones
+    more = gc.load_or_train(dict(cfg, N_MODELS=3), log=None)
+    assert more.cached == [True, True, False]
+
+
+def test_training_is_deterministic_and_resumes_identically(tmp_path, monkeypatch):
+    monkeypatch.setattr(gc, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, N_MODELS=1)
+    straight = gc.train_one_model(cfg, 0)
+
+    class Stop(Exception):
+        pass
+
+    calls = {"n": 0}
+
+    def interrupt(msg):
+        calls["n"] += 1
+        if calls["n"] == 2:  # after the second segment of the WD arm
+            raise Stop
+
+    snaps = tmp_path / "snaps"
+    with pytest.raises(Stop):
+        gc.train_one_model(cfg, 0, snapshot_dir=snaps, log=interrupt)
+    assert list(snaps.glob("*.manifest.json"))
+    msgs = []
+    resumed = gc.train_one_model(cfg, 0, snapshot_dir=snaps, log=msgs.append)
+    assert any("resumed at epoch 4" in m for m in msgs)
+    for key in straight:
+        np.testing.assert_array_equal(resumed[key], straight[key], err_msg=key)
+
+
+def test_parallel_workers_give_the_same_numbers(tmp_path):
+    cfg = _tiny_cfg(tmp_path, EPOCHS=4, FORK_EPOCH=2)
+    run = gc.load_or_train(cfg, workers=2, log=None)
+    assert run.cached == [False, False]
+    sequential = gc.train_one_model(cfg, 1)
+    np.testing.assert_array_equal(run.wd["test_acc"][1], sequential["wd/test_acc"])
+    np.testing.assert_array_equal(run.nowd["keep_curve"][1], sequential["nowd/keep_curve"])
+
+
+def test_clock_epochs_and_per_model_summary():
+    epochs = np.array([0, 100, 200, 300, 400, 500])
+    acc = np.array([[0.0, 0.0, 0.5, 1.0, 1.0, 1.0], [0.0, 0.0, 0.1, 0.9, 0.995, 1.0]])
+    arrays = {
+        "test_acc": acc,
+        "core_dim": np.array([[40, 30, 20, 15, 16, 17], [40, 35, 30, 25, 18, 18]]),
+        "r2_holdout": np.array([[0.0, 0.1, 0.5, 0.95, 0.97, 0.96], [0.0, 0.0, 0.1, 0.4, 0.8, 0.92]]),
+        "frac_unit_circle": np.array([[0.0, 0.1, 0.5, 1.0, 0.9, 1.0], [0.0, 0.0, 0.1, 0.3, 0.85, 0.95]]),
+        "remove_acc": np.full((2, 6), 0.01),
+    }
+    arm = gc.ArmResult(epochs=epochs, arrays=arrays)
+    assert gc.grok_epoch(epochs, acc) == 400
+    assert gc.default_clock_epochs(epochs.tolist(), 400) == [0, 200, 400, 500]
+    rows = gc.per_model_summary(arm)
+    assert rows[0]["grok_epoch"] == 300 and rows[0]["core_dim_at_grok"] == 15 and rows[0]["min_r2_holdout"] == 0.95
+    assert rows[1]["grok_epoch"] == 400 and rows[1]["min_frac_unit_circle"] == 0.85
+    with pytest.raises(ValueError, match="not a checkpoint"):
+        arm.index(250)
