@@ -1,0 +1,761 @@
+"""Chapter 1 pipeline: transformers trained on a Markov chain converge to the same (n−1)-D core.
+
+Steps (spec §2): sample train/test sequences from a chain ``T``; train ``N_SEEDS`` one-layer
+toy transformers (:func:`train_models`, all seeds as one vectorised ensemble by default);
+capture the layer output at every position through ``nnsight.NNsight`` (93,000 × 64 rows at
+the paper's settings); run ACE with the tail's Jacobian; ablate the core through
+:mod:`ace_helpers.interventions`; fit a linear operator to the core coordinates over
+sequence steps; compare the seeds' cores.
+
+Two refinements beyond the paper, each computed beside the paper's variant:
+
+* ``TAIL``: ``"logits"`` (paper) takes J = W_U, the Jacobian of the raw logits.  Adding the
+  same number to every logit changes no prediction, yet the raw-logit Jacobian counts that
+  softmax-invariant direction; it carries 0.1–3 % of the balanced energy, right at the 0.999
+  cut.  ``"centered"`` takes J = (I − 11ᵀ/K) W_U, the Jacobian of the logits minus their mean,
+  which removes that direction, so the rank rule sees only the n − 1 chain modes.
+* ``ABLATION``: ``"zero"`` (paper) projects the raw activation (``h → QQᵀh`` /
+  ``h → h − QQᵀh``); ``"mean"`` projects about the activation mean μ (``h → μ + QQᵀ(h − μ)`` /
+  ``h → h − QQᵀ(h − μ)``), which keeps the mean's off-core component.
+
+``results.json`` keys (for the chosen ``TAIL``/``ABLATION``; the same key with suffix
+``_paper`` holds the paper's variant, ``TAIL="logits"`` with ``ABLATION="zero"``):
+
+=====================  ==========================================================================
+key                    meaning
+=====================  ==========================================================================
+n_states               number of chain states n
+core_ranks             core rank per seed (energy rule, ``ENERGY``)
+base_acc               full-model test accuracy per seed (all positions)
+keep_acc               core-only accuracy per seed
+remove_acc             core-removed accuracy per seed
+chance_acc             fraction of test targets equal to argmax π
+bayes_acc              Σ_x π(x) max_y T[x, y]
+projector_overlap      per seed pair (i < j, row-major): ‖QᵢᵀQⱼ‖²_F / √(rᵢrⱼ)
+random_overlap         r/D with r = n − 1 (overlap of random subspaces)
+principal_angles       per seed pair: principal angles in degrees, ascending
+cca                    per seed pair: top n − 1 canonical correlations of the core coordinates
+                       (``cca_paper``: top 3, the paper's choice)
+weight_cosine          per seed pair: cosine of the flattened parameter vectors (tail-free)
+true_eigs              the chain's n − 1 non-unit eigenvalues, [re, im]
+core_eigs              per seed: eigenvalues of the fitted core operator, [re, im]
+eig_max_error          per seed: max |true − fitted| after optimal matching from the true set
+r2                     per seed: R² of the one-step core dynamics fit
+r2_oracle              spec §1.4 oracle R² of the chain
+r2_state               per seed: R² of regressing the next core coordinates on the one-hot
+                       current state (a basis-free oracle)
+softmax_cos            per seed: |cos| between the all-ones logit vector and the logit image
+                       W_U q of the n-th balanced direction of the logits-tail core
+energy_at_n_minus_1    per seed: cumulative energy of the first n − 1 directions (logits tail)
+energy_softmax_share   per seed: energy share of the n-th direction (logits tail)
+energy_shares_logits   per seed: shares of the total balanced weight of the first n + 1
+                       directions, logits tail (``energy_shares_centered``: centered tail)
+seeds                  model seeds (init, data order; dropout uses seed + 1,000,003)
+train_loss             per seed: mean training loss of the last epoch
+core_ranks_<t>         per seed: core rank with tail t ("centered" or "logits")
+keep_acc_<t>_<a>       per seed: core-only accuracy for tail t and ablation a, all four
+                       combinations (``remove_acc_<t>_<a>``: core removed)
+extra_*                the same quantities for each chain in ``EXTRA_CHAINS`` (lists per chain)
+wall_s                 wall time of the whole chapter in seconds (added by the notebook)
+cpu_s                  CPU time of the notebook kernel in seconds (on a shared machine wall_s
+                       includes waiting for the CPU; cpu_s is what the chapter costs)
+train_s, chain_s       seconds spent training the main chain / on the whole main chain
+train_cpu_s, chain_cpu_s  the same in CPU seconds of this process
+=====================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from ace_helpers import compare, interventions
+from ace_helpers.core import Core, extract_core_from_gramians
+from ace_helpers.ensemble import EnsembleAdamW, ToyEnsemble
+from ace_helpers.models import ToyConfig, ToyTransformer, build_model
+from ace_helpers.operators import fit_dynamics, match_eigenvalues
+from ace_helpers.params import (
+    check_choice,
+    check_int,
+    check_list,
+    check_range,
+    preset_from_env,
+    resolve,
+)
+from ace_helpers.tasks.markov import (
+    PAPER_CHAIN,
+    MarkovData,
+    bayes_accuracy,
+    chance_accuracy,
+    markov_dataset,
+    nontrivial_eigenvalues,
+    oracle_r2,
+    validate_transition,
+)
+from ace_helpers.train import train_lm
+
+NOTEBOOK = "01_markov_cores"
+HOOK = "layers.0"
+ANALYSIS_BATCH = 256  # sequences per forward pass in the analysis (keeps activations in cache)
+TAILS = ("centered", "logits")
+ABLATIONS = ("mean", "zero")
+PAPER_TAIL, PAPER_ABLATION = "logits", "zero"
+ALL_VARIANTS = [(t, a) for t in TAILS for a in ABLATIONS]
+SEED_STRIDE = 100  # paper: seed_all(0 + 100·m)
+DROPOUT_SEED_OFFSET = 1_000_003  # as ace_helpers.ensemble.train_ensemble
+
+#: "Try your own chain" examples (book preset): different sizes and spectra.
+#: 3 states, non-circulant, reversible (real spectrum 0.779, 0.321).
+CHAIN_3_NONCIRCULANT: list[list[float]] = [
+    [0.8, 0.2, 0.0],
+    [0.1, 0.6, 0.3],
+    [0.0, 0.3, 0.7],
+]
+#: 5 states, non-circulant, with complex eigenvalue pairs (a lopsided cycle).
+CHAIN_5_COMPLEX: list[list[float]] = [
+    [0.70, 0.25, 0.00, 0.00, 0.05],
+    [0.00, 0.60, 0.40, 0.00, 0.00],
+    [0.05, 0.00, 0.75, 0.20, 0.00],
+    [0.00, 0.00, 0.00, 0.65, 0.35],
+    [0.30, 0.00, 0.10, 0.00, 0.60],
+]
+
+_COMMON = {
+    "T": PAPER_CHAIN,
+    "D_MODEL": 64,
+    "SEQ_LEN": 32,
+    "ENERGY": 0.999,
+    "TAIL": "centered",
+    "ABLATION": "mean",
+    "SEED": 0,
+    "BATCH_SIZE": 64,
+    "DATA_SEED": 0,
+    "TEST_DATA_SEED": 999,
+}
+#: Presets: ``book`` = the paper's settings (3 seeds, 3000/3000 sequences, 40 epochs, lr 1e-4);
+#: ``ci`` = 2 seeds, 1000/1000 sequences, 8 epochs (1/15 of the optimizer steps) at 10x the
+#: learning rate; the extra chains get 1 seed each (3 at ``paper``).
+PRESETS: dict[str, dict[str, Any]] = {
+    "ci": {
+        **_COMMON,
+        "N_SEEDS": 2,
+        "EPOCHS": 8,
+        "N_TRAIN": 1000,
+        "N_TEST": 1000,
+        "LR": 1e-3,
+        "EXTRA_CHAINS": [CHAIN_3_NONCIRCULANT, CHAIN_5_COMPLEX],
+        "EXTRA_SEEDS": 1,
+        "EXTRA_EPOCHS": 8,
+    },
+    "book": {
+        **_COMMON,
+        "N_SEEDS": 3,
+        "EPOCHS": 40,
+        "N_TRAIN": 3000,
+        "N_TEST": 3000,
+        "LR": 1e-4,
+        "EXTRA_CHAINS": [CHAIN_3_NONCIRCULANT, CHAIN_5_COMPLEX],
+        "EXTRA_SEEDS": 1,
+        "EXTRA_EPOCHS": 40,
+    },
+    "paper": {
+        **_COMMON,
+        "N_SEEDS": 3,
+        "EPOCHS": 40,
+        "N_TRAIN": 3000,
+        "N_TEST": 3000,
+        "LR": 1e-4,
+        "EXTRA_CHAINS": [CHAIN_3_NONCIRCULANT, CHAIN_5_COMPLEX],
+        "EXTRA_SEEDS": 3,
+        "EXTRA_EPOCHS": 40,
+    },
+}
+KNOBS = tuple(PRESETS["book"])
+
+
+# --------------------------------------------------------------------------------------------
+# parameters
+# --------------------------------------------------------------------------------------------
+def _check_chain(name: str, value: Any) -> list[list[float]]:
+    return validate_transition(value, name).tolist()
+
+
+def resolve_params(**knobs: Any) -> dict[str, Any]:
+    """Fill ``None`` knobs from ``PRESETS[PRESET]`` and validate every knob.
+
+    Args:
+        knobs: the notebook's UPPER_CASE parameters (see ``PRESETS``), plus ``PRESET``
+            (``None`` -> ``$ACE_PRESET`` or ``"book"``).  ``OUTPUT_DIR`` is passed through.
+
+    Returns:
+        dict of validated knobs (``T`` and ``EXTRA_CHAINS`` as lists of float rows) + ``PRESET``.
+
+    Raises:
+        ValueError: naming the knob, its value and what is allowed.
+    """
+    preset = knobs.pop("PRESET", None) or preset_from_env("book")
+    output_dir = knobs.pop("OUTPUT_DIR", None)
+    unknown = sorted(set(knobs) - set(KNOBS))
+    if unknown:
+        raise ValueError(f"unknown knob(s) {unknown}: allowed knobs are {list(KNOBS)}")
+    p = resolve(preset, {k: knobs.get(k) for k in KNOBS}, PRESETS)
+    p["T"] = _check_chain("T", p["T"])
+    p["N_SEEDS"] = check_int("N_SEEDS", p["N_SEEDS"], low=2, high=16)
+    p["EPOCHS"] = check_int("EPOCHS", p["EPOCHS"], low=1)
+    p["EXTRA_EPOCHS"] = check_int("EXTRA_EPOCHS", p["EXTRA_EPOCHS"], low=1)
+    p["D_MODEL"] = check_int("D_MODEL", p["D_MODEL"], low=4)
+    if p["D_MODEL"] % 4:
+        raise ValueError(f"D_MODEL={p['D_MODEL']!r} is not allowed: D_MODEL must be divisible by the 4 heads")
+    p["N_TRAIN"] = check_int("N_TRAIN", p["N_TRAIN"], low=1)
+    p["N_TEST"] = check_int("N_TEST", p["N_TEST"], low=2)
+    p["SEQ_LEN"] = check_int("SEQ_LEN", p["SEQ_LEN"], low=3, high=65)
+    p["ENERGY"] = check_range("ENERGY", p["ENERGY"], low=0.0, high=1.0, low_open=True)
+    p["TAIL"] = check_choice("TAIL", p["TAIL"], TAILS)
+    p["ABLATION"] = check_choice("ABLATION", p["ABLATION"], ABLATIONS)
+    p["SEED"] = check_int("SEED", p["SEED"], low=0)
+    p["DATA_SEED"] = check_int("DATA_SEED", p["DATA_SEED"], low=0)
+    p["TEST_DATA_SEED"] = check_int("TEST_DATA_SEED", p["TEST_DATA_SEED"], low=0)
+    p["LR"] = check_range("LR", p["LR"], low=0.0, high=1.0, low_open=True)
+    p["BATCH_SIZE"] = check_int("BATCH_SIZE", p["BATCH_SIZE"], low=1)
+    p["EXTRA_CHAINS"] = check_list("EXTRA_CHAINS", p["EXTRA_CHAINS"], _check_chain, min_len=0)
+    p["EXTRA_SEEDS"] = check_int("EXTRA_SEEDS", p["EXTRA_SEEDS"], low=1, high=16)
+    if output_dir is not None:
+        p["OUTPUT_DIR"] = str(output_dir)
+    return p
+
+
+def model_seeds(seed: int, n: int) -> list[int]:
+    """The paper's model seeds ``seed + 100·m``, m = 0..n−1 (0, 100, 200 for seed 0)."""
+    return [int(seed) + SEED_STRIDE * m for m in range(n)]
+
+
+# --------------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------------
+@dataclass
+class TrainResult:
+    """Trained models (eval mode) and each one's per-epoch mean training loss."""
+
+    models: list[ToyTransformer]
+    loss: list[list[float]]
+    seconds: float
+    cpu_seconds: float = 0.0  # CPU time of this process (what training costs on a shared machine)
+
+
+def toy_config(n_states: int, d_model: int) -> ToyConfig:
+    """The spec's one-layer model for an n-state chain: 4 heads, d_ff = 4·d, dropout 0.1, max_len 64."""
+    return ToyConfig(vocab=int(n_states), d_model=int(d_model), n_layers=1, n_heads=4, max_len=64, dropout=0.1)
+
+
+def train_models(
+    data: MarkovData,
+    seeds: Sequence[int],
+    *,
+    d_model: int = 64,
+    epochs: int = 40,
+    batch_size: int = 64,
+    lr: float = 1e-4,
+    method: str = "ensemble",
+) -> TrainResult:
+    """Train one model per seed on ``data`` (AdamW, no weight decay, CE on every position).
+
+    ``method="ensemble"`` trains all seeds as one :class:`~ace_helpers.ensemble.ToyEnsemble`
+    (stacked weights, batched matmuls).  Member ``m`` starts as ``build_model(cfg, seeds[m])``,
+    shuffles with ``torch.Generator().manual_seed(seeds[m])`` and draws dropout masks from a
+    generator seeded ``seeds[m] + 1_000_003``, so its run does not depend on the other members.
+    ``method="ensemble1"`` runs the same code one seed at a time (identical numbers, for the
+    benchmark); ``method="sequential"`` is the plain :func:`ace_helpers.train.train_lm` loop on
+    ``nn.Module`` s (dropout from torch's global RNG seeded with the seed).
+
+    Returns:
+        :class:`TrainResult` with plain :class:`ToyTransformer` s in eval mode.
+    """
+    check_choice("method", method, ("ensemble", "ensemble1", "sequential"))
+    seeds = [int(s) for s in seeds]
+    cfg = toy_config(data.n_states, d_model)
+    start, start_cpu = time.perf_counter(), time.process_time()
+    if method == "sequential":
+        models, losses = [], []
+        for s in seeds:
+            model = build_model(cfg, s)
+            state = torch.random.get_rng_state()
+            torch.manual_seed(s + DROPOUT_SEED_OFFSET)
+            try:
+                log = train_lm(model, data.train_inputs, data.train_targets, epochs=epochs,
+                               batch_size=batch_size, lr=lr, weight_decay=0.0, seed=s)
+            finally:
+                torch.random.set_rng_state(state)
+            models.append(model.eval())
+            losses.append(log.loss)
+        return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)
+    groups = [[s] for s in seeds] if method == "ensemble1" else [seeds]
+    models, losses = [], []
+    for group in groups:
+        m, l = _train_ensemble_all_positions(cfg, data.train_inputs, data.train_targets, group,
+                                             epochs=epochs, batch_size=batch_size, lr=lr)
+        models += m
+        losses += l
+    return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)
+
+
+def _train_ensemble_all_positions(
+    cfg: ToyConfig,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    seeds: Sequence[int],
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+) -> tuple[list[ToyTransformer], list[list[float]]]:
+    """Ensemble training loop with the loss on every position; per-member data order and dropout."""
+    n_members = len(seeds)
+    n, vocab = inputs.shape[0], cfg.vocab
+    ens = ToyEnsemble.from_seeds(cfg, seeds).train()
+    opt = EnsembleAdamW(list(ens.parameters()), lr=lr, weight_decay=[0.0] * n_members)
+    data_gens = [torch.Generator().manual_seed(s) for s in seeds]
+    drop_gens = [torch.Generator().manual_seed(s + DROPOUT_SEED_OFFSET) for s in seeds]
+    losses: list[list[float]] = [[] for _ in seeds]
+    for _ in range(epochs):
+        order = torch.stack([torch.randperm(n, generator=g) for g in data_gens])  # (M, n)
+        total = torch.zeros(n_members, dtype=torch.float64)
+        for start in range(0, n, batch_size):
+            idx = order[:, start : start + batch_size]  # (M, B)
+            logits = ens(inputs[idx], generators=drop_gens)  # (M, B, T, V)
+            per_token = F.cross_entropy(logits.reshape(-1, vocab), targets[idx].reshape(-1), reduction="none")
+            member_loss = per_token.view(n_members, -1).mean(dim=1)  # (M,) each member's own mean
+            opt.zero_grad()
+            member_loss.sum().backward()
+            opt.step()
+            total += member_loss.detach().double() * idx.shape[1]
+        for m in range(n_members):
+            losses[m].append(float(total[m] / n))
+    ens.eval()
+    return [ens.member(m) for m in range(n_members)], losses
+
+
+# --------------------------------------------------------------------------------------------
+# per-model analysis
+# --------------------------------------------------------------------------------------------
+def tail_jacobian(model: ToyTransformer, tail: str) -> np.ndarray:
+    """(K, D) Jacobian of the tail at the layer output: W_U (``logits``) or (I − 11ᵀ/K) W_U (``centered``)."""
+    check_choice("TAIL", tail, TAILS)
+    w = model.lm_head.weight.detach().double().numpy()
+    if tail == "centered":
+        w = w - w.mean(axis=0, keepdims=True)
+    return w
+
+
+def state_r2(z_next: np.ndarray, states: np.ndarray, n_states: int) -> float:
+    """R² (mean over columns) of regressing ``z_next`` (N, r) on the one-hot of ``states`` (N,).
+
+    The least-squares fit on a one-hot design is the per-state mean; SS_tot is about the
+    overall mean.  This is the best any function of the current state can do.
+    """
+    z = np.asarray(z_next, dtype=np.float64)
+    s = np.asarray(states).reshape(-1)
+    counts = np.bincount(s, minlength=n_states).astype(np.float64)
+    sums = np.zeros((n_states, z.shape[1]))
+    np.add.at(sums, s, z)
+    means = sums / np.maximum(counts, 1.0)[:, None]
+    resid = z - means[s]
+    tot = z - z.mean(axis=0)
+    return float(np.mean(1.0 - (resid**2).sum(axis=0) / np.maximum((tot**2).sum(axis=0), 1e-300)))
+
+
+@dataclass
+class VariantResult:
+    """One (tail, ablation) variant of the analysis of one model."""
+
+    core: Core
+    keep_acc: float
+    remove_acc: float
+    eigs: np.ndarray  # fitted operator eigenvalues (r,)
+    eig_max_error: float
+    r2: float
+    r2_state: float
+    z: np.ndarray  # (N_test * T, r) core coordinates (uncentred)
+
+
+@dataclass
+class SeedAnalysis:
+    """Everything measured on one trained model."""
+
+    base_acc: float
+    variants: dict[tuple[str, str], VariantResult]
+    softmax_cos: float
+    energy_at_n_minus_1: float
+    energy_softmax_share: float
+    energy_shares: dict[str, list[float]]  # per tail: the first n + 1 weights / total weight
+
+
+def capture_states(wrapped: Any, inputs: torch.Tensor, *, batch_size: int = ANALYSIS_BATCH) -> torch.Tensor:
+    """Output of ``layers.0`` at every position, (N, T, D), captured through nnsight in batches."""
+    return torch.cat([interventions.capture(wrapped, inputs[i : i + batch_size], HOOK)
+                      for i in range(0, inputs.shape[0], batch_size)])
+
+
+def activation_gramian(h_flat: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Mean (D,) and covariance (D, D, N − 1 normalisation) of activation rows (N, D), in float64.
+
+    Computed with torch so that it honours ``torch.set_num_threads`` (numpy's BLAS may use
+    every core, which is slow on a shared machine).
+    """
+    h = h_flat.detach().double()
+    mean = h.mean(dim=0)
+    hc = h - mean
+    cov = hc.T @ hc / (h.shape[0] - 1)
+    return mean.numpy(), cov.numpy()
+
+
+def analyse_model(
+    model: ToyTransformer,
+    data: MarkovData,
+    *,
+    energy: float,
+    variants: Sequence[tuple[str, str]],
+) -> SeedAnalysis:
+    """ACE, ablations and operator fit for one model, for each ``(tail, ablation)`` in ``variants``.
+
+    Activations are the output of ``layers.0`` at every position of every test sequence,
+    captured through ``nnsight.NNsight``; ablations replace that output at all positions
+    (:func:`ace_helpers.interventions.accuracy_under`).  The full-model accuracy is read from the
+    captured activations (the layer output feeds ``lm_head`` directly, so ``lm_head(H)`` *is*
+    the model's output).
+    """
+    import nnsight
+
+    model.eval()
+    wrapped = nnsight.NNsight(model)
+    x, y = data.test_inputs, data.test_targets
+    n = data.n_states
+    h = capture_states(wrapped, x)  # (N, T, D)
+    n_seq, seq, dim = h.shape
+    h_flat = h.reshape(-1, dim)
+    with torch.no_grad():
+        base = float((model.lm_head(h).argmax(-1) == y).double().mean())
+    mean, cov = activation_gramian(h_flat)
+    tails = list(TAILS)
+    cores = {}
+    for tail in tails:
+        w = tail_jacobian(model, tail)
+        cores[tail] = extract_core_from_gramians(cov, w.T @ w, mean=mean, energy=energy)
+    out: dict[tuple[str, str], VariantResult] = {}
+    states_now = x[:, :-1].reshape(-1).numpy()
+    h_np = h_flat.double().numpy()
+    true = nontrivial_eigenvalues(data.T)
+    dynamics: dict[str, tuple] = {}
+    for tail in tails:  # the operator fit depends on the core only, not on the ablation
+        core = cores[tail]
+        z = core.coords(h_np).reshape(n_seq, seq, core.rank)
+        fit = fit_dynamics(z[:, :-1].reshape(-1, core.rank), z[:, 1:].reshape(-1, core.rank))
+        _, err = match_eigenvalues(true, fit.eigenvalues)
+        r2s = state_r2(z[:, 1:].reshape(-1, core.rank), states_now, n)
+        dynamics[tail] = (fit, err, r2s, z.reshape(-1, core.rank))
+    for tail, ablation in variants:
+        core = cores[tail]
+        centered = ablation == "mean"
+        keep = interventions.accuracy_under(wrapped, x, y, HOOK, core, "keep", centered=centered,
+                                            batch_size=ANALYSIS_BATCH)
+        remove = interventions.accuracy_under(wrapped, x, y, HOOK, core, "remove", centered=centered,
+                                              batch_size=ANALYSIS_BATCH)
+        fit, err, r2s, z = dynamics[tail]
+        out[(tail, ablation)] = VariantResult(core, keep, remove, fit.eigenvalues, err, fit.r2, r2s, z)
+    logit_core = cores["logits"]
+    q_n = logit_core.full_basis[:, n - 1]
+    image = model.lm_head.weight.detach().double().numpy() @ q_n
+    softmax_cos = float(abs(image.sum()) / (np.linalg.norm(image) * np.sqrt(len(image))))
+    frac = logit_core.energy_fraction()
+    share = float(logit_core.weights[n - 1] / logit_core.weights.sum())
+    shares = {t: (c.weights[: n + 1] / c.weights.sum()).tolist() for t, c in cores.items()}
+    return SeedAnalysis(base, out, softmax_cos, float(frac[n - 2]), share, shares)
+
+
+# --------------------------------------------------------------------------------------------
+# one chain: train, analyse, compare
+# --------------------------------------------------------------------------------------------
+@dataclass
+class ChainRun:
+    """All results for one chain (several seeds)."""
+
+    T: np.ndarray
+    seeds: list[int]
+    data: MarkovData
+    train: TrainResult
+    analyses: list[SeedAnalysis]
+    variants: list[tuple[str, str]]
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def n_states(self) -> int:
+        """Number of chain states."""
+        return self.data.n_states
+
+    def variant(self, key: tuple[str, str]) -> list[VariantResult]:
+        """The per-seed results of one (tail, ablation) variant."""
+        return [a.variants[key] for a in self.analyses]
+
+
+def run_chain(
+    T: Any,
+    *,
+    seeds: Sequence[int],
+    epochs: int,
+    d_model: int,
+    n_train: int,
+    n_test: int,
+    seq_len: int,
+    energy: float,
+    variants: Sequence[tuple[str, str]],
+    lr: float = 1e-4,
+    batch_size: int = 64,
+    data_seed: int = 0,
+    test_data_seed: int = 999,
+    method: str = "ensemble",
+) -> ChainRun:
+    """Sample data, train the seeds, analyse each model for each ``(tail, ablation)`` variant."""
+    start, start_cpu = time.perf_counter(), time.process_time()
+    T = validate_transition(T)
+    data = markov_dataset(T, n_train, n_test, seq_len, train_seed=data_seed, test_seed=test_data_seed)
+    trained = train_models(data, seeds, d_model=d_model, epochs=epochs, batch_size=batch_size, lr=lr, method=method)
+    variants = list(dict.fromkeys(tuple(v) for v in variants))
+    analyses = [analyse_model(m, data, energy=energy, variants=variants) for m in trained.models]
+    pairs = list(combinations(range(len(seeds)), 2))
+    return ChainRun(T, list(seeds), data, trained, analyses, variants, time.perf_counter() - start,
+                    time.process_time() - start_cpu, pairs)
+
+
+def _eig_list(eigs: np.ndarray) -> list[list[float]]:
+    eigs = np.asarray(eigs, dtype=np.complex128)
+    order = np.lexsort((-eigs.imag, -eigs.real))
+    return [[float(e.real), float(e.imag)] for e in eigs[order]]
+
+
+def variant_results(run: ChainRun, key: tuple[str, str], *, cca_k: int | None = None) -> dict[str, Any]:
+    """Flat results of one variant (documented in the module docstring), plain Python types.
+
+    ``cca_k``: how many canonical correlations to keep (default n − 1).
+    """
+    per_seed = run.variant(key)
+    n = run.n_states
+    k = n - 1 if cca_k is None else cca_k
+    overlaps, angles, ccas = [], [], []
+    for i, j in run.pairs:
+        a, b = per_seed[i], per_seed[j]
+        overlaps.append(compare.projector_overlap(a.core.basis, b.core.basis))
+        angles.append(compare.principal_angles(a.core.basis, b.core.basis).tolist())
+        kk = min(k, a.core.rank, b.core.rank)
+        ccas.append(compare.cca(a.z, b.z, k=kk).tolist())
+    r2 = [v.r2 for v in per_seed]
+    return {
+        "core_ranks": [v.core.rank for v in per_seed],
+        "keep_acc": [v.keep_acc for v in per_seed],
+        "remove_acc": [v.remove_acc for v in per_seed],
+        "projector_overlap": overlaps,
+        "principal_angles": angles,
+        "cca": ccas,
+        "core_eigs": [_eig_list(v.eigs) for v in per_seed],
+        "eig_max_error": [v.eig_max_error for v in per_seed],
+        "r2": r2,
+        "r2_state": [v.r2_state for v in per_seed],
+    }
+
+
+def chain_results(run: ChainRun, tail: str, ablation: str) -> dict[str, Any]:
+    """Flat ``results.json`` dict for one chain: chosen variant + ``_paper`` copies + shared keys."""
+    chance = chance_accuracy(run.T, run.data.test_targets)
+    out: dict[str, Any] = {
+        "n_states": run.n_states,
+        "seeds": run.seeds,
+        "base_acc": [a.base_acc for a in run.analyses],
+        "chance_acc": chance,
+        "bayes_acc": bayes_accuracy(run.T),
+        "r2_oracle": oracle_r2(run.T),
+        "true_eigs": _eig_list(nontrivial_eigenvalues(run.T)),
+        "random_overlap": (run.n_states - 1) / run.train.models[0].config.d_model,
+        "weight_cosine": [compare.weight_cosine(run.train.models[i], run.train.models[j]) for i, j in run.pairs],
+        "softmax_cos": [a.softmax_cos for a in run.analyses],
+        "energy_at_n_minus_1": [a.energy_at_n_minus_1 for a in run.analyses],
+        "energy_softmax_share": [a.energy_softmax_share for a in run.analyses],
+        "energy_shares_logits": [a.energy_shares["logits"] for a in run.analyses],
+        "energy_shares_centered": [a.energy_shares["centered"] for a in run.analyses],
+        "train_loss": [l[-1] for l in run.train.loss],
+        "train_s": run.train.seconds,
+        "chain_s": run.seconds,
+        "train_cpu_s": run.train.cpu_seconds,
+        "chain_cpu_s": run.cpu_seconds,
+    }
+    out.update(variant_results(run, (tail, ablation)))
+    for t in TAILS:
+        with_tail = [v for v in run.variants if v[0] == t]
+        if with_tail:
+            out[f"core_ranks_{t}"] = [v.core.rank for v in run.variant(with_tail[0])]
+    for t, a in run.variants:
+        out[f"keep_acc_{t}_{a}"] = [v.keep_acc for v in run.variant((t, a))]
+        out[f"remove_acc_{t}_{a}"] = [v.remove_acc for v in run.variant((t, a))]
+    paper = variant_results(run, (PAPER_TAIL, PAPER_ABLATION), cca_k=3)
+    out.update({f"{k}_paper": v for k, v in paper.items()})
+    return out
+
+
+def pair_matrix(values: Sequence[float], n_seeds: int, pairs: Sequence[tuple[int, int]], diagonal: float = 1.0) -> np.ndarray:
+    """Symmetric (n_seeds, n_seeds) matrix from pairwise ``values`` (order of ``pairs``)."""
+    mat = np.full((n_seeds, n_seeds), float(diagonal))
+    for v, (i, j) in zip(values, pairs):
+        mat[i, j] = mat[j, i] = float(v)
+    return mat
+
+
+def run_chapter(p: dict[str, Any], *, method: str = "ensemble") -> tuple[dict[str, Any], ChainRun, list[ChainRun]]:
+    """Run the whole chapter from resolved params: the main chain, then ``EXTRA_CHAINS``.
+
+    Returns ``(results, main_run, extra_runs)``; ``results`` holds the flat keys of the module
+    docstring (the extra chains' under ``extra_<key>``, one list entry per chain).
+    """
+    variants = [(p["TAIL"], p["ABLATION"]), (PAPER_TAIL, PAPER_ABLATION)] + ALL_VARIANTS
+    common = dict(d_model=p["D_MODEL"], n_train=p["N_TRAIN"], n_test=p["N_TEST"], seq_len=p["SEQ_LEN"],
+                  energy=p["ENERGY"], lr=p["LR"], batch_size=p["BATCH_SIZE"], data_seed=p["DATA_SEED"],
+                  test_data_seed=p["TEST_DATA_SEED"], variants=variants, method=method)
+    main = run_chain(p["T"], seeds=model_seeds(p["SEED"], p["N_SEEDS"]), epochs=p["EPOCHS"], **common)
+    results = chain_results(main, p["TAIL"], p["ABLATION"])
+    extras = [run_chain(T, seeds=model_seeds(p["SEED"], p["EXTRA_SEEDS"]), epochs=p["EXTRA_EPOCHS"], **common)
+              for T in p["EXTRA_CHAINS"]]
+    extra_keys = ("n_states", "core_ranks", "keep_acc", "remove_acc", "base_acc", "chance_acc", "bayes_acc",
+                  "true_eigs", "core_eigs", "eig_max_error", "r2", "r2_oracle", "r2_state", "core_ranks_paper",
+                  "keep_acc_paper", "remove_acc_paper", "eig_max_error_paper", "softmax_cos", "chain_s", "chain_cpu_s")
+    extra_keys += tuple(f"core_ranks_{t}" for t in TAILS)
+    extra_keys += tuple(f"{kind}_acc_{t}_{a}" for kind in ("keep", "remove") for t, a in ALL_VARIANTS)
+    per_chain = [chain_results(r, p["TAIL"], p["ABLATION"]) for r in extras]
+    results["extra_T"] = [r.T.tolist() for r in extras]
+    for key in extra_keys:
+        results[f"extra_{key}"] = [c[key] for c in per_chain]
+    return results, main, extras
+
+
+# --------------------------------------------------------------------------------------------
+# presentation helpers (read only the flat results dict, so a stored artifact redraws the same)
+# --------------------------------------------------------------------------------------------
+def seed_pairs(n_seeds: int) -> list[tuple[int, int]]:
+    """Seed pairs (i < j) in the order of the pairwise result lists."""
+    return list(combinations(range(int(n_seeds)), 2))
+
+
+def r2_ratios(results: dict[str, Any], suffix: str = "") -> tuple[list[float], list[float]]:
+    """Per seed ``(R²/R²_oracle, R²/r2_state)`` of a variant (``suffix`` "" or "_paper")."""
+    r2, r2s = results[f"r2{suffix}"], results[f"r2_state{suffix}"]
+    return [v / results["r2_oracle"] for v in r2], [a / b for a, b in zip(r2, r2s)]
+
+
+def variant_table(results: dict[str, Any], tail: str, ablation: str) -> str:
+    """Markdown table: the chosen variant beside the paper's, per seed."""
+    rows = ["| quantity | ours (" + f"{tail}, {ablation}" + ") | paper's variant (logits, zero) |", "|---|---|---|"]
+
+    def fmt(values: Any) -> str:
+        if isinstance(values, list):
+            return ", ".join(fmt(v) for v in values)
+        return f"{values:.4f}" if isinstance(values, float) else str(values)
+
+    ours_o, ours_s = r2_ratios(results)
+    pap_o, pap_s = r2_ratios(results, "_paper")
+    for label, a, b in [
+        ("core rank", results["core_ranks"], results["core_ranks_paper"]),
+        ("core-only accuracy", results["keep_acc"], results["keep_acc_paper"]),
+        ("core-removed accuracy", results["remove_acc"], results["remove_acc_paper"]),
+        ("max eigenvalue error", results["eig_max_error"], results["eig_max_error_paper"]),
+        ("R² / R²_oracle", ours_o, pap_o),
+        ("R² / r2_state", ours_s, pap_s),
+        ("projector overlap (pairs)", results["projector_overlap"], results["projector_overlap_paper"]),
+    ]:
+        rows.append(f"| {label} | {fmt(a)} | {fmt(b)} |")
+    return "\n".join(rows)
+
+
+def ablation_table(results: dict[str, Any], prefix: str = "", chain: int | None = None) -> str:
+    """Markdown 2×2 table of the mean core-only / core-removed accuracy for every (tail, ablation).
+
+    ``prefix="extra_"`` with ``chain=c`` reads extra chain ``c``.
+    """
+    def get(key: str) -> Any:
+        value = results[prefix + key]
+        return value if chain is None else value[chain]
+
+    rows = ["| tail \\ ablation | " + " | ".join(f"{a}: core only / removed" for a in ABLATIONS) + " |",
+            "|---|" + "---|" * len(ABLATIONS)]
+    for t in TAILS:
+        cells = [f"{np.mean(get(f'keep_acc_{t}_{a}')):.4f} / {np.mean(get(f'remove_acc_{t}_{a}')):.4f}" for a in ABLATIONS]
+        rows.append(f"| {t} (rank {get(f'core_ranks_{t}')}) | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def extra_table(results: dict[str, Any]) -> str:
+    """Markdown table of the extra chains (one row per chain, seeds joined)."""
+    rows = ["| chain | n | rank (centered) | rank (logits) | eigenvalues of T | max eig. error | R²/r2_state "
+            "| R²/R²_oracle | full / core-only / removed / chance |", "|---|---|---|---|---|---|---|---|---|"]
+    for c, n in enumerate(results["extra_n_states"]):
+        eigs = ", ".join(f"{re:.3f}{im:+.3f}i" if abs(im) > 1e-9 else f"{re:.3f}" for re, im in results["extra_true_eigs"][c])
+        r2, r2s, r2o = results["extra_r2"][c], results["extra_r2_state"][c], results["extra_r2_oracle"][c]
+        acc = (f"{np.mean(results['extra_base_acc'][c]):.3f} / {np.mean(results['extra_keep_acc'][c]):.3f} / "
+               f"{np.mean(results['extra_remove_acc'][c]):.3f} / {results['extra_chance_acc'][c]:.3f}")
+        rows.append(
+            f"| {c + 1} | {n} | {results['extra_core_ranks_centered'][c]} | {results['extra_core_ranks_logits'][c]} | {eigs} "
+            f"| {', '.join(f'{e:.4f}' for e in results['extra_eig_max_error'][c])} "
+            f"| {', '.join(f'{a / b:.3f}' for a, b in zip(r2, r2s))} | {', '.join(f'{a / r2o:.3f}' for a in r2)} | {acc} |"
+        )
+    return "\n".join(rows)
+
+
+def build_claims(results: dict[str, Any], params: dict[str, Any]) -> Any:
+    """The chapter's claims (issue thresholds, written for a general n-state chain).
+
+    At the ``ci`` preset (a tenth of the optimizer steps, 1000 test sequences) the thresholds
+    are the same except where noted in the claim text.
+    """
+    from ace_helpers.report import Claims
+
+    claims = Claims()
+    n = results["n_states"]
+    base = results["base_acc"]
+    ratio_o, ratio_s = r2_ratios(results)
+    paper_chain = np.allclose(np.array(params["T"]), np.array(PAPER_CHAIN))
+    claims.check(f"core rank = n − 1 = {n - 1} in every seed ({params['TAIL']} tail)", "3",
+                 results["core_ranks"], all(r == n - 1 for r in results["core_ranks"]))
+    claims.check("logits tail: rank n − 1 or n; extra direction softmax-invariant (cosine of its logit image with 1 ≥ 0.9)",
+                 "3", [results["core_ranks_paper"], results["softmax_cos"]],
+                 all(r in (n - 1, n) for r in results["core_ranks_paper"]) and min(results["softmax_cos"]) >= 0.9)
+    claims.check(f"core only ≥ 0.99 × full model ({params['ABLATION']} ablation)", "equal",
+                 [results["keep_acc"], base], all(k >= 0.99 * b for k, b in zip(results["keep_acc"], base)))
+    if paper_chain:
+        claims.check("core only within 0.005 of full model (zero ablation, paper variant)", "equal",
+                     results["keep_acc_paper"], all(abs(k - b) <= 0.005 for k, b in zip(results["keep_acc_paper"], base)))
+    claims.check("core removed ≤ chance + 0.03", f"chance ({results['chance_acc']:.3f})", results["remove_acc"],
+                 all(r <= results["chance_acc"] + 0.03 for r in results["remove_acc"]))
+    claims.check("projector overlap ≤ 0.1 (random r/D = %.3f)" % results["random_overlap"], "0.02–0.04",
+                 results["projector_overlap"], max(results["projector_overlap"]) <= 0.1)
+    top2 = min(min(c[: min(2, n - 1)]) for c in results["cca"])
+    claims.check("CCA: top 2 ≥ 0.99", "0.999, 0.999", top2, top2 >= 0.99)
+    if n - 1 >= 3:
+        third = min(c[2] for c in results["cca"])
+        claims.check("CCA: third ≥ 0.9", "0.93", third, third >= 0.9)
+    claims.check("weight cosine within ±0.1", "different weights", results["weight_cosine"],
+                 max(abs(w) for w in results["weight_cosine"]) <= 0.1)
+    claims.check("core eigenvalues within 0.03 of the chain's", "< 1 %", results["eig_max_error"],
+                 max(results["eig_max_error"]) <= 0.03)
+    claims.check("R²/R²_oracle within 0.05 of 1", "> 0.98", ratio_o, max(abs(r - 1) for r in ratio_o) <= 0.05)
+    claims.check("R²/r2_state in [0.95, 1.05]", "n/a (basis-free oracle)", ratio_s,
+                 all(0.95 <= r <= 1.05 for r in ratio_s))
+    for c, m in enumerate(results.get("extra_n_states", [])):
+        ratios = [a / b for a, b in zip(results["extra_r2"][c], results["extra_r2_state"][c])]
+        ok = (all(r == m - 1 for r in results["extra_core_ranks"][c])
+              and max(results["extra_eig_max_error"][c]) <= 0.075 and all(0.95 <= r <= 1.05 for r in ratios))
+        claims.check(f"extra chain {c + 1} (n = {m}): rank n − 1, eig. error ≤ 0.075, R²/r2_state in [0.95, 1.05]",
+                     "(beyond the paper)", [results["extra_core_ranks"][c], results["extra_eig_max_error"][c], ratios], ok)
+    return claims

@@ -1,0 +1,173 @@
+"""Chapter 1 panels (spec §2, figure panels A–E) plus the energy-cut panel.
+
+Every function takes plain numbers/arrays and an optional ``ax`` and returns the ``Axes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+from matplotlib.axes import Axes
+
+from ace_helpers.plots.style import PALETTE
+
+
+FLOOR = 1e-5  # remaining energy below this is drawn at the floor (exact zeros included)
+
+
+def _axes(ax: Axes | None, size: tuple[float, float] = (4.2, 3.4)) -> Axes:
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    return ax
+
+
+def _seed_labels(n: int) -> list[str]:
+    return [f"seed {i + 1}" for i in range(n)]
+
+
+def _heatmap(mat: np.ndarray, ax: Axes, *, vmin: float, vmax: float, cmap: str, fmt: str = ".3f") -> Axes:
+    labels = _seed_labels(mat.shape[0])
+    sns.heatmap(mat, ax=ax, vmin=vmin, vmax=vmax, cmap=cmap, annot=True, fmt=fmt, square=True,
+                xticklabels=labels, yticklabels=labels, cbar_kws={"shrink": 0.8})
+    return ax
+
+
+def plot_weight_cosine(matrix: np.ndarray, ax: Axes | None = None) -> Axes:
+    """Panel A: cosine similarity of the seeds' flattened weights, (S, S) heat-map."""
+    ax = _axes(ax)
+    _heatmap(np.asarray(matrix), ax, vmin=-1.0, vmax=1.0, cmap="vlag")
+    ax.set_title("A  Model weight similarity")
+    return ax
+
+
+def plot_necessity_sufficiency(
+    bayes: float,
+    chance: float,
+    base: Sequence[float],
+    variants: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    ax: Axes | None = None,
+) -> Axes:
+    """Panel B: bars Optimal, Full model, (Core only, Core removed) per variant, Chance.
+
+    Args:
+        bayes, chance: the reference accuracies.
+        base: full-model accuracy per seed.
+        variants: ``{label: (keep_acc per seed, remove_acc per seed)}``, e.g. ours and the paper's.
+    """
+    ax = _axes(ax, (7.6, 3.6))
+    names, values, colors, points = ["Optimal"], [bayes], ["0.3"], [None]
+    names.append("Full model")
+    values.append(float(np.mean(base)))
+    colors.append(PALETTE["base"])
+    points.append(base)
+    for label, (keep, remove) in variants.items():
+        names += [f"Core only\n({label})", f"Core removed\n({label})"]
+        values += [float(np.mean(keep)), float(np.mean(remove))]
+        colors += [PALETTE["keep"], PALETTE["remove"]]
+        points += [keep, remove]
+    names.append("Chance")
+    values.append(chance)
+    colors.append(PALETTE["chance"])
+    points.append(None)
+    x = np.arange(len(names))
+    ax.bar(x, values, color=colors, width=0.7)
+    for xi, pts in zip(x, points):
+        if pts is not None:
+            ax.scatter(np.full(len(pts), xi), pts, color="k", s=10, zorder=3)
+    for xi, v in zip(x, values):
+        ax.text(xi, v + 0.01, f"{v:.3f}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x, names, fontsize=7)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("next-state accuracy")
+    ax.set_title("B  Core necessity & sufficiency")
+    return ax
+
+
+def plot_projector_overlap(matrix: np.ndarray, random_level: float, ax: Axes | None = None) -> Axes:
+    """Panel C: projector overlap between the seeds' cores; the random level r/D in the title."""
+    ax = _axes(ax)
+    _heatmap(np.asarray(matrix), ax, vmin=0.0, vmax=1.0, cmap="mako_r")
+    ax.set_title(f"C  Core geometric similarity\n(random subspaces: r/D = {random_level:.3f})", fontsize=10)
+    return ax
+
+
+def plot_cca(matrix: np.ndarray, top: Sequence[Sequence[float]], ax: Axes | None = None) -> Axes:
+    """Panel D: mean of the top canonical correlations between seeds' core coordinates.
+
+    Args:
+        matrix: (S, S) mean top-k CCA (diagonal 1).
+        top: per seed pair, the k correlations (shown under the title).
+    """
+    ax = _axes(ax)
+    _heatmap(np.asarray(matrix), ax, vmin=0.0, vmax=1.0, cmap="mako_r")
+    text = "; ".join("[" + ", ".join(f"{v:.3f}" for v in pair) + "]" for pair in top)
+    ax.set_title("D  Core statistical similarity (mean CCA)", fontsize=10)
+    ax.set_xlabel(text, fontsize=6)
+    return ax
+
+
+def plot_spectrum(
+    true_eigs: Sequence[Sequence[float]],
+    core_eigs: Sequence[Sequence[Sequence[float]]],
+    r2_ratio: Sequence[float],
+    ax: Axes | None = None,
+    title: str = "E  Core recovers the Markov spectrum",
+) -> Axes:
+    """Panel E: the chain's non-unit eigenvalues and each seed's core-operator eigenvalues.
+
+    Args:
+        true_eigs: [[re, im], ...] of the chain.
+        core_eigs: per seed, [[re, im], ...] of the fitted operator.
+        r2_ratio: per seed, R² / R²_oracle (shown in the legend).
+    """
+    ax = _axes(ax, (4.0, 4.0))
+    t = np.linspace(0, 2 * np.pi, 400)
+    ax.plot(np.cos(t), np.sin(t), color="0.6", lw=1)
+    ax.axhline(0, color="0.85", lw=0.8)
+    ax.axvline(0, color="0.85", lw=0.8)
+    tr = np.asarray(true_eigs, dtype=float).reshape(-1, 2)
+    ax.scatter(tr[:, 0], tr[:, 1], s=160, facecolors="none", edgecolors="k", lw=1.5, label="chain T", zorder=3)
+    markers = ["x", "+", "1", "2", "3", "4"]
+    for i, (eigs, ratio) in enumerate(zip(core_eigs, r2_ratio)):
+        e = np.asarray(eigs, dtype=float).reshape(-1, 2)
+        ax.scatter(e[:, 0], e[:, 1], marker=markers[i % len(markers)], s=60, zorder=4,
+                   label=f"seed {i + 1} (R²/R²$_o$ = {ratio:.3f})")
+    ax.set_xlim(-1.1, 1.1)
+    ax.set_ylim(-1.1, 1.1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("Re λ")
+    ax.set_ylabel("Im λ")
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_energy_cut(
+    shares: Mapping[str, Sequence[Sequence[float]]], energy: float, ax: Axes | None = None
+) -> Axes:
+    """Energy left after the first k balanced directions, 1 − cumsum(w)/Σw, per tail and seed (log y).
+
+    The rank rule stops at the first k whose remaining energy is <= 1 − ``energy`` (dashed line).
+
+    Args:
+        shares: ``{tail: per seed, the shares w_i / Σw of the first few directions}``.
+    """
+    ax = _axes(ax, (4.8, 3.4))
+    styles = {"logits": ("o-", PALETTE["remove"]), "centered": ("s-", PALETTE["keep"])}
+    for tail, per_seed in shares.items():
+        fmt, color = styles.get(tail, ("^-", "k"))
+        for i, s in enumerate(per_seed):
+            left = np.clip(1.0 - np.cumsum(s), FLOOR, None)
+            k = np.arange(1, len(left) + 1)
+            ax.semilogy(k, left, fmt, color=color, alpha=0.8, ms=4, label=f"{tail} tail" if i == 0 else None)
+    ax.axhline(1.0 - energy, color="k", ls="--", lw=1, label=f"cut (energy {energy})")
+    ax.set_ylim(FLOOR / 2, 1.5)
+    ax.text(1, FLOOR * 1.4, "(≈ 0: at or below this line)", fontsize=7, color="0.4")
+    ax.set_xlabel("k (balanced directions kept)")
+    ax.set_ylabel("energy left, 1 − Σ$_{i≤k}$ w$_i$ / Σ w")
+    ax.legend(fontsize=7)
+    ax.set_title("Where the rank rule cuts", fontsize=10)
+    return ax

@@ -1,0 +1,111 @@
+"""Grokking times, censoring, the two scaling-law fits and the chapter's parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ace_helpers.grokking import (
+    PRESETS,
+    GrokRecord,
+    fit_log_law,
+    fit_power_law,
+    grok_times,
+    log_law,
+    resolve_params,
+    run_grok_sweep,
+    setting_stats,
+    uncensored,
+)
+from ace_helpers.params import set_threads
+
+set_threads(1)
+
+
+def test_grok_times_delay_in_steps() -> None:
+    steps = [10, 20, 30, 40, 50, 60]
+    train = [0.5, 0.98, 0.995, 1.0, 1.0, 1.0]
+    test = [0.0, 0.01, 0.2, 0.7, 0.991, 1.0]
+    t = grok_times(steps, train, test)
+    assert (t.tau_mem, t.tau_test, t.tau_grok, t.censored) == (30, 50, 20, False)
+
+
+def test_grok_times_censoring() -> None:
+    t = grok_times([10, 20, 30], [0.99, 1.0, 1.0], [0.1, 0.5, 0.98])
+    assert t.censored and t.tau_mem == 10 and t.tau_test is None and t.tau_grok == 20  # lower bound
+    never = grok_times([10, 20], [0.2, 0.5], [0.0, 0.0])
+    assert never.censored and never.tau_mem is None and never.tau_grok is None
+    with pytest.raises(ValueError, match="increasing"):
+        grok_times([20, 10], [1, 1], [1, 1])
+    with pytest.raises(ValueError, match="1-D of one length"):
+        grok_times([10, 20], [1.0], [1.0, 1.0])
+
+
+def test_power_law_recovers_planted_exponent() -> None:
+    rng = np.random.default_rng(0)
+    omega = np.repeat([0.3, 0.5, 1.0, 1.5, 2.0, 3.0], 4)
+    tau = 900.0 * omega**-1.0 * np.exp(rng.normal(0, 0.1, omega.size))
+    fit = fit_power_law(omega, tau)
+    assert fit.ci[0] < -1.0 < fit.ci[1]
+    assert abs(fit.exponent + 1.0) < 0.1 and fit.r2 > 0.95 and fit.n == 24
+    assert fit.prefactor == pytest.approx(900, rel=0.1)
+    flat = fit_power_law(omega, 500.0 * np.exp(rng.normal(0, 0.1, omega.size)))
+    assert abs(flat.exponent) < 0.15 and flat.r2 < 0.4  # no trend -> ~zero exponent, low R²
+    with pytest.raises(ValueError, match="positive"):
+        fit_power_law([1.0, 2.0, 3.0], [1.0, -1.0, 2.0])
+    with pytest.raises(ValueError, match=">= 3 points"):
+        fit_power_law([1.0, 2.0], [1.0, 2.0])
+
+
+def test_log_law_recovers_planted_constants() -> None:
+    rng = np.random.default_rng(1)
+    p = np.repeat([31, 43, 53, 61, 79, 89, 101], 3).astype(float)
+    tau = log_law(p, 400.0, 20.0) * np.exp(rng.normal(0, 0.03, p.size))
+    fit = fit_log_law(p, tau)
+    assert fit.Omega == pytest.approx(400, rel=0.15) and fit.p_crit == pytest.approx(20, rel=0.15)
+    assert abs(fit.Omega - 400) < 4 * fit.Omega_se + 1 and fit.r2 > 0.9 and fit.beats_constant
+    assert fit.sse < fit.sse_const and fit.n == p.size
+    # large p: the law approaches its 1/p asymptote Ω·p_crit/p
+    assert log_law(np.array([1e5]), 400.0, 20.0)[0] == pytest.approx(400 * 20 / 1e5, rel=1e-3)
+    # no p dependence: the law must not claim to beat a constant by much
+    flat = fit_log_law(p, 300.0 * np.exp(rng.normal(0, 0.1, p.size)))
+    assert flat.r2 < 0.3
+    with pytest.raises(ValueError, match="tau > 0"):
+        fit_log_law([31, 43, 53], [1.0, 0.0, 2.0])
+
+
+def _rec(sweep, omega, p, seed, tau, censored=False):
+    return GrokRecord(sweep, omega, p, seed, 100, None if censored else 100 + tau, tau, censored, 1000)
+
+
+def test_setting_stats_and_uncensored() -> None:
+    recs = [_rec("omega", 1.0, 53, 0, 100), _rec("omega", 1.0, 53, 1, 300), _rec("omega", 2.0, 53, 0, 50),
+            _rec("omega", 2.0, 53, 1, 900, censored=True), _rec("p", 1.0, 31, 0, 70)]
+    s = setting_stats(recs, "omega", "omega")
+    assert s["x"].tolist() == [1.0, 2.0] and s["mean"].tolist() == [200.0, 50.0]
+    assert s["n"].tolist() == [2, 1] and s["n_censored"].tolist() == [0, 1]
+    w, p, tau = uncensored(recs, "omega")
+    assert tau.tolist() == [100, 300, 50] and set(p) == {53}
+
+
+def test_resolve_params_validates() -> None:
+    for name in PRESETS:
+        out = resolve_params(PRESET=name)
+        assert set(PRESETS[name]) <= set(out) and out["PRESET"] == name
+    assert resolve_params(PRESET="ci", N_SEEDS=5)["N_SEEDS"] == 5
+    with pytest.raises(ValueError, match="PRIMES"):
+        resolve_params(PRESET="ci", PRIMES=[31, 45])
+    with pytest.raises(ValueError, match="OMEGAS"):
+        resolve_params(PRESET="ci", OMEGAS=[1.0, -1.0])
+    with pytest.raises(ValueError, match="PRESET"):
+        resolve_params(PRESET="huge")
+    with pytest.raises(ValueError, match="EVAL_EVERY"):
+        resolve_params(PRESET="ci", MAX_STEPS=5, EVAL_EVERY=10)
+
+
+def test_run_grok_sweep_reports_censored_runs() -> None:
+    recs = run_grok_sweep(11, [0.5, 1.0], [0, 1], batch_size=None, max_steps=20, eval_every=10, progress=False)
+    assert [(r.omega, r.seed) for r in recs] == [(0.5, 0), (0.5, 1), (1.0, 0), (1.0, 1)]
+    for r in recs:
+        assert r.p == 11 and r.steps_trained == 20 and r.censored  # 20 steps cannot grok
+        assert r.tau_test is None

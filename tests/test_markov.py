@@ -1,0 +1,240 @@
+"""Tests of the Markov-chain task and the chapter 1 pipeline (ace_helpers.tasks.markov, ace_helpers.markov)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ace_helpers import markov
+from ace_helpers.models import ToyTransformer
+from ace_helpers.tasks.markov import (
+    PAPER_CHAIN,
+    bayes_accuracy,
+    chance_accuracy,
+    markov_dataset,
+    nontrivial_eigenvalues,
+    oracle_r2,
+    sample_sequences,
+    stationary_distribution,
+    validate_transition,
+)
+
+torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------- validation
+@pytest.mark.parametrize(
+    ("T", "message"),
+    [
+        ([[0.5, 0.5, 0.0]], "square"),
+        ([[1.0]], "at least 2 states"),
+        ([[0.5, 0.6], [0.5, 0.5]], "row 0"),
+        ([[1.2, -0.2], [0.5, 0.5]], "negative"),
+        ([[1.0, 0.0], [0.5, 0.5]], "reducible"),
+        ([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], "reducible"),
+        ([[float("nan"), 1.0], [0.5, 0.5]], "non-finite"),
+        ("abc", "T"),
+    ],
+)
+def test_validate_transition_rejects(T, message):
+    with pytest.raises(ValueError, match=message):
+        validate_transition(T)
+
+
+def test_validate_transition_accepts_and_names_parameter():
+    assert validate_transition(PAPER_CHAIN).shape == (4, 4)
+    with pytest.raises(ValueError, match="EXTRA_CHAINS\\[1\\]"):
+        validate_transition([[0.2, 0.2], [0.5, 0.5]], "EXTRA_CHAINS[1]")
+
+
+# ---------------------------------------------------------------- reference quantities
+def test_paper_chain_reference_values():
+    eigs = nontrivial_eigenvalues(PAPER_CHAIN)
+    expected = np.array([0.75 + 0.25j, 0.75 - 0.25j, 0.5])
+    assert all(np.min(np.abs(eigs - e)) < 1e-12 for e in expected) and len(eigs) == 3
+    np.testing.assert_allclose(stationary_distribution(PAPER_CHAIN), 0.25, atol=1e-12)
+    assert bayes_accuracy(PAPER_CHAIN) == pytest.approx(0.75)
+    assert oracle_r2(PAPER_CHAIN) == pytest.approx(0.5)
+    assert chance_accuracy(PAPER_CHAIN) == pytest.approx(0.25)
+
+
+def test_stationary_distribution_two_state_closed_form():
+    a, b = 0.3, 0.1
+    T = [[1 - a, a], [b, 1 - b]]
+    np.testing.assert_allclose(stationary_distribution(T), [b / (a + b), a / (a + b)], atol=1e-12)
+    assert bayes_accuracy(T) == pytest.approx(0.25 * 0.7 + 0.75 * 0.9)
+    assert chance_accuracy(T, np.array([1, 1, 0, 1])) == pytest.approx(0.75)
+
+
+def test_sampling_is_seeded_and_follows_T():
+    T = np.array(markov.CHAIN_5_COMPLEX)
+    a = sample_sequences(T, 2000, 32, seed=3)
+    assert a.shape == (2000, 32) and a.dtype == np.int64
+    np.testing.assert_array_equal(a, sample_sequences(T, 2000, 32, seed=3))
+    assert not np.array_equal(a, sample_sequences(T, 2000, 32, seed=4))
+    counts = np.zeros((5, 5))
+    np.add.at(counts, (a[:, :-1], a[:, 1:]), 1)
+    np.testing.assert_allclose(counts / counts.sum(1, keepdims=True), T, atol=0.02)
+    # impossible transitions never happen
+    assert counts[T == 0].sum() == 0
+
+
+def test_oracle_r2_matches_empirical_one_hot_regression():
+    T = np.array(markov.CHAIN_3_NONCIRCULANT)
+    s = sample_sequences(T, 4000, 64, seed=1)[:, 10:]  # near stationarity
+    now, nxt = s[:, :-1].reshape(-1), s[:, 1:].reshape(-1)
+    y = np.eye(3)[nxt]
+    r2 = markov.state_r2(y, now, 3)  # one-hot next state on one-hot current state
+    assert r2 == pytest.approx(oracle_r2(T), abs=0.01)
+
+
+def test_state_r2_planted():
+    rng = np.random.default_rng(0)
+    states = rng.integers(0, 4, 5000)
+    M = rng.normal(size=(4, 3))
+    assert markov.state_r2(M[states], states, 4) == pytest.approx(1.0)
+    noisy = M[states] + rng.normal(size=(5000, 3)) * 10
+    assert markov.state_r2(noisy, states, 4) < 0.2
+
+
+def test_markov_dataset_shapes():
+    d = markov_dataset(PAPER_CHAIN, 10, 7, 32)
+    assert d.train_inputs.shape == (10, 31) and d.test_targets.shape == (7, 31)
+    torch.testing.assert_close(d.train_inputs[:, 1:], d.train_targets[:, :-1])
+    assert d.n_states == 4
+
+
+# ---------------------------------------------------------------- parameters
+def test_resolve_params_presets_and_errors(monkeypatch):
+    monkeypatch.delenv("ACE_PRESET", raising=False)
+    book = markov.resolve_params()
+    assert book["PRESET"] == "book" and book["N_SEEDS"] == 3 and book["EPOCHS"] == 40
+    assert book["N_TRAIN"] == 3000 and book["ENERGY"] == 0.999 and book["LR"] == 1e-4
+    ci = markov.resolve_params(PRESET="ci", N_SEEDS=3)
+    assert ci["N_SEEDS"] == 3 and ci["PRESET"] == "ci"
+    with pytest.raises(ValueError, match="TAIL"):
+        markov.resolve_params(TAIL="raw")
+    with pytest.raises(ValueError, match="ABLATION"):
+        markov.resolve_params(ABLATION="none")
+    with pytest.raises(ValueError, match="T "):
+        markov.resolve_params(T=[[0.5, 0.5], [0.2, 0.2]])
+    with pytest.raises(ValueError, match="EXTRA_CHAINS\\[0\\]"):
+        markov.resolve_params(EXTRA_CHAINS=[[[1.0, 0.0], [0.0, 1.0]]])
+    with pytest.raises(ValueError, match="N_SEEDS"):
+        markov.resolve_params(N_SEEDS=1)
+    with pytest.raises(ValueError, match="unknown knob"):
+        markov.resolve_params(EPOCH=3)
+    with pytest.raises(ValueError, match="PRESET"):
+        markov.resolve_params(PRESET="fast")
+
+
+def test_model_seeds_follow_paper():
+    assert markov.model_seeds(0, 3) == [0, 100, 200]
+
+
+def test_centered_tail_removes_softmax_direction():
+    model = ToyTransformer(markov.toy_config(4, 16))
+    j = markov.tail_jacobian(model, "centered")
+    np.testing.assert_allclose(np.ones(4) @ j, 0.0, atol=1e-12)
+    np.testing.assert_allclose(markov.tail_jacobian(model, "logits"), model.lm_head.weight.detach().double())
+
+
+# ---------------------------------------------------------------- training
+def test_ensemble_members_do_not_depend_on_each_other():
+    d = markov_dataset(PAPER_CHAIN, 48, 4, 9)
+    kw = dict(d_model=16, epochs=2, batch_size=16, lr=1e-3)
+    together = markov.train_models(d, [0, 100], method="ensemble", **kw)
+    alone = markov.train_models(d, [100], method="ensemble1", **kw)
+    for a, b in zip(together.models[1].parameters(), alone.models[0].parameters()):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(together.loss[1], alone.loss[0], rtol=1e-5)
+    # and training changed the weights (the test can fail)
+    fresh = markov.build_model(markov.toy_config(4, 16), 100)
+    assert any(not torch.allclose(a, b) for a, b in zip(fresh.parameters(), alone.models[0].parameters()))
+
+
+def test_training_is_deterministic_and_learns():
+    d = markov_dataset(PAPER_CHAIN, 200, 50, 17)
+    kw = dict(d_model=16, epochs=6, batch_size=32, lr=3e-3)
+    a = markov.train_models(d, [0], **kw)
+    b = markov.train_models(d, [0], **kw)
+    for x, y in zip(a.models[0].parameters(), b.models[0].parameters()):
+        torch.testing.assert_close(x, y, atol=0, rtol=0)
+    assert a.loss[0][-1] < a.loss[0][0]
+
+
+# ---------------------------------------------------------------- end to end (tiny)
+TINY = dict(PRESET="ci", N_SEEDS=2, EPOCHS=6, D_MODEL=32, N_TRAIN=600, N_TEST=300, SEQ_LEN=17, LR=3e-3,
+            BATCH_SIZE=32, EXTRA_CHAINS=[markov.CHAIN_3_NONCIRCULANT], EXTRA_SEEDS=1, EXTRA_EPOCHS=6)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.set_num_threads(1)
+    params = markov.resolve_params(**TINY)
+    results, main, extras = markov.run_chapter(params)
+    return params, results, main, extras
+
+
+def test_tiny_run_finds_a_three_dimensional_necessary_and_sufficient_core(tiny):
+    _, res, _, _ = tiny
+    assert res["n_states"] == 4
+    assert res["core_ranks"] == [3, 3] == res["core_ranks_centered"]
+    assert all(b > 0.72 for b in res["base_acc"])  # Bayes 0.75
+    assert all(abs(k - b) < 0.01 for k, b in zip(res["keep_acc"], res["base_acc"]))
+    assert all(r < res["chance_acc"] + 0.05 for r in res["remove_acc"])
+    assert all(e < 0.08 for e in res["eig_max_error"])
+    assert all(0.9 < r / s < 1.1 for r, s in zip(res["r2"], res["r2_state"]))
+    assert res["cca"][0][0] > 0.98
+    assert res["projector_overlap"][0] < 0.3
+    assert res["softmax_cos"][0] > 0.8  # the logits tail's n-th direction shifts all logits
+    # the paper variant is present for every key of the chosen one, and all four ablation combos
+    for key in ("core_ranks", "keep_acc", "remove_acc", "cca", "eig_max_error", "r2", "r2_state"):
+        assert len(res[f"{key}_paper"]) == len(res[key])
+    assert res["keep_acc_centered_mean"] == res["keep_acc"]
+    assert res["keep_acc_logits_zero"] == res["keep_acc_paper"]
+    # the extra chain (3 states): a 2-D core
+    assert res["extra_n_states"] == [3] and res["extra_core_ranks"] == [[2]]
+
+
+def test_claims_hold_and_can_fail(tiny):
+    params, res, _, _ = tiny
+    claims = markov.build_claims(res, params)
+    assert claims.summary().endswith("claims hold") and len(claims.rows) == 13  # 12 for the paper chain + 1 extra chain
+    failed = [r.claim for r in claims.rows if not r.passed]
+    # tiny models are under-trained: allow a CCA/eigenvalue shortfall, nothing structural
+    assert not any("rank" in c or "core only" in c or "removed" in c for c in failed), failed
+    broken = dict(res, core_ranks=[3, 4], remove_acc=[0.6, 0.6])
+    bad = markov.build_claims(broken, params)
+    assert sum(not r.passed for r in bad.rows) >= 2
+    with pytest.raises(AssertionError, match="core rank"):
+        bad.assert_all()
+
+
+def test_tables_and_plots_render_from_results(tiny):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ace_helpers.plots import markov as mplots
+
+    params, res, _, _ = tiny
+    assert markov.variant_table(res, "centered", "mean").count("\n") == 8
+    assert "centered (rank [3, 3])" in markov.ablation_table(res)
+    assert markov.extra_table(res).count("\n") == 2
+    pairs = markov.seed_pairs(2)
+    mplots.plot_weight_cosine(markov.pair_matrix(res["weight_cosine"], 2, pairs))
+    mplots.plot_necessity_sufficiency(res["bayes_acc"], res["chance_acc"], res["base_acc"],
+                                      {"ours": (res["keep_acc"], res["remove_acc"])})
+    mplots.plot_projector_overlap(markov.pair_matrix(res["projector_overlap"], 2, pairs), res["random_overlap"])
+    mplots.plot_cca(markov.pair_matrix([np.mean(c) for c in res["cca"]], 2, pairs), res["cca"])
+    mplots.plot_spectrum(res["true_eigs"], res["core_eigs"], markov.r2_ratios(res)[0])
+    mplots.plot_energy_cut({"logits": res["energy_shares_logits"]}, params["ENERGY"])
+    plt.close("all")
+
+
+def test_pair_matrix():
+    m = markov.pair_matrix([0.1, 0.2, 0.3], 3, [(0, 1), (0, 2), (1, 2)])
+    np.testing.assert_allclose(m, [[1, 0.1, 0.2], [0.1, 1, 0.3], [0.2, 0.3, 1]])
