@@ -539,10 +539,10 @@ def fisher_combine(pvalues: Sequence[float]) -> float:
 
 
 def permutation_p_value(za: np.ndarray, zb: np.ndarray, *, n_permutations: int = 10000, seed: int = 0) -> float:
-    """P-value of the sign-aligned Spearman |ρ| of ``za`` vs ``zb`` under random pairings.
+    """P-value of the sign-aligned Spearman ``|ρ|`` of ``za`` vs ``zb`` under random pairings.
 
-    Sign alignment makes the statistic |ρ| (both signs count), so the null statistic is the
-    |ρ| of ``za`` against a permutation of ``zb``. Returns (1 + #{null ≥ observed}) / (1 + n).
+    Sign alignment makes the statistic ``|ρ|`` (both signs count), so the null statistic is the
+    ``|ρ|`` of ``za`` against a permutation of ``zb``. Returns (1 + #{null ≥ observed}) / (1 + n).
     """
     from scipy.stats import rankdata
 

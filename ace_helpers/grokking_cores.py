@@ -34,7 +34,7 @@ sufficient dimension; ``keep_acc`` / ``remove_acc`` accuracy with only / without
 ``core_dim`` directions; ``r2_holdout`` holdout R_h² of the ridge shift fit; ``r2_ols``
 in-sample R² of the OLS fit; ``frac_unit_circle`` fraction of the ridge-fit eigenvalues within
 sin(π/p) of the unit circle; ``rotational_modes`` folded frequency bins holding such an
-eigenvalue; ``median_abs_eig`` median |λ|; ``*_ols`` the same from the OLS fit;
+eigenvalue; ``median_abs_eig`` median ``|λ|``; ``*_ols`` the same from the OLS fit;
 ``eig_real``/``eig_imag`` (n_models, n_checkpoints, p) ridge-fit eigenvalues, NaN-padded;
 ``keep_curve``/``remove_curve`` (n_models, n_checkpoints, D + 1) accuracy at every rank r.
 """

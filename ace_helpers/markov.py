@@ -39,12 +39,12 @@ cca                    per seed pair: top n − 1 canonical correlations of the 
 weight_cosine          per seed pair: cosine of the flattened parameter vectors (tail-free)
 true_eigs              the chain's n − 1 non-unit eigenvalues, [re, im]
 core_eigs              per seed: eigenvalues of the fitted core operator, [re, im]
-eig_max_error          per seed: max |true − fitted| after optimal matching from the true set
+eig_max_error          per seed: max ``|true − fitted|`` after optimal matching from the true set
 r2                     per seed: R² of the one-step core dynamics fit
 r2_oracle              spec §1.4 oracle R² of the chain
 r2_state               per seed: R² of regressing the next core coordinates on the one-hot
                        current state (a basis-free oracle)
-softmax_cos            per seed: |cos| between the all-ones logit vector and the logit image
+softmax_cos            per seed: ``|cos|`` between the all-ones logit vector and the logit image
                        W_U q of the n-th balanced direction of the logits-tail core
 energy_at_n_minus_1    per seed: cumulative energy of the first n − 1 directions (logits tail)
 energy_softmax_share   per seed: energy share of the n-th direction (logits tail)
@@ -60,7 +60,7 @@ wall_s                 wall time of the whole chapter in seconds (added by the n
 cpu_s                  CPU time of the notebook kernel in seconds (on a shared machine wall_s
                        includes waiting for the CPU; cpu_s is what the chapter costs)
 train_s, chain_s       seconds spent training the main chain / on the whole main chain
-train_cpu_s, chain_cpu_s  the same in CPU seconds of this process
+train_cpu_s            CPU seconds of this process spent training (``chain_cpu_s``: whole chain)
 =====================  ==========================================================================
 """
 
