@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +25,10 @@ def test_presets_resolve_and_validate():
         assert cfg["PRESET"] == preset
         assert is_prime(cfg["P"])
     paper = gc.resolve_params(PRESET="paper")
-    assert (paper["P"], paper["EPOCHS"], paper["N_MODELS"], paper["FORK_EPOCH"]) == (53, 20000, 3, 900)
+    assert (paper["P"], paper["TRAIN_FRACTION"], paper["EPOCHS"], paper["N_MODELS"]) == (53, 0.5, 20000, 3)
+    # the paper run is the book run continued: it differs only in length (and model count)
+    book = gc.resolve_params(PRESET="book")
+    assert {k: paper[k] for k in gc.RUN_KNOBS if k != "EPOCHS"} == {k: book[k] for k in gc.RUN_KNOBS if k != "EPOCHS"}
 
 
 @pytest.mark.parametrize(
@@ -242,6 +246,67 @@ def test_training_is_deterministic_and_resumes_identically(tmp_path, monkeypatch
         np.testing.assert_array_equal(resumed[key], straight[key], err_msg=key)
 
 
+def test_unfinished_run_is_stored_up_to_the_epoch_every_arm_reached(tmp_path, monkeypatch):
+    monkeypatch.setattr(gc, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, EPOCHS=8)  # checkpoints: WD arm 0, 2, 4, 6, 8; WD-off arm 3, 4, 6, 8
+    straight = [gc.train_one_model(cfg, m) for m in range(2)]
+    snaps = tmp_path / "snaps"
+    gc.train_one_model(cfg, 0, snapshot_dir=snaps, stop_after=6)
+    gc.train_one_model(cfg, 1, snapshot_dir=snaps, stop_after=4)
+    assert gc.load_partial(cfg) is None
+    assert gc.store_partial(cfg, snaps) == {"wd": 4, "nowd": 4}  # model 1 stopped at 4: both models are cut there
+    run, through = gc.load_partial(cfg)
+    assert through == {"wd": 4, "nowd": 4} and run.n_models == 2
+    assert run.wd.epochs.tolist() == [0, 2, 4] and run.nowd.epochs.tolist() == [3, 4]
+    for m in range(2):
+        for arm, n in (("wd", 3), ("nowd", 2)):
+            for key in ("test_acc", "core_dim", "suff_dim", "r2_holdout", "keep_curve", "eig_real"):
+                np.testing.assert_array_equal(getattr(run, arm)[key][m], straight[m][f"{arm}/{key}"][:n], err_msg=f"{m} {arm} {key}")
+    assert gc.load_partial(dict(cfg, LR=2 * cfg["LR"])) is None  # another run's part is not this one's
+    # resuming the unfinished model finishes it with the uninterrupted numbers
+    done = gc.train_one_model(cfg, 1, snapshot_dir=snaps)
+    for key in straight[1]:
+        np.testing.assert_array_equal(done[key], straight[1][key], err_msg=key)
+
+
+def test_weight_decay_arm_first_gives_the_same_numbers(tmp_path, monkeypatch):
+    monkeypatch.setattr(gc, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, EPOCHS=8, N_MODELS=1)
+    straight = gc.train_one_model(cfg, 0)
+
+    class Stop(Exception):
+        pass
+
+    logged = []
+
+    def interrupt(msg):
+        logged.append(msg)
+        if len(logged) == 5:  # the WD arm's four segments, then the WD-off arm's first
+            raise Stop
+
+    snaps = tmp_path / "snaps"
+    with pytest.raises(Stop):
+        gc.train_one_model(cfg, 0, snapshot_dir=snaps, log=interrupt, wd_first=True)
+    assert all("arm wd:" in m for m in logged[:4]) and "arm nowd: epoch 4" in logged[4]
+    assert gc.store_partial(cfg, snaps) == {"wd": 8, "nowd": 4}
+    run, _ = gc.load_partial(cfg)
+    np.testing.assert_array_equal(run.wd["core_dim"][0], straight["wd/core_dim"])
+    done = gc.train_one_model(cfg, 0, snapshot_dir=snaps, wd_first=True)
+    for key in straight:
+        np.testing.assert_array_equal(done[key], straight[key], err_msg=key)
+
+
+def test_store_partial_needs_both_arms(tmp_path, monkeypatch):
+    monkeypatch.setattr(gc, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, N_MODELS=1)
+    snaps = tmp_path / "snaps"
+    gc.train_one_model(cfg, 0, snapshot_dir=snaps, stop_after=2)  # before the fork at 3
+    with pytest.raises(FileNotFoundError, match="no snapshot of both arms"):
+        gc.store_partial(cfg, snaps)
+    with pytest.raises(ValueError, match="stop_after"):
+        gc.train_one_model(cfg, 0, stop_after=0)
+
+
 def test_parallel_workers_give_the_same_numbers(tmp_path):
     cfg = _tiny_cfg(tmp_path, EPOCHS=4, FORK_EPOCH=2)
     run = gc.load_or_train(cfg, workers=2, log=None)
@@ -269,3 +334,59 @@ def test_clock_epochs_and_per_model_summary():
     assert rows[1]["grok_epoch"] == 400 and rows[1]["min_frac_unit_circle"] == 0.85
     with pytest.raises(ValueError, match="not a checkpoint"):
         arm.index(250)
+
+
+def _synthetic_run(core_wd, suff_wd, modes_wd, core_nowd, epochs, fork):
+    """A two-model GrokRun that groks at epochs[1] (test acc 1 from there on)."""
+    n = len(epochs)
+    acc = np.tile(np.r_[0.1, np.ones(n - 1)], (2, 1))
+    wd = gc.ArmResult(
+        epochs=np.asarray(epochs),
+        arrays={"test_acc": acc, "core_dim": np.asarray(core_wd), "suff_dim": np.asarray(suff_wd), "rotational_modes": np.asarray(modes_wd)},
+    )
+    post = np.asarray(epochs) >= fork
+    nowd = gc.ArmResult(
+        epochs=np.asarray(epochs)[post],
+        arrays={"core_dim": np.asarray(core_nowd), "rotational_modes": np.full((2, post.sum()), 5)},
+    )
+    return gc.GrokRun(wd=wd, nowd=nowd, n_models=2, cached=[True, True], wall_s=[0.0, 0.0], directory=Path("."))
+
+
+@pytest.mark.parametrize(
+    "epochs_run, last_epoch, final_dim, expect_checked, expect_pass",
+    [
+        (20000, None, 45, 5, True),  # the full run: every target is checked
+        (20000, None, 30, 5, False),  # ... and can fail
+        (20000, 8000, 45, 5, True),  # an unfinished run that already reaches the targets
+        (20000, 8000, 30, 3, True),  # ... or not yet: dim and modes are not tested (growth 15 is)
+        (1400, None, 30, 3, True),  # a short preset
+    ],
+)
+def test_inflation_claims_by_horizon(epochs_run, last_epoch, final_dim, expect_checked, expect_pass):
+    epochs = [0, 1000, 2000, 4000]
+    core = [[40, 15, 25, final_dim], [40, 16, 26, final_dim]]
+    modes = [[0, 10, 15, 22 if final_dim >= 40 else 12]] * 2
+    run = _synthetic_run(core, [[1, 8, 8, 9], [1, 9, 9, 9]], modes, [[15, 16], [16, 17]], epochs, fork=2000)
+    cfg = gc.resolve_params(PRESET="paper", EPOCHS=epochs_run)
+    claims, not_tested, nums = gc.inflation_claims(run, cfg, last_epoch=last_epoch)
+    assert len(claims.rows) == expect_checked and len(claims.rows) + len(not_tested) == 5
+    assert all(r.passed for r in claims.rows) == expect_pass
+    assert nums["core_dim_growth_since_grok"] == [final_dim - 15, final_dim - 16]
+
+
+def test_inflation_claims_flag_wd_off_inflation():
+    epochs = [0, 1000, 2000, 4000]
+    run = _synthetic_run([[40, 15, 30, 45]] * 2, [[1, 8, 8, 9]] * 2, [[0, 10, 15, 22]] * 2, [[15, 40], [16, 17]], epochs, fork=2000)
+    claims, _, nums = gc.inflation_claims(run, gc.resolve_params(PRESET="paper"))
+    row = next(r for r in claims.rows if r.claim.startswith("WD-off"))
+    assert not row.passed and nums["nowd_max_ratio_to_grok_dim"][0] == pytest.approx(40 / 15)
+
+
+def test_a_longer_run_reproduces_the_shorter_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(gc, "SEGMENT_EPOCHS", 4)
+    short = gc.load_or_train(_tiny_cfg(tmp_path, EPOCHS=6), log=None)  # its last segment is cut at 6
+    long = gc.load_or_train(_tiny_cfg(tmp_path, EPOCHS=10), log=None)
+    equal, epochs, diff = gc.same_prefix(short, long)
+    assert equal and epochs == [0, 2, 4, 6] and diff == 0.0  # bitwise: same code, same machine
+    other = gc.load_or_train(_tiny_cfg(tmp_path, EPOCHS=10, SEED=7), log=None)
+    assert gc.same_prefix(short, other)[0] is False

@@ -82,6 +82,23 @@ def plot_keep_remove(
     return ax
 
 
+def plot_grokking_overview(
+    epochs: Sequence[int],
+    test_acc: np.ndarray,
+    core_dim: np.ndarray,
+    keep_acc: np.ndarray,
+    remove_acc: np.ndarray,
+    p: int,
+    grok: int | None = None,
+) -> Figure:
+    """Fig. 1A and 1B side by side for one run (arrays (M, C), as the single panels)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+    plot_accuracy_and_core_dim(epochs, test_acc, core_dim, grok, ax=axes[0])
+    plot_keep_remove(epochs, test_acc, keep_acc, remove_acc, p, grok, ax=axes[1])
+    fig.tight_layout()
+    return fig
+
+
 def plot_clocks(
     eigenvalues: Sequence[np.ndarray], titles: Sequence[str], p: int, notes: Sequence[str] | None = None
 ) -> Figure:
@@ -178,3 +195,24 @@ def plot_rotational_modes(
     ax.set_title("Cyclic operator saturates with core inflation")
     ax.legend(fontsize=8)
     return ax
+
+
+def plot_inflation_overview(
+    epochs_wd: Sequence[int],
+    core_wd: np.ndarray,
+    suff_wd: np.ndarray,
+    modes_wd: np.ndarray,
+    epochs_nowd: Sequence[int],
+    core_nowd: np.ndarray,
+    modes_nowd: np.ndarray,
+    fork_epoch: int,
+    p: int,
+    grok: int | None = None,
+) -> Figure:
+    """Fig. 2A, 2B and 2D side by side for one run (arrays (M, C) per arm, as the single panels)."""
+    fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
+    plot_core_inflation(epochs_wd, core_wd, epochs_nowd, core_nowd, fork_epoch, grok, ax=axes[0])
+    plot_redundancy(epochs_wd, suff_wd, core_wd, grok, ax=axes[1])
+    plot_rotational_modes(epochs_wd, modes_wd, epochs_nowd, modes_nowd, p, ax=axes[2])
+    fig.tight_layout()
+    return fig
