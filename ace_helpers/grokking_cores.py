@@ -1196,9 +1196,15 @@ def inflation_claims(
     spread = suff.max(axis=1) / np.maximum(suff.min(axis=1), 1)
     nums["suff_dim_post_grok_max_over_min"] = spread.tolist()
     claims.check("with WD: sufficient dim stays flat after grokking (max/min ≤ 1.5 per model)", "flat",
-                 [round(float(s), 3) for s in spread], bool((spread <= 1.5).all()))  # fmt: skip
+                 [round(float(s), 3) for s in spread], bool((spread <= 1.5).all()),
+                 known_gap=known_gap(cfg, "suff_flat"))  # fmt: skip
     growth = (wd["core_dim"][:, -1] - g_dim).tolist()
     nums["core_dim_growth_since_grok"] = growth
+    gap_growth = ((wd["core_dim"] - wd["suff_dim"])[:, -1] - (g_dim - per_model_at(wd, "suff_dim", grok))).tolist()
+    nums["redundancy_gap_growth_since_grok"] = gap_growth
+    late_claim(f"with WD: necessary and sufficient dims separate: their gap grows by ≥ 10 after grokking (epoch {last})",
+               "the gap (redundancy) widens", gap_growth, bool((np.asarray(gap_growth) >= 10).all()),
+               f"inflation is a late, slow effect; this run stops at epoch {last}")  # fmt: skip
     late_claim(f"with WD: necessary (core) dim grows by ≥ 10 after grokking (last − grok, epoch {last})", "~15 → ~60",
                growth, bool((np.asarray(growth) >= 10).all()), f"inflation is a late, slow effect; this run stops at epoch {last}")  # fmt: skip
     return claims, not_tested, nums

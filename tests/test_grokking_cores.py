@@ -355,11 +355,11 @@ def _synthetic_run(core_wd, suff_wd, modes_wd, core_nowd, epochs, fork):
 @pytest.mark.parametrize(
     "epochs_run, last_epoch, final_dim, expect_checked, expect_pass",
     [
-        (20000, None, 45, 5, True),  # the full run: every target is checked
-        (20000, None, 30, 5, False),  # ... and can fail
-        (20000, 8000, 45, 5, True),  # an unfinished run that already reaches the targets
-        (20000, 8000, 30, 3, True),  # ... or not yet: dim and modes are not tested (growth 15 is)
-        (1400, None, 30, 3, True),  # a short preset
+        (20000, None, 45, 6, True),  # the full run: every target is checked
+        (20000, None, 30, 6, False),  # ... and can fail
+        (20000, 8000, 45, 6, True),  # an unfinished run that already reaches the targets
+        (20000, 8000, 30, 4, True),  # ... or not yet: dim and modes are not tested (growth 15 and gap growth 14 are)
+        (1400, None, 30, 4, True),  # a short preset
     ],
 )
 def test_inflation_claims_by_horizon(epochs_run, last_epoch, final_dim, expect_checked, expect_pass):
@@ -369,9 +369,10 @@ def test_inflation_claims_by_horizon(epochs_run, last_epoch, final_dim, expect_c
     run = _synthetic_run(core, [[1, 8, 8, 9], [1, 9, 9, 9]], modes, [[15, 16], [16, 17]], epochs, fork=2000)
     cfg = gc.resolve_params(PRESET="paper", EPOCHS=epochs_run)
     claims, not_tested, nums = gc.inflation_claims(run, cfg, last_epoch=last_epoch)
-    assert len(claims.rows) == expect_checked and len(claims.rows) + len(not_tested) == 5
+    assert len(claims.rows) == expect_checked and len(claims.rows) + len(not_tested) == 6
     assert all(r.passed for r in claims.rows) == expect_pass
     assert nums["core_dim_growth_since_grok"] == [final_dim - 15, final_dim - 16]
+    assert nums["redundancy_gap_growth_since_grok"] == [final_dim - 9 - 7, final_dim - 9 - 7]
 
 
 def test_inflation_claims_flag_wd_off_inflation():
