@@ -860,17 +860,25 @@ def store_partial(
 
 
 def load_long_run(cfg: Mapping[str, Any], *, directory: str | Path | None = None) -> tuple[GrokRun, dict[str, int]] | None:
-    """A stored run without training: the finished one if every model is stored, else its stored part.
+    """A stored run without training: its finished models if any, else its stored part.
+
+    Finished models are the ``run_<hash>_m<i>`` artifacts of :func:`load_or_train`, taken from
+    model 0 on (up to ``cfg["N_MODELS"]``).  The stored part of an unfinished run
+    (:func:`store_partial`) is used only when no model has finished.
 
     Returns ``(run, through_epoch)`` — the last stored epoch per arm, ``{"wd": ..., "nowd": ...}``:
-    EPOCHS for a finished run, see :func:`store_partial` otherwise — or ``None`` if neither is
-    stored.
+    EPOCHS for finished models — or ``None`` if nothing is stored.
     """
     validate(cfg)
     directory = Path(directory) if directory is not None else artifact_dir(cfg)
     tag = _run_hash(cfg)
-    found = [load_artifact(directory, f"run_{tag}_m{m}", {k: cfg[k] for k in RUN_KNOBS} | {"model_index": m}) for m in range(cfg["N_MODELS"])]
-    if all(a is not None for a in found):
+    found = []
+    for m in range(cfg["N_MODELS"]):
+        art = load_artifact(directory, f"run_{tag}_m{m}", {k: cfg[k] for k in RUN_KNOBS} | {"model_index": m})
+        if art is None:
+            break
+        found.append(art)
+    if found:
         return _grok_run(found, directory), {arm: int(cfg["EPOCHS"]) for arm in ARMS}
     return load_partial(cfg, directory=directory)
 

@@ -391,3 +391,19 @@ def test_a_longer_run_reproduces_the_shorter_one(tmp_path, monkeypatch):
     assert equal and epochs == [0, 2, 4, 6] and diff == 0.0  # bitwise: same code, same machine
     other = gc.load_or_train(_tiny_cfg(tmp_path, EPOCHS=10, SEED=7), log=None)
     assert gc.same_prefix(short, other)[0] is False
+
+
+def test_load_long_run_prefers_finished_models(tmp_path, monkeypatch):
+    monkeypatch.setattr(gc, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, EPOCHS=6, N_MODELS=3)
+    assert gc.load_long_run(cfg) is None
+    snaps = tmp_path / "snaps"
+    for m in range(2):
+        gc.train_one_model(cfg, m, snapshot_dir=snaps, stop_after=4)
+    gc.store_partial(dict(cfg, N_MODELS=2), snaps)
+    run, through = gc.load_long_run(cfg)  # only the stored part exists
+    assert run.n_models == 2 and through == {"wd": 4, "nowd": 4}
+    finished = gc.load_or_train(dict(cfg, N_MODELS=2), snapshot_dir=snaps, log=None)  # resumes both, stores them
+    run, through = gc.load_long_run(cfg)
+    assert run.n_models == 2 and through == {"wd": 6, "nowd": 6}
+    np.testing.assert_array_equal(run.wd["core_dim"], finished.wd["core_dim"])
