@@ -221,6 +221,43 @@ print(claims.verdict())
 # which low-variance dimensions pull down. The numbers are reported as measured.
 
 # %% [markdown]
+# ## The paper's epochs: the long run
+#
+# The paper's Fig. 1 runs to epoch 2000, with clocks at epochs 0, 300, 800, 900 and 2000 (grokking
+# at 800). This run stops at `EPOCHS`. The `paper` preset (Chapter 3) continues the same models
+# towards 20 000 epochs in the background; whatever part of it is stored is loaded here (nothing
+# is trained) and the figures and claims above are repeated on it. Its clocks are at the paper's
+# epochs shifted by our later grokking: 0, 300, grok, grok + 100, 2000.
+
+# %%
+long = gc.stored_long_run(cfg)
+if long is None:
+    print(gc.NO_LONG_RUN)
+else:
+    long_cfg, lrun, through = long
+    print(gc.describe_long_run(long_cfg, lrun, through))
+    lwd = lrun.wd.upto(2000)
+    lgrok = gc.grok_epoch(lwd.epochs, lwd["test_acc"])
+    gplots.plot_grokking_overview(lwd.epochs, lwd["test_acc"], lwd["core_dim"], lwd["keep_acc"], lwd["remove_acc"], p, lgrok)
+    plt.show()
+    long_clocks = [e for e in (0, 300, lgrok, (lgrok or 0) + 100, 2000) if e is not None and e in lwd.epochs]
+    eigs_l, titles_l, notes_l = gc.clock_panels(lwd, long_clocks, model=0, label="long run, ")
+    gplots.plot_clocks(eigs_l, titles_l, p, notes_l)
+    plt.show()
+
+# %% [markdown]
+# The claims above, on every stored checkpoint of the long run (not only those up to epoch 2000):
+
+# %%
+if long is not None:
+    long_claims, _, long_numbers = gc.grokking_claims(lrun, long_cfg)
+    display(Markdown(long_claims.table()))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(long_claims.verdict() if long is not None else "no long run stored")
+
+# %% [markdown]
 # ## Results
 #
 # `results.json` keys (per-checkpoint arrays are nested lists, one row per model, one column per
@@ -229,7 +266,8 @@ print(claims.verdict())
 # `r2_ols`, `frac_unit_circle_ols`, `rotational_modes_ols` (definitions in the
 # `ace_helpers.grokking_cores` docstring); `grok_epoch` (None if never); `clock_epochs`;
 # `claims_passed`, `claims_total`, `claims_failed`; `models_from_artifact`; `train_wall_s` (per model, from the
-# artifact manifests); `wall_s` (this notebook).
+# artifact manifests); `long_run` (the stored long run: `through_epoch`, `n_models`, its claim
+# numbers, or null); `wall_s` (this notebook).
 
 # %%
 results = gc.arm_results(wd) | {
@@ -240,7 +278,11 @@ results = gc.arm_results(wd) | {
     "claims_failed": [r.claim for r in claims.rows if not r.passed],
     "models_from_artifact": run.cached,
     "train_wall_s": run.wall_s,
+    "long_run": None if long is None else {"preset": "paper", "n_models": lrun.n_models, "through_epoch": through,
+                                           "numbers": long_numbers, "claims_failed": [r.claim for r in long_claims.rows if not r.passed]},
     "wall_s": time.perf_counter() - T0,
 }
 print(write_results(OUTPUT_DIR, results, {k: v for k, v in cfg.items() if k != "OUTPUT_DIR"}))
 claims.assert_all()  # after writing results.json, so a failed claim is recorded there too
+if long is not None:
+    long_claims.assert_all()

@@ -391,6 +391,9 @@ def test_a_longer_run_reproduces_the_shorter_one(tmp_path, monkeypatch):
     assert equal and epochs == [0, 2, 4, 6] and diff == 0.0  # bitwise: same code, same machine
     other = gc.load_or_train(_tiny_cfg(tmp_path, EPOCHS=10, SEED=7), log=None)
     assert gc.same_prefix(short, other)[0] is False
+    assert gc.continues(_tiny_cfg(tmp_path, EPOCHS=10), _tiny_cfg(tmp_path, EPOCHS=6))
+    assert not gc.continues(_tiny_cfg(tmp_path, EPOCHS=10, SEED=7), _tiny_cfg(tmp_path, EPOCHS=6))
+    assert not gc.continues(_tiny_cfg(tmp_path, EPOCHS=6), _tiny_cfg(tmp_path, EPOCHS=10))
 
 
 def test_load_long_run_prefers_finished_models(tmp_path, monkeypatch):
