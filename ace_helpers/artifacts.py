@@ -151,6 +151,11 @@ def _params_key(params: Mapping[str, Any]) -> str:
     return json.dumps(to_plain(params), sort_keys=True)
 
 
+def params_match(artifact: "Artifact", params: Mapping[str, Any]) -> bool:
+    """Whether a loaded artifact was made with ``params`` (the check :func:`load_artifact` applies)."""
+    return _params_key(artifact.manifest["params"]) == _params_key(params)
+
+
 def save_artifact(
     directory: str | os.PathLike,
     name: str,
