@@ -7,12 +7,14 @@ notebook test instead of quietly printing a worse number.
 
 A claim we have measured *not* to reproduce at a given preset is recorded with
 ``known_gap="why"``: it still shows as not holding (with the reason) in the table, but does not
-fail the notebook.  Every other failure does.  Known gaps are stated per preset and parameter
-set by the chapter module, next to the evidence, never added to make a run pass.
+fail the notebook.  Every other failure does.  Known gaps are stated per preset by the chapter
+module in one :class:`KnownGaps` table, next to the evidence, never added to make a run pass;
+a gap applies only to that preset's exact run (:meth:`KnownGaps.reason`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +41,27 @@ def _fmt(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_fmt(v) for v in value) + "]"
     return str(value)
+
+
+@dataclass(frozen=True)
+class KnownGaps:
+    """Claims measured not to reproduce at a preset's own run, and why: ``{preset: {claim key: why}}``.
+
+    A claim key names one claim of the chapter (``"post_grok_unit_circle"``), or one claim of one
+    model (``"gemma3-270m:knob_r2"``).  ``run_knobs`` are the knobs that must equal the preset's for
+    a gap to apply (``None``: every knob of the chapter); any other run is a new measurement, for
+    which no gap is known.
+    """
+
+    gaps: Mapping[str, Mapping[str, str]]
+    run_knobs: tuple[str, ...] | None = None
+
+    def reason(self, cfg: Any, key: str) -> str | None:
+        """Why ``key`` does not reproduce under ``cfg`` (a :class:`ace_helpers.params.Params`), or None."""
+        why = self.gaps.get(cfg["PRESET"], {}).get(key)
+        if why is None or not cfg.is_preset_run(self.run_knobs):
+            return None
+        return why
 
 
 @dataclass
