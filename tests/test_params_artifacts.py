@@ -130,3 +130,75 @@ def test_atomic_write_uses_normal_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def _toy_check(values):
+    params.check_int("N", values["N"], low=1, high=100)
+    values["ITEMS"] = list(params.check_list("ITEMS", values["ITEMS"], lambda n, v: params.check_int(n, v)))
+
+
+def _toy_chapter():
+    presets = {"ci": {"N": 1, "ITEMS": [1]}, "book": {"N": 2, "ITEMS": [1, 2]}, "paper": {"N": 3, "ITEMS": (1, 2, 3)}}
+    return params.ChapterParams("99_toy", presets, _toy_check)
+
+
+def test_chapter_params_read_the_parameters_cell(tmp_path):
+    chapter = _toy_chapter()
+    cell = {"PRESET": "ci", "N": None, "ITEMS": None, "OUTPUT_DIR": str(tmp_path / "out"), "np": np, "other": 5}
+    cfg = chapter.resolve(cell)
+    assert dict(cfg) == {"N": 1, "ITEMS": [1], "PRESET": "ci", "OUTPUT_DIR": tmp_path / "out"}
+    assert cfg.N == cfg["N"] == 1 and not (tmp_path / "out").exists()  # checked, not created
+    assert chapter.resolve(cell, N=7).N == 7  # an explicit keyword wins over the cell
+    assert chapter.resolve(PRESET="paper").ITEMS == [1, 2, 3]  # normalised by the check
+    assert cfg.is_preset_run() and not cfg.replace(N=5).is_preset_run() and cfg.replace(N=5).is_preset_run(["ITEMS"])
+    with pytest.raises(AttributeError, match="read-only"):
+        cfg.N = 3
+    with pytest.raises(ValueError, match=r"unknown knob\(s\) \['M'\]"):
+        chapter.resolve(M=1)
+    with pytest.raises(ValueError, match=r"N=0 is not allowed"):
+        chapter.resolve(cell, N=0)
+    import pickle
+
+    assert dict(pickle.loads(pickle.dumps(cfg))) == dict(cfg)
+
+
+def test_chapter_params_preset_from_environment(monkeypatch):
+    monkeypatch.setenv("ACE_PRESET", "paper")
+    assert _toy_chapter().resolve({"PRESET": None, "N": None, "ITEMS": None}).N == 3
+    monkeypatch.setenv("ACE_PRESET", "fast")
+    with pytest.raises(ValueError, match="PRESET='fast'"):
+        _toy_chapter().resolve()
+
+
+def test_output_dir_is_checked_before_compute(tmp_path):
+    chapter = _toy_chapter()
+    a_file = tmp_path / "results.json"
+    a_file.write_text("{}")
+    with pytest.raises(ValueError, match="OUTPUT_DIR=.*a folder, not an existing file"):
+        chapter.resolve(OUTPUT_DIR=str(a_file))
+    with pytest.raises(ValueError, match="OUTPUT_DIR=.*a folder that can be created"):
+        chapter.resolve(OUTPUT_DIR=str(a_file / "sub"))
+    with pytest.raises(ValueError, match="OUTPUT_DIR=3"):
+        chapter.resolve(OUTPUT_DIR=3)
+    assert chapter.resolve(OUTPUT_DIR=str(tmp_path / "new" / "deeper")).OUTPUT_DIR == tmp_path / "new" / "deeper"
+    assert not (tmp_path / "new").exists()
+    assert list(tmp_path.iterdir()) == [a_file]  # the writability probe leaves nothing behind
+
+
+def test_torch_threads_variable_is_checked(monkeypatch):
+    monkeypatch.setenv("TORCH_THREADS", "abc")
+    with pytest.raises(ValueError, match="TORCH_THREADS='abc'.*positive integer"):
+        params.set_threads()
+
+
+def test_known_gaps_apply_only_to_the_presets_own_run():
+    from ace_helpers.report import KnownGaps
+
+    chapter = _toy_chapter()
+    gaps = KnownGaps({"book": {"claim_a": "measured reason", "m1:claim_b": "per model"}}, run_knobs=("N",))
+    cfg = chapter.resolve(PRESET="book")
+    assert gaps.reason(cfg, "claim_a") == "measured reason" and gaps.reason(cfg, "m1:claim_b") == "per model"
+    assert gaps.reason(cfg, "claim_c") is None
+    assert gaps.reason(cfg.replace(ITEMS=[5]), "claim_a") == "measured reason"  # not a run knob
+    assert gaps.reason(cfg.replace(N=9), "claim_a") is None  # another run: a new measurement
+    assert gaps.reason(chapter.resolve(PRESET="ci"), "claim_a") is None
