@@ -15,7 +15,10 @@ What makes it a *sweep* engine rather than ``M`` copies of one run:
   member's trajectory does not depend on which other members share the ensemble;
 * a batched evaluation of all members (:func:`ensemble_accuracy`);
 * members leave the ensemble when the caller's ``evaluate`` callback says they are done
-  (e.g. grokked), so the remaining ones run faster (:meth:`ToyEnsemble.select`).
+  (e.g. grokked), so the remaining ones run faster (:meth:`ToyEnsemble.select`);
+* one training loop, :func:`train_ensemble`, with the loss at the last position (modular
+  addition) or at every position (a language model, e.g. a Markov chain; :func:`train_seeds`
+  trains one such model per seed, as an ensemble or one by one for comparison).
 
 ``last_only=True`` computes only the last position's output in the final block (queries,
 feed-forward and unembedding at the last position; keys/values everywhere).  With a causal
@@ -53,6 +56,7 @@ _BLOCK_PARAMS = {
     "ln2_w": "norm2.weight",
     "ln2_b": "norm2.bias",
 }
+DROPOUT_SEED_OFFSET = 1_000_003  # member m's dropout generator is seeded seeds[m] + this
 _TOP_PARAMS = {"tok_emb": "tok_emb.weight", "pos_emb": "pos_emb.weight", "head_w": "lm_head.weight", "head_b": "lm_head.bias"}
 
 
@@ -358,10 +362,12 @@ class EnsembleRun:
     Attributes:
         steps: (M,) optimizer steps each member was trained for.
         models: the members' final weights as plain ToyTransformers (if ``keep_models``).
+        loss: per member, the mean training loss of every completed epoch (if ``track_loss``).
     """
 
     steps: np.ndarray
     models: list[ToyTransformer] = field(default_factory=list)
+    loss: list[list[float]] = field(default_factory=list)
 
 
 def train_ensemble(
@@ -379,8 +385,10 @@ def train_ensemble(
     keep_models: bool = False,
     progress: bool = True,
     desc: str = "ensemble",
+    loss_positions: str = "last",
+    track_loss: bool = False,
 ) -> EnsembleRun:
-    """Train ``len(seeds)`` ToyTransformers together, loss on the last position (cross-entropy).
+    """Train ``len(seeds)`` ToyTransformers together (cross-entropy at the last or at every position).
 
     Member ``m`` is initialised as ``build_model(config, seeds[m])``, draws its shuffled
     mini-batches from ``torch.Generator().manual_seed(seeds[m])`` (as
@@ -399,6 +407,14 @@ def train_ensemble(
             the call.
         keep_models: return every member's final weights.
         progress: show a tqdm bar (steps of the longest-running member).
+        loss_positions: ``"last"``: the loss is the cross-entropy of the last position (the
+            label ``targets[:, -1]``), as for modular addition; the forward pass computes only
+            that position.  ``"all"``: every member's loss is its own mean cross-entropy over
+            every position of its batch (a language-model loss, as for the Markov chains).
+            Either way the summed loss of the members is minimised, so the members'
+            gradients do not mix.
+        track_loss: record each member's mean training loss per completed epoch
+            (``EnsembleRun.loss``); always on for ``loss_positions="all"``, where it is free.
 
     Returns:
         :class:`EnsembleRun`.
@@ -414,16 +430,22 @@ def train_ensemble(
     for name, value in (("batch_size", batch_size), ("max_steps", max_steps), ("eval_every", eval_every)):
         if int(value) < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if loss_positions not in ("last", "all"):
+        raise ValueError(f"loss_positions must be 'last' or 'all', got {loss_positions!r}")
+    all_positions = loss_positions == "all"
+    track_loss = track_loss or all_positions
     n = inputs.shape[0]
     batch_size = min(int(batch_size), n)
     ensemble = ToyEnsemble.from_seeds(config, seeds).train()
     opt = EnsembleAdamW(list(ensemble.parameters()), lr=lr, weight_decay=wds)
     data_gens = [torch.Generator().manual_seed(s) for s in seeds]
-    drop_gens = [torch.Generator().manual_seed(s + 1_000_003) for s in seeds]
+    drop_gens = [torch.Generator().manual_seed(s + DROPOUT_SEED_OFFSET) for s in seeds]
     active = np.arange(len(seeds))
     steps = np.zeros(len(seeds), dtype=np.int64)
     finals: dict[int, ToyTransformer] = {}
     labels = targets[:, -1]
+    losses: list[list[float]] = [[] for _ in seeds]
+    epoch_total = torch.zeros(len(seeds), dtype=torch.float64)  # summed batch losses x batch sizes
     order = None
     pos = n  # position in the current epoch's permutation (n: start a new epoch)
     bar = tqdm(total=max_steps, desc=desc, disable=not progress, mininterval=10.0)
@@ -434,12 +456,30 @@ def train_ensemble(
             pos = 0
         idx = order[:, pos : pos + batch_size]  # (A, b)
         pos += batch_size
-        logits = ensemble(inputs[idx], last_only=True, generators=[drop_gens[m] for m in active])
-        A, b, V = logits.shape
-        loss = F.cross_entropy(logits.reshape(A * b, V), labels[idx].reshape(-1), reduction="sum") / b
+        gens = [drop_gens[m] for m in active]
+        if all_positions:
+            logits = ensemble(inputs[idx], generators=gens)  # (A, b, T, V)
+            A, b = idx.shape
+            per_token = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[idx].reshape(-1), reduction="none")
+            member_loss = per_token.view(A, -1).mean(dim=1)  # (A,) each member's own mean
+            loss = member_loss.sum()
+        else:
+            logits = ensemble(inputs[idx], last_only=True, generators=gens)
+            A, b, V = logits.shape
+            loss = F.cross_entropy(logits.reshape(A * b, V), labels[idx].reshape(-1), reduction="sum") / b
+            if track_loss:
+                with torch.no_grad():
+                    flat = F.cross_entropy(logits.detach().reshape(A * b, V), labels[idx].reshape(-1), reduction="none")
+                    member_loss = flat.view(A, b).mean(dim=1)
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if track_loss:
+            epoch_total[torch.as_tensor(active)] += member_loss.detach().double() * b
+            if pos >= n:  # the epoch is complete
+                for m in active:
+                    losses[int(m)].append(float(epoch_total[int(m)] / n))
+                epoch_total.zero_()
         step += 1
         steps[active] = step
         bar.update(1)
@@ -464,4 +504,73 @@ def train_ensemble(
                 bar.set_postfix(active=len(active))
     bar.close()
     models = [finals[m] for m in range(len(seeds))] if keep_models else []
-    return EnsembleRun(steps=steps, models=models)
+    return EnsembleRun(steps=steps, models=models, loss=losses if track_loss else [])
+
+
+@dataclass
+class TrainResult:
+    """Trained models (eval mode) and each one's per-epoch mean training loss."""
+
+    models: list[ToyTransformer]
+    loss: list[list[float]]
+    seconds: float
+    cpu_seconds: float = 0.0  # CPU time of this process (what training costs on a shared machine)
+
+
+
+def train_seeds(
+    config: ToyConfig,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    seeds: Sequence[int],
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    method: str = "ensemble",
+) -> TrainResult:
+    """Train one language model per seed (AdamW, no weight decay, cross-entropy on every position).
+
+    ``method="ensemble"`` trains all seeds as one :class:`ToyEnsemble` with :func:`train_ensemble`
+    (``loss_positions="all"``): member ``m`` starts as ``build_model(config, seeds[m])``, shuffles
+    with ``torch.Generator().manual_seed(seeds[m])`` and draws dropout masks from a generator
+    seeded ``seeds[m] + 1_000_003``, so its run does not depend on the other members.
+    ``method="ensemble1"`` runs the same code one seed at a time (identical numbers, for the
+    benchmark); ``method="sequential"`` is the plain :func:`ace_helpers.train.train_lm` loop on
+    ``nn.Module`` s (dropout from torch's global RNG seeded with ``seed + 1_000_003``).
+
+    Returns:
+        :class:`TrainResult` with plain :class:`ToyTransformer` s in eval mode.
+    """
+    import time
+
+    from ace_helpers.train import train_lm
+
+    if method not in ("ensemble", "ensemble1", "sequential"):
+        raise ValueError(f"method must be one of ['ensemble', 'ensemble1', 'sequential'], got {method!r}")
+    seeds = [int(s) for s in seeds]
+    start, start_cpu = time.perf_counter(), time.process_time()
+    models: list[ToyTransformer] = []
+    losses: list[list[float]] = []
+    if method == "sequential":
+        for s in seeds:
+            model = build_model(config, s)
+            state = torch.random.get_rng_state()
+            torch.manual_seed(s + DROPOUT_SEED_OFFSET)
+            try:
+                log = train_lm(model, inputs, targets, epochs=epochs, batch_size=batch_size, lr=lr,
+                               weight_decay=0.0, seed=s)
+            finally:
+                torch.random.set_rng_state(state)
+            models.append(model.eval())
+            losses.append(log.loss)
+        return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)
+    steps_per_epoch = -(-inputs.shape[0] // min(int(batch_size), inputs.shape[0]))
+    for group in ([s] for s in seeds) if method == "ensemble1" else [seeds]:
+        run = train_ensemble(config, inputs, targets, seeds=group, weight_decays=[0.0] * len(group),
+                             batch_size=batch_size, lr=lr, max_steps=int(epochs) * steps_per_epoch,
+                             eval_every=int(epochs) * steps_per_epoch, keep_models=True, progress=False,
+                             loss_positions="all")
+        models += run.models
+        losses += run.loss
+    return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)

@@ -18,7 +18,7 @@ import argparse
 import statistics
 import time
 
-from ace_helpers.markov import model_seeds, train_models
+from ace_helpers.chapters.markov_cores import model_seeds, train_models
 from ace_helpers.params import set_threads
 from ace_helpers.tasks.markov import PAPER_CHAIN, markov_dataset
 

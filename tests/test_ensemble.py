@@ -184,3 +184,34 @@ def test_bad_inputs_raise() -> None:
     with pytest.raises(ValueError, match="weight_decay"):
         EnsembleAdamW(list(ens.parameters()), lr=1e-3, weight_decay=[1.0, 1.0, 1.0])
     assert np.isfinite(ensemble_accuracy(ens, data.test_inputs, data.test_answers)).all()
+
+
+def test_all_positions_loss_is_bit_identical_to_the_former_markov_loop() -> None:
+    """``loss_positions="all"`` reproduces the chapter-1 loop it replaced, bit for bit (ragged last batch too)."""
+    from reference import train_ensemble_all_positions
+
+    from ace_helpers.ensemble import train_seeds
+    from ace_helpers.tasks.markov import PAPER_CHAIN, markov_dataset
+
+    d = markov_dataset(PAPER_CHAIN, 50, 4, 9)
+    cfg = ToyConfig(vocab=4, d_model=16, n_layers=1, n_heads=4, max_len=64, dropout=0.1)
+    ref_models, ref_loss = train_ensemble_all_positions(cfg, d.train_inputs, d.train_targets, [0, 100],
+                                                        epochs=3, batch_size=16, lr=1e-3)
+    new = train_seeds(cfg, d.train_inputs, d.train_targets, [0, 100], epochs=3, batch_size=16, lr=1e-3)
+    assert new.loss == ref_loss and len(new.loss[0]) == 3
+    for a, b in zip(ref_models, new.models):
+        for x, y in zip(a.parameters(), b.parameters()):
+            assert torch.equal(x, y)
+
+
+def test_track_loss_on_the_last_position_does_not_change_training() -> None:
+    data = modadd_dataset(11, 0.5, 0)
+    kw = dict(seeds=[1, 2], weight_decays=[1.0, 0.5], batch_size=16, lr=1e-2, max_steps=8, eval_every=8,
+              keep_models=True, progress=False)
+    plain = train_ensemble(TINY, data.train_inputs, data.train_targets, **kw)
+    tracked = train_ensemble(TINY, data.train_inputs, data.train_targets, track_loss=True, **kw)
+    assert plain.loss == [] and len(tracked.loss) == 2 and all(np.isfinite(tracked.loss[0]))
+    for a, b in zip(plain.models[0].parameters(), tracked.models[0].parameters()):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="loss_positions"):
+        train_ensemble(TINY, data.train_inputs, data.train_targets, loss_positions="first", **kw)

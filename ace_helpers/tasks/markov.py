@@ -13,7 +13,9 @@ Reference quantities (all float64):
 * :func:`chance_accuracy` (always predicting ``argmax π``; empirical on a target set, or ``max π``);
 * :func:`oracle_r2` ``1 − (1/n) Σ_j m_j / v_j`` with ``m = (diag(π)(T∘(1−T)))ᵀ 1`` and
   ``v = π(1−π)``: the R² of the best one-step predictor of the one-hot next state from the
-  one-hot current state (0.5 on the paper chain, spec §1.4).
+  one-hot current state (0.5 on the paper chain, spec §1.4);
+* :func:`state_r2`: the R² of regressing any per-step quantity on the one-hot current state
+  (a basis-free oracle for a learned representation); :func:`is_paper_chain`.
 """
 
 from __future__ import annotations
@@ -147,6 +149,33 @@ def oracle_r2(T: Any) -> float:
     m = (pi[:, None] * T * (1.0 - T)).sum(axis=0)
     v = pi * (1.0 - pi)
     return float(1.0 - np.mean(m / v))
+
+
+def is_paper_chain(T: Any) -> bool:
+    """Whether ``T`` is the paper's chain: the same (4, 4) shape and the same values (``np.allclose``).
+
+    Safe for any input: a chain of another size is simply not the paper's chain.
+    """
+    arr = np.asarray(T, dtype=np.float64)
+    ref = np.asarray(PAPER_CHAIN, dtype=np.float64)
+    return arr.shape == ref.shape and bool(np.allclose(arr, ref))
+
+
+def state_r2(z_next: np.ndarray, states: np.ndarray, n_states: int) -> float:
+    """R² (mean over columns) of regressing ``z_next`` (N, r) on the one-hot of ``states`` (N,).
+
+    The least-squares fit on a one-hot design is the per-state mean; SS_tot is about the
+    overall mean.  This is the best any function of the current state can do.
+    """
+    z = np.asarray(z_next, dtype=np.float64)
+    s = np.asarray(states).reshape(-1)
+    counts = np.bincount(s, minlength=n_states).astype(np.float64)
+    sums = np.zeros((n_states, z.shape[1]))
+    np.add.at(sums, s, z)
+    means = sums / np.maximum(counts, 1.0)[:, None]
+    resid = z - means[s]
+    tot = z - z.mean(axis=0)
+    return float(np.mean(1.0 - (resid**2).sum(axis=0) / np.maximum((tot**2).sum(axis=0), 1e-300)))
 
 
 def sample_sequences(T: Any, n_seq: int, seq_len: int, seed: int) -> np.ndarray:

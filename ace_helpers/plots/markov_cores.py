@@ -1,17 +1,21 @@
-"""Chapter 1 panels (spec §2, figure panels A–E) plus the energy-cut panel.
+"""Chapter 1 figures and tables (notebooks/01_markov_cores): the paper's panels A–E, the energy cut, the result tables.
 
-Every function takes plain numbers/arrays and an optional ``ax`` and returns the ``Axes``.
+Every plot takes plain numbers/arrays and an optional ``ax`` and returns the ``Axes``; every
+table reads only the flat ``results.json`` dict and returns Markdown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import combinations
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 from matplotlib.axes import Axes
 
+from ace_helpers.chapters.markov_cores import ABLATIONS, TAILS, r2_ratios
 from ace_helpers.plots.style import PALETTE
 
 
@@ -171,3 +175,77 @@ def plot_energy_cut(
     ax.legend(fontsize=7)
     ax.set_title("Where the rank rule cuts", fontsize=10)
     return ax
+
+
+# ----------------------------------------------------------------------------------- tables
+def seed_pairs(n_seeds: int) -> list[tuple[int, int]]:
+    """Seed pairs (i < j) in the order of the pairwise result lists."""
+    return list(combinations(range(int(n_seeds)), 2))
+
+
+
+def pair_matrix(values: Sequence[float], n_seeds: int, pairs: Sequence[tuple[int, int]], diagonal: float = 1.0) -> np.ndarray:
+    """Symmetric (n_seeds, n_seeds) matrix from pairwise ``values`` (order of ``pairs``)."""
+    mat = np.full((n_seeds, n_seeds), float(diagonal))
+    for v, (i, j) in zip(values, pairs):
+        mat[i, j] = mat[j, i] = float(v)
+    return mat
+
+
+
+def variant_table(results: dict[str, Any], tail: str, ablation: str) -> str:
+    """Markdown table: the chosen variant beside the paper's, per seed."""
+    rows = ["| quantity | ours (" + f"{tail}, {ablation}" + ") | paper's variant (logits, zero) |", "|---|---|---|"]
+
+    def fmt(values: Any) -> str:
+        if isinstance(values, list):
+            return ", ".join(fmt(v) for v in values)
+        return f"{values:.4f}" if isinstance(values, float) else str(values)
+
+    ours_o, ours_s = r2_ratios(results)
+    pap_o, pap_s = r2_ratios(results, "_paper")
+    for label, a, b in [
+        ("core rank", results["core_ranks"], results["core_ranks_paper"]),
+        ("core-only accuracy", results["keep_acc"], results["keep_acc_paper"]),
+        ("core-removed accuracy", results["remove_acc"], results["remove_acc_paper"]),
+        ("max eigenvalue error", results["eig_max_error"], results["eig_max_error_paper"]),
+        ("R² / R²_oracle", ours_o, pap_o),
+        ("R² / r2_state", ours_s, pap_s),
+        ("projector overlap (pairs)", results["projector_overlap"], results["projector_overlap_paper"]),
+    ]:
+        rows.append(f"| {label} | {fmt(a)} | {fmt(b)} |")
+    return "\n".join(rows)
+
+
+def ablation_table(results: dict[str, Any], prefix: str = "", chain: int | None = None) -> str:
+    """Markdown 2×2 table of the mean core-only / core-removed accuracy for every (tail, ablation).
+
+    ``prefix="extra_"`` with ``chain=c`` reads extra chain ``c``.
+    """
+    def get(key: str) -> Any:
+        value = results[prefix + key]
+        return value if chain is None else value[chain]
+
+    rows = ["| tail \\ ablation | " + " | ".join(f"{a}: core only / removed" for a in ABLATIONS) + " |",
+            "|---|" + "---|" * len(ABLATIONS)]
+    for t in TAILS:
+        cells = [f"{np.mean(get(f'keep_acc_{t}_{a}')):.4f} / {np.mean(get(f'remove_acc_{t}_{a}')):.4f}" for a in ABLATIONS]
+        rows.append(f"| {t} (rank {get(f'core_ranks_{t}')}) | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def extra_table(results: dict[str, Any]) -> str:
+    """Markdown table of the extra chains (one row per chain, seeds joined)."""
+    rows = ["| chain | n | rank (centered) | rank (logits) | eigenvalues of T | max eig. error | R²/r2_state "
+            "| R²/R²_oracle | full / core-only / removed / chance |", "|---|---|---|---|---|---|---|---|---|"]
+    for c, n in enumerate(results["extra_n_states"]):
+        eigs = ", ".join(f"{re:.3f}{im:+.3f}i" if abs(im) > 1e-9 else f"{re:.3f}" for re, im in results["extra_true_eigs"][c])
+        r2, r2s, r2o = results["extra_r2"][c], results["extra_r2_state"][c], results["extra_r2_oracle"][c]
+        acc = (f"{np.mean(results['extra_base_acc'][c]):.3f} / {np.mean(results['extra_keep_acc'][c]):.3f} / "
+               f"{np.mean(results['extra_remove_acc'][c]):.3f} / {results['extra_chance_acc'][c]:.3f}")
+        rows.append(
+            f"| {c + 1} | {n} | {results['extra_core_ranks_centered'][c]} | {results['extra_core_ranks_logits'][c]} | {eigs} "
+            f"| {', '.join(f'{e:.4f}' for e in results['extra_eig_max_error'][c])} "
+            f"| {', '.join(f'{a / b:.3f}' for a, b in zip(r2, r2s))} | {', '.join(f'{a / r2o:.3f}' for a in r2)} | {acc} |"
+        )
+    return "\n".join(rows)

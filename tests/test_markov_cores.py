@@ -1,4 +1,4 @@
-"""Tests of the Markov-chain task and the chapter 1 pipeline (ace_helpers.tasks.markov, ace_helpers.markov)."""
+"""Tests of the Markov-chain task and the chapter 1 pipeline (ace_helpers.tasks.markov, ace_helpers.chapters.markov_cores)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from ace_helpers import markov
+from ace_helpers.chapters import markov_cores as markov
+from ace_helpers.models import build_model
+from ace_helpers.plots import markov_cores as mplots
+from ace_helpers.tasks.markov import is_paper_chain, state_r2
 from ace_helpers.models import ToyTransformer
 from ace_helpers.tasks.markov import (
     PAPER_CHAIN,
@@ -85,7 +88,7 @@ def test_oracle_r2_matches_empirical_one_hot_regression():
     s = sample_sequences(T, 4000, 64, seed=1)[:, 10:]  # near stationarity
     now, nxt = s[:, :-1].reshape(-1), s[:, 1:].reshape(-1)
     y = np.eye(3)[nxt]
-    r2 = markov.state_r2(y, now, 3)  # one-hot next state on one-hot current state
+    r2 = state_r2(y, now, 3)  # one-hot next state on one-hot current state
     assert r2 == pytest.approx(oracle_r2(T), abs=0.01)
 
 
@@ -93,9 +96,9 @@ def test_state_r2_planted():
     rng = np.random.default_rng(0)
     states = rng.integers(0, 4, 5000)
     M = rng.normal(size=(4, 3))
-    assert markov.state_r2(M[states], states, 4) == pytest.approx(1.0)
+    assert state_r2(M[states], states, 4) == pytest.approx(1.0)
     noisy = M[states] + rng.normal(size=(5000, 3)) * 10
-    assert markov.state_r2(noisy, states, 4) < 0.2
+    assert state_r2(noisy, states, 4) < 0.2
 
 
 def test_markov_dataset_shapes():
@@ -108,25 +111,25 @@ def test_markov_dataset_shapes():
 # ---------------------------------------------------------------- parameters
 def test_resolve_params_presets_and_errors(monkeypatch):
     monkeypatch.delenv("ACE_PRESET", raising=False)
-    book = markov.resolve_params()
+    book = markov.PARAMS.resolve()
     assert book["PRESET"] == "book" and book["N_SEEDS"] == 3 and book["EPOCHS"] == 40
     assert book["N_TRAIN"] == 3000 and book["ENERGY"] == 0.999 and book["LR"] == 1e-4
-    ci = markov.resolve_params(PRESET="ci", N_SEEDS=3)
+    ci = markov.PARAMS.resolve(PRESET="ci", N_SEEDS=3)
     assert ci["N_SEEDS"] == 3 and ci["PRESET"] == "ci"
     with pytest.raises(ValueError, match="TAIL"):
-        markov.resolve_params(TAIL="raw")
+        markov.PARAMS.resolve(TAIL="raw")
     with pytest.raises(ValueError, match="ABLATION"):
-        markov.resolve_params(ABLATION="none")
+        markov.PARAMS.resolve(ABLATION="none")
     with pytest.raises(ValueError, match="T "):
-        markov.resolve_params(T=[[0.5, 0.5], [0.2, 0.2]])
+        markov.PARAMS.resolve(T=[[0.5, 0.5], [0.2, 0.2]])
     with pytest.raises(ValueError, match="EXTRA_CHAINS\\[0\\]"):
-        markov.resolve_params(EXTRA_CHAINS=[[[1.0, 0.0], [0.0, 1.0]]])
+        markov.PARAMS.resolve(EXTRA_CHAINS=[[[1.0, 0.0], [0.0, 1.0]]])
     with pytest.raises(ValueError, match="N_SEEDS"):
-        markov.resolve_params(N_SEEDS=1)
+        markov.PARAMS.resolve(N_SEEDS=1)
     with pytest.raises(ValueError, match="unknown knob"):
-        markov.resolve_params(EPOCH=3)
+        markov.PARAMS.resolve(EPOCH=3)
     with pytest.raises(ValueError, match="PRESET"):
-        markov.resolve_params(PRESET="fast")
+        markov.PARAMS.resolve(PRESET="fast")
 
 
 def test_model_seeds_follow_paper():
@@ -150,7 +153,7 @@ def test_ensemble_members_do_not_depend_on_each_other():
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
     np.testing.assert_allclose(together.loss[1], alone.loss[0], rtol=1e-5)
     # and training changed the weights (the test can fail)
-    fresh = markov.build_model(markov.toy_config(4, 16), 100)
+    fresh = build_model(markov.toy_config(4, 16), 100)
     assert any(not torch.allclose(a, b) for a, b in zip(fresh.parameters(), alone.models[0].parameters()))
 
 
@@ -172,7 +175,7 @@ TINY = dict(PRESET="ci", N_SEEDS=2, EPOCHS=6, D_MODEL=32, N_TRAIN=600, N_TEST=30
 @pytest.fixture(scope="module")
 def tiny():
     torch.set_num_threads(1)
-    params = markov.resolve_params(**TINY)
+    params = markov.PARAMS.resolve(**TINY)
     results, main, extras = markov.run_chapter(params)
     return params, results, main, extras
 
@@ -218,23 +221,44 @@ def test_tables_and_plots_render_from_results(tiny):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ace_helpers.plots import markov as mplots
 
     params, res, _, _ = tiny
-    assert markov.variant_table(res, "centered", "mean").count("\n") == 8
-    assert "centered (rank [3, 3])" in markov.ablation_table(res)
-    assert markov.extra_table(res).count("\n") == 2
-    pairs = markov.seed_pairs(2)
-    mplots.plot_weight_cosine(markov.pair_matrix(res["weight_cosine"], 2, pairs))
+    assert mplots.variant_table(res, "centered", "mean").count("\n") == 8
+    assert "centered (rank [3, 3])" in mplots.ablation_table(res)
+    assert mplots.extra_table(res).count("\n") == 2
+    pairs = mplots.seed_pairs(2)
+    mplots.plot_weight_cosine(mplots.pair_matrix(res["weight_cosine"], 2, pairs))
     mplots.plot_necessity_sufficiency(res["bayes_acc"], res["chance_acc"], res["base_acc"],
                                       {"ours": (res["keep_acc"], res["remove_acc"])})
-    mplots.plot_projector_overlap(markov.pair_matrix(res["projector_overlap"], 2, pairs), res["random_overlap"])
-    mplots.plot_cca(markov.pair_matrix([np.mean(c) for c in res["cca"]], 2, pairs), res["cca"])
+    mplots.plot_projector_overlap(mplots.pair_matrix(res["projector_overlap"], 2, pairs), res["random_overlap"])
+    mplots.plot_cca(mplots.pair_matrix([np.mean(c) for c in res["cca"]], 2, pairs), res["cca"])
     mplots.plot_spectrum(res["true_eigs"], res["core_eigs"], markov.r2_ratios(res)[0])
     mplots.plot_energy_cut({"logits": res["energy_shares_logits"]}, params["ENERGY"])
     plt.close("all")
 
 
 def test_pair_matrix():
-    m = markov.pair_matrix([0.1, 0.2, 0.3], 3, [(0, 1), (0, 2), (1, 2)])
+    m = mplots.pair_matrix([0.1, 0.2, 0.3], 3, [(0, 1), (0, 2), (1, 2)])
     np.testing.assert_allclose(m, [[1, 0.1, 0.2], [0.1, 1, 0.3], [0.2, 0.3, 1]])
+
+
+# ---------------------------------------------------------------- a main chain that is not the paper's
+def test_is_paper_chain_is_safe_for_any_shape():
+    assert is_paper_chain(PAPER_CHAIN) and is_paper_chain(np.array(PAPER_CHAIN) + 1e-12)
+    assert not is_paper_chain(markov.CHAIN_5_COMPLEX) and not is_paper_chain(markov.CHAIN_3_NONCIRCULANT)
+    assert not is_paper_chain(np.roll(np.array(PAPER_CHAIN), 1, axis=1))
+
+
+def test_a_five_state_main_chain_builds_its_claims():
+    """Regression: the paper-chain rule once compared a (5, 5) T with the (4, 4) paper chain and crashed."""
+    torch.set_num_threads(1)
+    cfg = markov.PARAMS.resolve(PRESET="ci", T=markov.CHAIN_5_COMPLEX, N_SEEDS=2, EPOCHS=2, D_MODEL=16, N_TRAIN=64,
+                                N_TEST=16, SEQ_LEN=9, BATCH_SIZE=32, EXTRA_CHAINS=[])
+    results, _, _ = markov.run_chapter(cfg)
+    assert results["n_states"] == 5 and results["extra_n_states"] == []
+    claims = markov.build_claims(results, cfg)
+    texts = [r.claim for r in claims.rows]
+    assert texts[0].startswith("core rank = n − 1 = 4")
+    assert not any("paper chain" in t for t in texts)  # the paper-variant claim applies to the paper chain only
+    assert any(t.startswith("CCA: third") for t in texts)  # n − 1 = 4 ≥ 3
+    assert len(claims.rows) == 11
