@@ -3,7 +3,8 @@
 * :func:`fit_dynamics` — one-step least squares ``z_{t+1} ≈ A z_t`` in core coordinates
   (a one-step DMD), used for the Markov chains: eig(A) should be the chain's spectrum.
 * :func:`fit_shift_operator` — the cyclic shift on class means, ``m[c] A ≈ m[(c+1) mod p]``,
-  used for modular addition: eigenvalues on the unit circle mean a rotation (a clock).
+  used for modular addition: eigenvalues on the unit circle mean a rotation (a clock);
+  :func:`class_means` gives its input, the mean core coordinates of each answer class.
 """
 
 from __future__ import annotations
@@ -144,3 +145,18 @@ def match_eigenvalues(true: Array, fitted: Array) -> tuple[list[tuple[complex, c
     rows, cols = linear_sum_assignment(cost)
     pairs = [(complex(t[i]), complex(f[j])) for i, j in zip(rows, cols)]
     return pairs, float(cost[rows, cols].max())
+
+
+def class_means(z: Array, labels: Array, p: int) -> np.ndarray:
+    """(p, r) mean of the rows of z (N, r) for each answer class 0..p−1 (every class must occur).
+
+    The input of :func:`fit_shift_operator` for a task whose answers are the classes of a cycle.
+    """
+    labels = np.asarray(labels).reshape(-1)
+    counts = np.bincount(labels, minlength=p)
+    if (counts == 0).any():
+        missing = np.flatnonzero(counts == 0).tolist()
+        raise ValueError(f"answer classes {missing} have no test example; use a larger test split")
+    sums = np.zeros((p, z.shape[1]))
+    np.add.at(sums, labels, z)
+    return sums / counts[:, None]

@@ -4,14 +4,17 @@
 mini-batches drawn from a seeded generator, cross-entropy on every position or on the last
 one only, an optional callback after each epoch (checkpoint analyses hook in there).
 Vectorised training of many seeds at once lives in ``ace_helpers.ensemble``.
+:func:`state_arrays` / :func:`load_state` store a model's and its optimizer's state as flat
+numpy arrays (an artifact's ``.npz``), so training can resume from a snapshot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -98,3 +101,27 @@ def accuracy(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, posi
     if positions == "last":
         return (logits[:, -1].argmax(-1) == targets[:, -1]).double().mean().item()
     return (logits.argmax(-1) == targets).double().mean().item()
+
+
+def state_arrays(model: nn.Module, opt: torch.optim.Optimizer | None = None, prefix: str = "") -> dict[str, np.ndarray]:
+    """Model (and optimizer) state as flat arrays: ``<prefix>model/<param>``, ``<prefix>opt/<i>/<key>``."""
+    arrays = {f"{prefix}model/{k}": v.detach().cpu().numpy() for k, v in model.state_dict().items()}
+    if opt is not None:
+        for i, st in opt.state_dict()["state"].items():
+            for key, val in st.items():
+                arrays[f"{prefix}opt/{i}/{key}"] = torch.as_tensor(val).detach().cpu().numpy()
+    return arrays
+
+
+def load_state(
+    model: nn.Module, opt: torch.optim.Optimizer | None, arrays: Mapping[str, np.ndarray], prefix: str = ""
+) -> None:
+    """Load what :func:`state_arrays` stored into ``model`` (and ``opt``, keeping its param groups)."""
+    model.load_state_dict({k[len(prefix) + 6 :]: torch.from_numpy(np.array(v)) for k, v in arrays.items() if k.startswith(prefix + "model/")})
+    if opt is not None:
+        state: dict[int, dict[str, torch.Tensor]] = {}
+        for k, v in arrays.items():
+            if k.startswith(prefix + "opt/"):
+                _, i, key = k[len(prefix) :].split("/")
+                state.setdefault(int(i), {})[key] = torch.from_numpy(np.array(v))
+        opt.load_state_dict({"state": state, "param_groups": opt.state_dict()["param_groups"]})

@@ -1,0 +1,42 @@
+"""Command line: train and store a preset's modular-addition run in the background, resumable.
+
+``python -m ace_helpers.chapters.modadd --preset paper --workers 3`` (re-run the same command
+after an interruption: finished models are loaded, the others resume from their snapshots).
+``--store-partial`` instead stores what an unfinished run has reached
+(:func:`~ace_helpers.chapters.modadd.long_run.store_partial`) next to the book's artifacts, for
+the chapters to show.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from ace_helpers import params as P_
+from ace_helpers.chapters.modadd import config
+from ace_helpers.chapters.modadd.analysis import grok_epoch
+from ace_helpers.chapters.modadd.long_run import store_partial
+from ace_helpers.chapters.modadd.run import artifact_dir, load_or_train, snapshot_dir_for
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Parse the flags, resolve the preset once, then train (or ``--store-partial``)."""
+    ap = argparse.ArgumentParser(description="Train + analyse the modular-addition run of Chapters 2-3 and store it.")
+    ap.add_argument("--preset", default="paper", choices=P_.PRESET_NAMES)
+    ap.add_argument("--workers", type=int, default=None, help="parallel training processes (default: the preset's)")
+    ap.add_argument("--n-models", type=int, default=None, help="number of models (default: the preset's)")
+    ap.add_argument("--store-partial", action="store_true", help="store the analyses an unfinished run has reached; no training")
+    ap.add_argument("--wd-first", action="store_true", help="train each model's weight-decay arm to the end before its WD-off arm")
+    args = ap.parse_args(argv)
+    P_.set_threads()
+    cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers)
+    if args.store_partial:
+        through = store_partial(cfg, snapshot_dir_for(cfg))
+        print(f"stored {cfg['N_MODELS']} model(s) through epochs {through} of {cfg['EPOCHS']} in {artifact_dir(cfg)}")
+        return
+    run = load_or_train(cfg, snapshot_dir=snapshot_dir_for(cfg), workers=cfg["WORKERS"], wd_first=args.wd_first)
+    print(f"stored in {run.directory}; grok epoch {grok_epoch(run.wd.epochs, run.wd['test_acc'])}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,346 @@
+"""What is measured at one checkpoint of a modular-addition model, and the per-arm arrays it fills.
+
+At every checkpoint of the schedule the model is analysed on the **test split**, at the **last
+token of layer 2** (:func:`analyse_checkpoint`), so full checkpoints are never stored:
+
+* ACE (energy ``ENERGY``) with tail = ``lm_head``, so ``J = W_U`` and ``Obs = W_Uᵀ W_U``;
+* a scan over every rank r = 0..D of keep-only / core-removed accuracy, done for all r at once
+  (:func:`ace_helpers.scans.rank_scan`: the tail after layer 2 is linear);
+* ``core_dim`` = max(energy rank, smallest r ≥ energy rank whose removal drops accuracy to
+  ≤ 2/p) and ``suff_dim`` = smallest r ≥ 1 whose keep-only accuracy is ≥ base − 1e-3;
+* the cyclic shift operator on the class means of the core coordinates (ridge ``RIDGE``,
+  block-edge holdout of round(``HOLDOUT_FRACTION``·p) classes): holdout R_h², eigenvalues,
+  fraction within sin(π/p) of the unit circle, rotational modes out of ⌊p/2⌋ + 1.  The
+  in-sample OLS fit (ridge 0, no holdout: the paper's sweep arrays) is stored beside it.
+
+Per-checkpoint arrays of an arm (:class:`ArmResult`, shape (n_models, n_checkpoints) unless
+noted), also the keys of the chapters' ``results.json`` (the WD-off arm with prefix ``nowd_``):
+
+``epochs`` (n_checkpoints,) checkpoint epochs; ``test_acc`` base test accuracy;
+``energy_rank`` the 0.99-energy rank; ``core_dim`` necessary dimension (above); ``suff_dim``
+sufficient dimension; ``keep_acc`` / ``remove_acc`` accuracy with only / without the first
+``core_dim`` directions; ``r2_holdout`` holdout R_h² of the ridge shift fit; ``r2_ols``
+in-sample R² of the OLS fit; ``frac_unit_circle`` fraction of the ridge-fit eigenvalues within
+sin(π/p) of the unit circle; ``rotational_modes`` folded frequency bins holding such an
+eigenvalue; ``median_abs_eig`` median ``|λ|``; ``*_ols`` the same from the OLS fit;
+``eig_real``/``eig_imag`` (n_models, n_checkpoints, p) ridge-fit eigenvalues, NaN-padded;
+``keep_curve``/``remove_curve`` (n_models, n_checkpoints, D + 1) accuracy at every rank r.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ace_helpers.artifacts import to_plain
+from ace_helpers.core import Core, extract_core
+from ace_helpers.models import ToyTransformer
+from ace_helpers.operators import class_means, fit_shift_operator, near_unit_circle, rotational_modes
+from ace_helpers.scans import necessary_dim, rank_scan, sufficient_dim
+from ace_helpers.tasks.modadd import ModAddData
+
+
+@torch.no_grad()
+def last_token_activations(model: ToyTransformer, inputs: torch.Tensor, layer: int = -1) -> torch.Tensor:
+    """Output of block ``layer`` at the last position: (N, 2) long -> (N, D) float (eval mode)."""
+    store: list[torch.Tensor] = []
+    handle = model.layers[layer].register_forward_hook(lambda _m, _i, out: store.append(out[:, -1].detach()))
+    was_training = model.training
+    try:
+        model.eval()
+        model(inputs)
+    finally:
+        handle.remove()
+        model.train(was_training)
+    return store[0]
+
+
+@dataclass(frozen=True)
+class CheckpointAnalysis:
+    """Everything measured at one checkpoint of one model (plain numbers and numpy arrays)."""
+
+    test_acc: float
+    energy_rank: int
+    core_dim: int
+    suff_dim: int
+    keep_acc: float
+    remove_acc: float
+    r2_holdout: float
+    r2_ols: float
+    frac_unit_circle: float
+    rotational_modes: int
+    median_abs_eig: float
+    frac_unit_circle_ols: float
+    rotational_modes_ols: int
+    median_abs_eig_ols: float
+    eigenvalues: np.ndarray  # (k,) complex, ridge + holdout fit
+    keep_curve: np.ndarray  # (D + 1,)
+    remove_curve: np.ndarray  # (D + 1,)
+
+
+SCALAR_FIELDS: tuple[str, ...] = (
+    "test_acc", "energy_rank", "core_dim", "suff_dim", "keep_acc", "remove_acc", "r2_holdout", "r2_ols",
+    "frac_unit_circle", "rotational_modes", "median_abs_eig", "frac_unit_circle_ols", "rotational_modes_ols",
+    "median_abs_eig_ols",
+)  # fmt: skip
+
+
+def analyse_activations(
+    H: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    answers: torch.Tensor,
+    p: int,
+    *,
+    energy: float = 0.99,
+    ridge: float = 1.0,
+    holdout: int = 4,
+) -> tuple[CheckpointAnalysis, Core]:
+    """The per-checkpoint analysis from layer-2 last-token activations H (N, D) and lm_head (W (K, D), b (K,)).
+
+    Returns the :class:`CheckpointAnalysis` and the ACE :class:`Core` truncated to ``core_dim``.
+    """
+    y = answers.detach().cpu().long().numpy()
+    w = weight.detach().double()
+    core = extract_core(H, w, energy=energy)  # tail = lm_head: J = W_U for every row
+    keep_curve, remove_curve = rank_scan(H, w, bias, core.full_basis, y)
+    base = remove_curve[0]
+    floor = 2.0 / p
+    r_nec = necessary_dim(remove_curve, core.rank, floor)
+    r_suf = sufficient_dim(keep_curve, base)
+    core_nec = core.truncate(r_nec)
+    z = core_nec.coords(H.detach().cpu().double().numpy())
+    means = class_means(z, y, p)
+    eps = math.sin(math.pi / p)
+    ridge_fit = fit_shift_operator(means, ridge=ridge, holdout=holdout or None)
+    ols_fit = fit_shift_operator(means, ridge=0.0, holdout=None)
+    eig, eig_ols = ridge_fit.eigenvalues, ols_fit.eigenvalues
+    analysis = CheckpointAnalysis(
+        test_acc=float(base),
+        energy_rank=int(core.rank),
+        core_dim=int(r_nec),
+        suff_dim=int(r_suf),
+        keep_acc=float(keep_curve[r_nec]),
+        remove_acc=float(remove_curve[r_nec]),
+        r2_holdout=float(ridge_fit.r2_holdout),
+        r2_ols=float(ols_fit.r2),
+        frac_unit_circle=float(near_unit_circle(eig, eps).mean()),
+        rotational_modes=int(rotational_modes(eig, p, eps)),
+        median_abs_eig=float(np.median(np.abs(eig))),
+        frac_unit_circle_ols=float(near_unit_circle(eig_ols, eps).mean()),
+        rotational_modes_ols=int(rotational_modes(eig_ols, p, eps)),
+        median_abs_eig_ols=float(np.median(np.abs(eig_ols))),
+        eigenvalues=np.asarray(eig, dtype=np.complex128),
+        keep_curve=keep_curve,
+        remove_curve=remove_curve,
+    )
+    return analysis, core_nec
+
+
+def analyse_checkpoint(
+    model: ToyTransformer,
+    data: ModAddData,
+    *,
+    energy: float = 0.99,
+    ridge: float = 1.0,
+    holdout: int = 4,
+) -> CheckpointAnalysis:
+    """Analyse ``model`` on the test split of ``data`` at the last token of its last block (layer 2).
+
+    See the module docstring for what is measured.
+    """
+    H = last_token_activations(model, data.test_inputs)
+    analysis, _ = analyse_activations(
+        H, model.lm_head.weight, model.lm_head.bias, data.test_answers, data.p,
+        energy=energy, ridge=ridge, holdout=holdout,
+    )  # fmt: skip
+    return analysis
+
+
+def stack_rows(epochs: list[int], rows: list[CheckpointAnalysis], p: int) -> dict[str, np.ndarray]:
+    """Per-checkpoint analyses of one arm as arrays (C,) / (C, k): ``epochs``, the scalar fields, eigenvalues, curves."""
+    out: dict[str, np.ndarray] = {"epochs": np.asarray(epochs, dtype=np.int64)}
+    for name in SCALAR_FIELDS:
+        out[name] = np.asarray([getattr(r, name) for r in rows])
+    eig = np.full((len(rows), p), np.nan + 0j)
+    for i, r in enumerate(rows):
+        eig[i, : len(r.eigenvalues)] = r.eigenvalues
+    out["eig_real"], out["eig_imag"] = eig.real.copy(), eig.imag.copy()
+    out["keep_curve"] = np.stack([r.keep_curve for r in rows])
+    out["remove_curve"] = np.stack([r.remove_curve for r in rows])
+    return out
+
+
+def row_to_plain(row: CheckpointAnalysis) -> dict[str, Any]:
+    """A :class:`CheckpointAnalysis` as plain JSON values (a snapshot's rows)."""
+    d = {name: getattr(row, name) for name in SCALAR_FIELDS}
+    d["eig"] = [[float(z.real), float(z.imag)] for z in row.eigenvalues]
+    d["keep_curve"] = row.keep_curve.tolist()
+    d["remove_curve"] = row.remove_curve.tolist()
+    return to_plain(d)
+
+
+def row_from_plain(d: Mapping[str, Any]) -> CheckpointAnalysis:
+    """Inverse of :func:`row_to_plain`."""
+    kwargs = {name: (float("nan") if d[name] is None else d[name]) for name in SCALAR_FIELDS}
+    return CheckpointAnalysis(
+        **kwargs,
+        eigenvalues=np.asarray([complex(a, b) for a, b in d["eig"]], dtype=np.complex128),
+        keep_curve=np.asarray(d["keep_curve"], dtype=float),
+        remove_curve=np.asarray(d["remove_curve"], dtype=float),
+    )
+
+
+def grok_epoch(epochs: Sequence[int], test_acc: np.ndarray, threshold: float = 0.99) -> int | None:
+    """First checkpoint epoch at which **every** model has test accuracy ≥ ``threshold``; None if none.
+
+    Args:
+        epochs: (C,) checkpoint epochs.  test_acc: (M, C) or (C,) accuracies.
+    """
+    acc = np.atleast_2d(np.asarray(test_acc, dtype=float))
+    if acc.shape[1] != len(epochs):
+        raise ValueError(f"test_acc has {acc.shape[1]} checkpoints, epochs has {len(epochs)}")
+    ok = np.flatnonzero((acc >= threshold).all(axis=0))
+    return int(epochs[ok[0]]) if ok.size else None
+
+
+#: The two arms, in segment-seed order: weight decay on, and off after the fork.
+ARMS: tuple[str, str] = ("wd", "nowd")
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    """Per-checkpoint arrays of one arm, stacked over models: ``arrays[field]`` is (M, C) (see module doc)."""
+
+    epochs: np.ndarray
+    arrays: dict[str, np.ndarray]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.epochs if name == "epochs" else self.arrays[name]
+
+    def eigenvalues(self, model: int, checkpoint: int) -> np.ndarray:
+        """(k,) complex ridge-fit eigenvalues of one model at checkpoint index ``checkpoint``."""
+        z = self.arrays["eig_real"][model, checkpoint] + 1j * self.arrays["eig_imag"][model, checkpoint]
+        return z[~np.isnan(z)]
+
+    def upto(self, last: int) -> "ArmResult":
+        """The checkpoints at epochs ≤ ``last``."""
+        keep = self.epochs <= last
+        return ArmResult(epochs=self.epochs[keep], arrays={k: v[:, keep] for k, v in self.arrays.items()})
+
+    def index(self, epoch: int) -> int:
+        """Checkpoint index of ``epoch`` (ValueError if not a checkpoint)."""
+        hits = np.flatnonzero(self.epochs == epoch)
+        if not hits.size:
+            raise ValueError(f"epoch {epoch} is not a checkpoint of this arm; checkpoints: {self.epochs.tolist()}")
+        return int(hits[0])
+
+
+@dataclass(frozen=True)
+class GrokRun:
+    """The cached training run: both arms for N_MODELS models."""
+
+    wd: ArmResult
+    nowd: ArmResult
+    n_models: int
+    cached: list[bool]  # per model: loaded from an artifact (True) or trained now (False)
+    wall_s: list[float]  # per model: wall time of the training + analysis that produced it
+    directory: Path
+
+
+def grok_run(found: Sequence[Any], directory: Path, cached: list[bool] | None = None) -> GrokRun:
+    """A :class:`GrokRun` from per-model artifacts holding ``<arm>/<field>`` arrays (as training returns)."""
+    per_model = [a.arrays for a in found]
+    arms = {}
+    for name in ARMS:
+        fields = sorted({k.split("/", 1)[1] for k in per_model[0] if k.startswith(name + "/")} - {"epochs"})
+        arms[name] = ArmResult(
+            epochs=np.asarray(per_model[0][f"{name}/epochs"]),
+            arrays={f: np.stack([pm[f"{name}/{f}"] for pm in per_model]) for f in fields},
+        )
+    return GrokRun(
+        wd=arms["wd"], nowd=arms["nowd"], n_models=len(found), cached=cached or [True] * len(found),
+        wall_s=[float(a.manifest.get("wall_s") or 0.0) for a in found], directory=directory,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# summaries used by both chapters
+
+
+def per_model_at(arm: ArmResult, name: str, epoch: int) -> np.ndarray:
+    """(M,) values of field ``name`` at checkpoint ``epoch`` for every model."""
+    return arm[name][:, arm.index(epoch)]
+
+
+def per_model_summary(arm: ArmResult, threshold: float = 0.99) -> list[dict[str, Any]]:
+    """Per model: its own grok epoch (first checkpoint with test acc ≥ ``threshold``) and, from
+    that checkpoint on, the minimum R_h², minimum fraction of near-unit eigenvalues, the core dim
+    there and the largest core-removed accuracy."""
+    out = []
+    for m in range(arm["test_acc"].shape[0]):
+        g = grok_epoch(arm.epochs, arm["test_acc"][m : m + 1], threshold)
+        row: dict[str, Any] = {"model": m, "grok_epoch": g}
+        if g is not None:
+            post = arm.epochs >= g
+            row.update(
+                core_dim_at_grok=int(arm["core_dim"][m, arm.index(g)]),
+                min_r2_holdout=round(float(arm["r2_holdout"][m, post].min()), 3),
+                min_frac_unit_circle=round(float(arm["frac_unit_circle"][m, post].min()), 3),
+                max_remove_acc=round(float(arm["remove_acc"][m, post].max()), 4),
+            )
+        out.append(row)
+    return out
+
+
+def default_clock_epochs(epochs: Sequence[int], grok: int | None) -> list[int]:
+    """Clock epochs like the paper's (0, 300, 800, 900, 2000): start, before, at and after grokking, last."""
+    epochs = list(epochs)
+    if grok is None:
+        picks = [epochs[0], epochs[len(epochs) // 3], epochs[2 * len(epochs) // 3], epochs[-1]]
+    else:
+        g = epochs.index(grok)
+        picks = [epochs[0], epochs[max(g // 2, 0)], grok, epochs[min(g + 1, len(epochs) - 1)], epochs[-1]]
+    return sorted(set(picks))
+
+
+def arm_results(arm: ArmResult, prefix: str = "") -> dict[str, Any]:
+    """Flat results.json entries of one arm: per-checkpoint arrays as (M, C) nested lists."""
+    keys = ("test_acc", "core_dim", "suff_dim", "keep_acc", "remove_acc", "r2_holdout", "frac_unit_circle",
+            "rotational_modes", "energy_rank", "median_abs_eig", "r2_ols", "frac_unit_circle_ols", "rotational_modes_ols")  # fmt: skip
+    out: dict[str, Any] = {f"{prefix}epochs": arm.epochs.tolist()}
+    for k in keys:
+        out[f"{prefix}{k}"] = to_plain(arm.arrays[k])
+    return out
+
+
+def clock_panels(arm: ArmResult, epochs: Sequence[int], model: int = 0, label: str = "") -> tuple[list, list, list]:
+    """Eigenvalues, titles and notes (acc, R_h², core dim) for :func:`ace_helpers.plots.modadd_grokking.plot_clocks`."""
+    eigs, titles, notes = [], [], []
+    for e in epochs:
+        i = arm.index(int(e))
+        eigs.append(arm.eigenvalues(model, i))
+        titles.append(f"{label}epoch {int(e)}")
+        notes.append(
+            f"acc {arm['test_acc'][model, i]:.2f}\nR_h² {arm['r2_holdout'][model, i]:.2f}\ncore {int(arm['core_dim'][model, i])}"
+        )
+    return eigs, titles, notes
+
+
+def dimension_table(run: GrokRun, grok: int) -> str:
+    """Markdown table: 0.99-energy rank, necessary and sufficient dim per arm and model, at
+    grokking (WD-off arm: its first checkpoint, the fork) and at each arm's last checkpoint."""
+    lines = ["| arm | model | epoch | energy rank | necessary dim | sufficient dim |", "|---|---|---|---|---|---|"]
+    for label, arm, first in (("WD = 1", run.wd, grok), ("WD 1 → 0", run.nowd, int(run.nowd.epochs[0]))):
+        for m in range(run.n_models):
+            for e in (first, int(arm.epochs[-1])):
+                i = arm.index(e)
+                lines.append(f"| {label} | {m} | {e} | {int(arm['energy_rank'][m, i])} | {int(arm['core_dim'][m, i])} | "
+                             f"{int(arm['suff_dim'][m, i])} |")  # fmt: skip
+    return "\n".join(lines)

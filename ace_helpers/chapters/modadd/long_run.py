@@ -1,0 +1,200 @@
+"""The long run (the paper preset: hours on a CPU): store and load the part an unfinished run has reached.
+
+``python -m ace_helpers.chapters.modadd --preset paper`` trains it in the background (re-run to
+resume); ``--store-partial`` stores what it has reached next to the book's artifacts, for the
+chapters to show (:func:`stored_long_run`).  Each training segment is seeded by its position
+alone, so the stored part holds exactly the numbers the finished run will have at those epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ace_helpers.artifacts import load_artifact, params_match, save_artifact
+from ace_helpers.chapters.modadd import config
+from ace_helpers.chapters.modadd.analysis import ARMS, GrokRun, grok_epoch, grok_run, row_from_plain, stack_rows
+from ace_helpers.chapters.modadd.run import artifact_dir, model_key, run_hash, snapshot_key, snapshot_name
+from ace_helpers.params import Params
+
+#: Printed by the chapters when no long run is stored.
+NO_LONG_RUN = (
+    "no stored long run to show (at PRESET = 'paper' the run above is the long run). To produce one: "
+    "`python -m ace_helpers.chapters.modadd --preset paper` (resumable), then the same with `--store-partial`"
+)
+
+
+def _partial_name(cfg: Mapping[str, Any], model_index: int) -> str:
+    return f"partial_{run_hash(cfg)}_m{model_index}"
+
+
+def _partial_key(cfg: Mapping[str, Any], model_index: int, through: Mapping[str, int]) -> dict[str, Any]:
+    return model_key(cfg, model_index) | {"through_epoch": dict(through)}
+
+
+def store_partial(
+    cfg: Mapping[str, Any], snapshot_dir: str | Path, *, directory: str | Path | None = None
+) -> dict[str, int]:
+    """Store the analyses an unfinished run has reached, from its resume snapshots.
+
+    For every model of ``cfg["N_MODELS"]`` both arms' snapshots (see
+    :func:`ace_helpers.chapters.modadd.run.train_one_model`) are read; each arm is cut at the
+    smallest epoch that arm has reached over the models, so every stored model covers the same
+    checkpoints.  The rows are exactly those the finished run will have at these epochs.
+
+    Writes ``partial_<hash>_m<i>`` artifacts (params: the run knobs, the model index and
+    ``through_epoch``) to ``directory`` (default :func:`~ace_helpers.chapters.modadd.run.artifact_dir`),
+    replacing older ones.
+
+    Returns:
+        ``through_epoch``: the last epoch stored per arm, ``{"wd": ..., "nowd": ...}``.
+
+    Raises:
+        FileNotFoundError: a model lacks a snapshot of either arm (it has not passed FORK_EPOCH).
+    """
+    directory = Path(directory) if directory is not None else artifact_dir(cfg)
+    p = cfg["P"]
+    per_model = []
+    for m in range(cfg["N_MODELS"]):
+        snaps = [load_artifact(snapshot_dir, f"{snapshot_name(cfg, m)}_{arm}", snapshot_key(cfg, m)) for arm in ARMS]
+        if any(s is None for s in snaps):
+            raise FileNotFoundError(
+                f"model {m} has no snapshot of both arms in {snapshot_dir} (arm 'nowd' starts at FORK_EPOCH = "
+                f"{cfg['FORK_EPOCH']}): run `python -m ace_helpers.chapters.modadd --preset {cfg['PRESET']}` first"
+            )
+        per_model.append(snaps)
+    through = {arm: min(int(snaps[a].data["epoch"]) for snaps in per_model) for a, arm in enumerate(ARMS)}
+    for m, snaps in enumerate(per_model):
+        arrays: dict[str, np.ndarray] = {}
+        for arm, snap in zip(ARMS, snaps):
+            keep = [(e, r) for e, r in zip(snap.data["epochs"], snap.data["rows"]) if e <= through[arm]]
+            rows = [row_from_plain(r) for _, r in keep]
+            arrays |= {f"{arm}/{k}": v for k, v in stack_rows([e for e, _ in keep], rows, p).items()}
+        wall = sum(float(s.data.get("wall_s", 0.0)) for s in snaps)
+        save_artifact(
+            directory, _partial_name(cfg, m), params=_partial_key(cfg, m, through), arrays=arrays,
+            data={"model_index": m, "through_epoch": through}, wall_s=wall,
+        )  # fmt: skip
+    return through
+
+
+def load_partial(cfg: Mapping[str, Any], *, directory: str | Path | None = None) -> tuple[GrokRun, dict[str, int]] | None:
+    """The stored part of an unfinished run (see :func:`store_partial`), or ``None``.
+
+    Loads the ``partial_<hash>_m<i>`` artifacts of as many models as are stored (up to
+    ``cfg["N_MODELS"]``, from model 0 on); they must match ``cfg``'s run knobs.
+
+    Returns:
+        ``(run, through_epoch)``: ``run.n_models`` is the number of models found, and each arm's
+        checkpoints stop at ``through_epoch[arm]``.
+    """
+    directory = Path(directory) if directory is not None else artifact_dir(cfg)
+    found: list[Any] = []
+    through: dict[str, int] | None = None
+    for m in range(cfg["N_MODELS"]):
+        art = load_artifact(directory, _partial_name(cfg, m))
+        if art is None:
+            break
+        reached = {arm: int(e) for arm, e in art.data["through_epoch"].items()}
+        if not params_match(art, _partial_key(cfg, m, reached)) or (through is not None and reached != through):
+            break
+        found.append(art)
+        through = reached
+    if not found or through is None:
+        return None
+    return grok_run(found, directory), through
+
+
+def load_long_run(cfg: Mapping[str, Any], *, directory: str | Path | None = None) -> tuple[GrokRun, dict[str, int]] | None:
+    """A stored run without training: its finished models if any, else its stored part.
+
+    Finished models are the ``run_<hash>_m<i>`` artifacts of
+    :func:`~ace_helpers.chapters.modadd.run.load_or_train`, taken from model 0 on (up to
+    ``cfg["N_MODELS"]``).  The stored part of an unfinished run (:func:`store_partial`) is used
+    only when no model has finished.
+
+    Returns ``(run, through_epoch)`` — the last stored epoch per arm, ``{"wd": ..., "nowd": ...}``:
+    EPOCHS for finished models — or ``None`` if nothing is stored.
+    """
+    directory = Path(directory) if directory is not None else artifact_dir(cfg)
+    tag = run_hash(cfg)
+    found = []
+    for m in range(cfg["N_MODELS"]):
+        art = load_artifact(directory, f"run_{tag}_m{m}", model_key(cfg, m))
+        if art is None:
+            break
+        found.append(art)
+    if found:
+        return grok_run(found, directory), {arm: int(cfg["EPOCHS"]) for arm in ARMS}
+    return load_partial(cfg, directory=directory)
+
+
+def stored_long_run(cfg: Params) -> tuple[Params, GrokRun, dict[str, int]] | None:
+    """The stored ``paper``-preset run to show beside a shorter preset's run; trains nothing.
+
+    The paper preset is resolved here, once.  Returns ``(paper_cfg, run, last_epoch)`` (see
+    :func:`load_long_run`), or ``None`` when ``cfg`` is itself the paper preset (its own run is
+    the long run) or nothing is stored.
+    """
+    if cfg["PRESET"] == "paper":
+        return None
+    paper_cfg = config.PARAMS.resolve(PRESET="paper")
+    found = load_long_run(paper_cfg)
+    return None if found is None else (paper_cfg, *found)
+
+
+def describe_long_run(paper_cfg: Mapping[str, Any], run: GrokRun, through: Mapping[str, int]) -> str:
+    """One line on what a stored long run holds: models, epochs reached per arm, CPU time, grok epoch."""
+    epochs = paper_cfg["EPOCHS"]
+    state = "finished" if min(through.values()) >= epochs else "unfinished; stored part"
+    return (
+        f"stored long run ({state}): {run.n_models} of {paper_cfg['N_MODELS']} models; checkpoints through epoch "
+        f"{through['wd']} (WD = 1) and {through['nowd']} (WD 1 → 0) of {epochs}; {sum(run.wall_s) / 3600:.1f} "
+        f"CPU-hours of training + analysis; grok epoch {grok_epoch(run.wd.epochs, run.wd['test_acc'])}, "
+        f"fork {paper_cfg['FORK_EPOCH']}"
+    )
+
+
+def continues(long_cfg: Mapping[str, Any], cfg: Mapping[str, Any]) -> bool:
+    """Whether run ``long_cfg`` is run ``cfg`` continued: the same run knobs except a larger EPOCHS."""
+    same = all(long_cfg[k] == cfg[k] for k in config.RUN_KNOBS if k != "EPOCHS")
+    return same and long_cfg["EPOCHS"] >= cfg["EPOCHS"]
+
+
+def same_prefix(short: GrokRun, long: GrokRun, atol: float = 1e-9) -> tuple[bool, list[int], float]:
+    """Whether two runs agree on their shared models and checkpoint epochs.
+
+    A run continued for more epochs (same run knobs otherwise) must reproduce the shorter one's
+    numbers: every segment is seeded by its position alone.  Training is bitwise reproducible;
+    the shift-operator fits of a run stored by an earlier version of the code may differ from a
+    fresh one at the level of floating-point rounding, hence ``atol``.
+
+    Returns:
+        ``(equal, epochs, max_abs_diff)``: ``equal`` is True when every per-checkpoint array of
+        both arms agrees within ``atol`` (NaN exactly where the other has NaN) on the first
+        min(n_models) models at the shared epochs ``epochs`` of the weight-decay arm (False if
+        there are none); ``max_abs_diff`` is the largest difference found.
+    """
+    n = min(short.n_models, long.n_models)
+    shared: list[int] = []
+    worst = 0.0
+    for name in ARMS:
+        a, b = getattr(short, name), getattr(long, name)
+        common = np.intersect1d(a.epochs, b.epochs)
+        if name == "wd":
+            shared = common.tolist()
+        ia = [a.index(int(e)) for e in common]
+        ib = [b.index(int(e)) for e in common]
+        for field in a.arrays:
+            x = np.asarray(a.arrays[field][:n, ia], dtype=float)
+            y = np.asarray(b.arrays[field][:n, ib], dtype=float)
+            nan = np.isnan(x)
+            if x.shape != y.shape or not np.array_equal(nan, np.isnan(y)):
+                return False, shared, float("inf")
+            if x.size:
+                worst = max(worst, float(np.max(np.abs(x[~nan] - y[~nan]), initial=0.0)))
+    equal = worst <= atol
+    return equal and bool(shared), shared, worst

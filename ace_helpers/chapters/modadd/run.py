@@ -1,0 +1,303 @@
+"""Resumable training of the modular-addition run (both arms, every model) and its per-model artifact cache.
+
+The training + analysis run (:func:`load_or_train`) is cached as artifacts, one per model (so a
+run with more models reuses the first ones, and an interrupted run resumes from the last
+finished model; with ``snapshot_dir`` it also resumes inside a model, every
+:data:`SEGMENT_EPOCHS` epochs).  Both chapter notebooks call it with the same knobs and so share
+one training run.  Training runs on the CPU.  Functions here take the resolved
+:class:`~ace_helpers.params.Params` and do not validate them again.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ace_helpers import params as P_
+from ace_helpers.artifacts import default_output_dir, load_artifact, project_root, save_artifact, to_plain
+from ace_helpers.chapters.modadd.analysis import (
+    ARMS,
+    CheckpointAnalysis,
+    GrokRun,
+    analyse_checkpoint,
+    grok_run,
+    row_from_plain,
+    row_to_plain,
+    stack_rows,
+)
+from ace_helpers.chapters.modadd.config import RUN_KNOBS, holdout_classes, model_config, schedule_of
+from ace_helpers.models import build_model
+from ace_helpers.tasks.modadd import modadd_dataset
+from ace_helpers.train import load_state, state_arrays, train_lm
+
+#: Training is split into segments of this many epochs; each segment reseeds the shuffling and
+#: dropout RNGs from (seed, arm, model, segment start), so a run resumed from a snapshot gives
+#: the same numbers as an uninterrupted one.  Fixed: changing it changes the numbers.
+SEGMENT_EPOCHS = 500
+
+
+def _segment_seed(seed: int, arm: int, model_index: int, start: int) -> int:
+    """Seed of one training segment (shuffling and dropout), a pure function of its position."""
+    digest = hashlib.sha256(f"{seed}/{arm}/{model_index}/{start}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+def run_hash(cfg: Mapping[str, Any]) -> str:
+    """12 hex digits naming a run's artifacts: a hash of its :data:`RUN_KNOBS` values."""
+    key = json.dumps(to_plain({k: cfg[k] for k in RUN_KNOBS}), sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def model_key(cfg: Mapping[str, Any], model_index: int) -> dict[str, Any]:
+    """Parameters the stored analyses of model ``model_index`` must match: the run knobs and the index."""
+    return {k: cfg[k] for k in RUN_KNOBS} | {"model_index": model_index}
+
+
+def snapshot_key(cfg: Mapping[str, Any], model_index: int) -> dict[str, Any]:
+    """Parameters a resume snapshot of model ``model_index`` must match."""
+    return model_key(cfg, model_index) | {"segment_epochs": SEGMENT_EPOCHS}
+
+
+def snapshot_name(cfg: Mapping[str, Any], model_index: int) -> str:
+    """Artifact name stem of model ``model_index``'s snapshots (``<stem>_wd``, ``<stem>_nowd``)."""
+    return f"snapshot_{run_hash(cfg)}_m{model_index}"
+
+
+def snapshot_dir_for(cfg: Mapping[str, Any]) -> Path:
+    """Scratch folder for resume snapshots (never committed): ``outputs/modadd_grokking_snapshots``."""
+    return default_output_dir("modadd_grokking_snapshots")
+
+
+def artifact_dir(cfg: Mapping[str, Any]) -> Path:
+    """Where the run is cached: ``ARTIFACT_DIR``, else ``book/artifacts/modadd_grokking`` (book, paper
+    presets: committed with the book) or ``outputs/modadd_grokking_cache`` (ci: never committed, so CI trains)."""
+    if cfg["ARTIFACT_DIR"] is not None:
+        return Path(cfg["ARTIFACT_DIR"])
+    if cfg["PRESET"] == "ci":
+        return default_output_dir("modadd_grokking_cache")
+    return project_root() / "book" / "artifacts" / "modadd_grokking"
+
+
+class _ArmRecorder:
+    """Collects :class:`CheckpointAnalysis` rows at the schedule's epochs for one arm."""
+
+    def __init__(self, schedule: Sequence[int], analyse: Callable[[nn.Module], CheckpointAnalysis]) -> None:
+        self.schedule = set(schedule)
+        self.analyse = analyse
+        self.epochs: list[int] = []
+        self.rows: list[CheckpointAnalysis] = []
+
+    def record(self, epoch: int, model: nn.Module) -> None:
+        if epoch in self.schedule and epoch not in self.epochs:
+            self.epochs.append(epoch)
+            self.rows.append(self.analyse(model))
+
+
+@dataclass
+class _ArmRun:
+    """One arm of one model while it trains: model, optimizer, recorder and next epoch."""
+
+    name: str
+    index: int  # 0 = "wd", 1 = "nowd" (part of the segment seed)
+    weight_decay: float
+    first: int  # first epoch of the arm (0, or FORK_EPOCH)
+    model: nn.Module
+    opt: torch.optim.Optimizer
+    recorder: _ArmRecorder
+    start: int  # next epoch to train
+    wall_s: float = 0.0  # training + analysis time spent on this arm so far (over resumes)
+
+
+def train_one_model(
+    cfg: Mapping[str, Any],
+    model_index: int,
+    *,
+    snapshot_dir: str | Path | None = None,
+    log: Callable[[str], None] | None = None,
+    stop_after: int | None = None,
+    wd_first: bool = False,
+) -> dict[str, np.ndarray]:
+    """Train model ``model_index`` (both arms) and analyse it at every checkpoint.
+
+    Arm "wd": AdamW(lr, weight_decay=WEIGHT_DECAY) for EPOCHS epochs from a fresh init
+    (``build_model(config, SEED + model_index)``).  Arm "nowd": a deep copy of that model at
+    FORK_EPOCH, continued to EPOCHS with a fresh AdamW(lr, weight_decay=0).  Training runs in
+    segments of :data:`SEGMENT_EPOCHS`, each seeded by its position alone, so the order in which
+    segments run does not change the numbers.  The two arms advance in lockstep (the arm that is
+    behind trains next), so an interrupted run holds both arms up to about the same epoch; with
+    ``wd_first`` the weight-decay arm is trained to the end first (then the WD-off arm).  With
+    ``snapshot_dir`` the state of an arm is saved there after each of its segments and a later
+    call resumes from it (see :func:`ace_helpers.chapters.modadd.long_run.store_partial` for
+    reading an unfinished run).  ``stop_after`` (epochs) ends training once both arms have
+    reached it, leaving the snapshots for a later call (default: train to EPOCHS).
+
+    Returns:
+        Arrays with keys ``wd/<field>`` and ``nowd/<field>`` (see :func:`analysis.stack_rows`) up to
+        EPOCHS (or ``stop_after``); the "nowd" arm's epochs start at FORK_EPOCH (identical to
+        "wd" there; no "nowd" keys if ``stop_after`` stopped training before FORK_EPOCH).
+    """
+    log = log or (lambda _msg: None)
+    p = cfg["P"]
+    data = modadd_dataset(p, cfg["TRAIN_FRACTION"], cfg["DATA_SEED"])
+    schedule = schedule_of(cfg)
+    fork, epochs = cfg["FORK_EPOCH"], cfg["EPOCHS"]
+    if stop_after is not None:
+        P_.check_int("stop_after", stop_after, low=1)
+    horizon = epochs if stop_after is None else min(epochs, stop_after)
+    holdout = holdout_classes(p, cfg["HOLDOUT_FRACTION"])
+    analyse = lambda m: analyse_checkpoint(m, data, energy=cfg["ENERGY"], ridge=cfg["RIDGE"], holdout=holdout)  # noqa: E731
+    snap_key = snapshot_key(cfg, model_index)
+    snap_name = snapshot_name(cfg, model_index)
+    fork_state: dict[str, np.ndarray] | None = None
+
+    def new_arm(index: int) -> _ArmRun:
+        wd, first = (cfg["WEIGHT_DECAY"], 0) if index == 0 else (0.0, fork)
+        arm_schedule = schedule if index == 0 else [fork] + [e for e in schedule if e > fork]
+        model = build_model(model_config(p), cfg["SEED"] + model_index)
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg["LR"], weight_decay=wd)
+        arm = _ArmRun(ARMS[index], index, wd, first, model, opt, _ArmRecorder(arm_schedule, analyse), first)
+        nonlocal fork_state
+        snap = None if snapshot_dir is None else load_artifact(snapshot_dir, f"{snap_name}_{arm.name}", snap_key)
+        if snap is not None:  # resume this arm
+            load_state(model, opt, snap.arrays, "")
+            arm.start = int(snap.data["epoch"])
+            arm.wall_s = float(snap.data.get("wall_s", 0.0))
+            arm.recorder.epochs = list(snap.data["epochs"])
+            arm.recorder.rows = [row_from_plain(r) for r in snap.data["rows"]]
+            if index == 0 and "fork/model/tok_emb.weight" in snap.arrays:
+                fork_state = {k[5:]: v for k, v in snap.arrays.items() if k.startswith("fork/")}
+            log(f"model {model_index} arm {arm.name}: resumed at epoch {arm.start}")
+            return arm
+        if index == 1:
+            assert fork_state is not None
+            load_state(model, None, fork_state, "")  # fresh optimizer at the fork
+        arm.recorder.record(first, model)
+        return arm
+
+    def train_segment(arm: _ArmRun) -> None:
+        def callback(epoch: int, m: nn.Module) -> None:
+            nonlocal fork_state
+            arm.recorder.record(epoch, m)
+            if arm.index == 0 and epoch == fork:
+                fork_state = state_arrays(copy.deepcopy(m), None, "")  # deep copy of the model at the fork
+
+        tic = time.perf_counter()
+        seg_end = min((arm.start // SEGMENT_EPOCHS + 1) * SEGMENT_EPOCHS, epochs)
+        seg_seed = _segment_seed(cfg["SEED"], arm.index, model_index, arm.start)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seg_seed)  # dropout
+            train_lm(
+                arm.model, data.train_inputs, data.train_targets, epochs=seg_end - arm.start,
+                batch_size=cfg["BATCH_SIZE"], lr=cfg["LR"], weight_decay=arm.weight_decay, seed=seg_seed,
+                loss_positions="last", optimizer=arm.opt, start_epoch=arm.start, callback=callback,
+            )  # fmt: skip
+        arm.start = seg_end
+        arm.wall_s += time.perf_counter() - tic
+        if snapshot_dir is not None:
+            arrays = state_arrays(arm.model, arm.opt, "")
+            if arm.index == 0 and fork_state is not None:
+                arrays.update({f"fork/{k}": v for k, v in fork_state.items()})
+            save_artifact(
+                snapshot_dir, f"{snap_name}_{arm.name}", params=snap_key, arrays=arrays,
+                data={
+                    "epoch": arm.start, "wall_s": arm.wall_s, "epochs": arm.recorder.epochs,
+                    "rows": [row_to_plain(r) for r in arm.recorder.rows],
+                },
+            )  # fmt: skip
+        last = arm.recorder.rows[-1]
+        log(f"model {model_index} arm {arm.name}: epoch {arm.start}, test acc {last.test_acc:.3f}, core dim {last.core_dim}")
+
+    wd_arm = new_arm(0)
+    nowd_arm: _ArmRun | None = None
+    while True:
+        if nowd_arm is None and (fork_state is not None or wd_arm.start >= fork):
+            nowd_arm = new_arm(1)
+        behind = [a for a in (wd_arm, nowd_arm) if a is not None and a.start < horizon]
+        if not behind:
+            break
+        train_segment(behind[0] if wd_first else min(behind, key=lambda a: (a.start, a.index)))
+    results: dict[str, np.ndarray] = {}
+    for arm in (wd_arm, nowd_arm):
+        if arm is None:  # stopped (stop_after) before the fork
+            continue
+        for key, val in stack_rows(arm.recorder.epochs, arm.recorder.rows, p).items():
+            results[f"{arm.name}/{key}"] = val
+    return results
+
+
+def _train_worker(job: tuple[Mapping[str, Any], int, str | None, bool]) -> tuple[dict[str, np.ndarray], float]:
+    """Process-pool entry point: train one model, return its arrays and wall time."""
+    cfg, m, snapshot_dir, wd_first = job
+    P_.set_threads()
+    start = time.perf_counter()
+    arrays = train_one_model(cfg, m, snapshot_dir=snapshot_dir, log=print, wd_first=wd_first)
+    return arrays, time.perf_counter() - start
+
+
+def load_or_train(
+    cfg: Mapping[str, Any],
+    *,
+    snapshot_dir: str | Path | None = None,
+    workers: int = 1,
+    log: Callable[[str], None] | None = print,
+    wd_first: bool = False,
+) -> GrokRun:
+    """Load each model's analyses from the artifact directory, or train and store them.
+
+    Artifacts: ``<artifact_dir(cfg)>/run_<hash>_m<i>`` (json + npz + manifest with the run's
+    parameters, commit, versions, wall time), one per model: a run with more models reuses the
+    stored ones, an interrupted run keeps the finished ones.  ``snapshot_dir`` (default: none)
+    also resumes inside a model (see :func:`train_one_model`).  ``workers > 1`` trains the
+    missing models in that many processes (one torch thread each; results are identical).
+    ``wd_first`` trains each model's weight-decay arm to the end before its WD-off arm (see
+    :func:`train_one_model`; same numbers).
+    """
+    P_.check_int("workers", workers, low=1)
+    directory = artifact_dir(cfg)
+    tag = run_hash(cfg)
+    keys = [model_key(cfg, m) for m in range(cfg["N_MODELS"])]
+    names = [f"run_{tag}_m{m}" for m in range(cfg["N_MODELS"])]
+    found = [load_artifact(directory, names[m], keys[m]) for m in range(cfg["N_MODELS"])]
+    missing = [m for m, a in enumerate(found) if a is None]
+    snap = None if snapshot_dir is None else str(snapshot_dir)
+    if missing:
+        jobs = [(cfg, m, snap, wd_first) for m in missing]
+        if workers > 1 and len(missing) > 1:
+            import multiprocessing as mp
+
+            with mp.get_context("spawn").Pool(min(workers, len(missing))) as pool:
+                outs = pool.map(_train_worker, jobs)
+        else:
+            outs = []
+            for cfg_m, m, s, first in jobs:
+                t = time.perf_counter()
+                outs.append((train_one_model(cfg_m, m, snapshot_dir=s, log=log, wd_first=first), time.perf_counter() - t))
+        for m, (arrays, wall) in zip(missing, outs):
+            save_artifact(directory, names[m], params=keys[m], data={"model_index": m}, arrays=arrays, wall_s=wall)
+            if snapshot_dir is not None:  # the model is stored: its resume snapshots are no longer needed
+                for f in Path(snapshot_dir).glob(f".snapshot_{tag}_m{m}_*"):
+                    f.unlink()
+                for f in Path(snapshot_dir).glob(f"snapshot_{tag}_m{m}_*"):
+                    f.unlink()
+            found[m] = load_artifact(directory, names[m], keys[m])
+            if found[m] is None:  # pragma: no cover - the filesystem lost our write
+                raise RuntimeError(f"artifact {names[m]} in {directory} could not be read back after writing")
+    if log is not None:
+        for m in range(cfg["N_MODELS"]):
+            log(f"model {m}: {'trained now' if m in missing else 'loaded from artifact'} ({directory.name}/{names[m]})")
+    return grok_run(found, directory, cached=[m not in missing for m in range(cfg["N_MODELS"])])
+
+
+def load_run(cfg: Mapping[str, Any], log: Callable[[str], None] | None = print) -> GrokRun:
+    """A chapter's run: :func:`load_or_train` with the run's ``WORKERS`` and the scratch snapshot folder."""
+    return load_or_train(cfg, workers=cfg["WORKERS"], snapshot_dir=snapshot_dir_for(cfg), log=log)
