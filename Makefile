@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PRESET ?= book
 
-.PHONY: book test unit nbtest notebooks html mathjax venv clean
+.PHONY: book test unit nbtest notebooks html site browser-test mathjax venv clean
 
 venv: $(STAMP)
 
@@ -36,15 +36,29 @@ notebooks: $(STAMP)
 html: $(STAMP) mathjax
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
+## site: the HTML as a relocatable static site (relative links only; .nojekyll so GitHub Pages serves _static)
+site: html
+	touch _build/html/.nojekyll
+
+BROWSER_STAMP := $(VENV)/.browser-installed
+$(BROWSER_STAMP): $(STAMP) requirements-browser.txt
+	$(PIP) -c constraints.txt -r requirements-browser.txt $(QUIET)
+	touch $@
+
+## browser-test: open every page of the built site in headless chromium (needs `make html` first and
+## Debian's chromium: `apt-get install chromium`); screenshots go to _build/screenshots/
+browser-test: $(BROWSER_STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests/browser
+
 mathjax: $(STAMP)
 	$(PY) -m ace_helpers.runbook --install-mathjax book/_static/mathjax
 
 ## test: unit tests + every notebook at the ci preset under nbval (one pytest run)
 test: $(STAMP)
-	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q --nbval-lax tests notebooks
+	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q --nbval-lax --ignore=tests/browser tests notebooks
 
 unit: $(STAMP)
-	TORCH_THREADS=1 $(PY) -m pytest -q tests
+	TORCH_THREADS=1 $(PY) -m pytest -q --ignore=tests/browser tests
 
 clean:
 	rm -rf _build outputs book/_static/mathjax
