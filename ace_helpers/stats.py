@@ -1,0 +1,80 @@
+"""Statistics for reading cores: ROC-AUC, affine fits, paired and combined tests, permutation p-values.
+
+Method layer: plain numpy/scipy functions of arrays; nothing here knows about a chapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """ROC-AUC of ``scores`` (N,) for binary ``labels`` (N,), 1 = positive; ties count one half."""
+    from scipy.stats import rankdata
+
+    scores, labels = np.asarray(scores, float), np.asarray(labels).astype(bool)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("roc_auc needs both classes among the labels")
+    ranks = rankdata(scores)
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+@dataclass
+class KnobFit:
+    """Affine fit m ≈ slope·z + intercept of a behaviour ``m`` on a core coordinate ``z``, with R²."""
+
+    slope: float
+    intercept: float
+    r2: float
+    z: np.ndarray
+    m: np.ndarray
+
+
+def knob_fit(z: np.ndarray, m: np.ndarray) -> KnobFit:
+    """Least-squares affine fit of ``m`` (N,) on ``z`` (N,), with R² (1 − residual / total sum of squares)."""
+    z, m = np.asarray(z, float), np.asarray(m, float)
+    slope, intercept = np.polyfit(z, m, 1)
+    resid = m - (slope * z + intercept)
+    r2 = 1.0 - float(resid @ resid) / float(((m - m.mean()) ** 2).sum())
+    return KnobFit(float(slope), float(intercept), r2, z, m)
+
+
+def wilcoxon_greater(a: np.ndarray, b: np.ndarray) -> float:
+    """One-sided paired Wilcoxon signed-rank p-value of ``a > b``; 1.0 when ``a`` and ``b`` are all equal."""
+    from scipy.stats import wilcoxon
+
+    a, b = np.asarray(a), np.asarray(b)
+    if np.allclose(a - b, 0):
+        return 1.0
+    return float(wilcoxon(a, b, alternative="greater").pvalue)
+
+
+def fisher_combine(pvalues: Sequence[float]) -> float:
+    """Fisher's combined p-value of independent tests."""
+    from scipy.stats import combine_pvalues
+
+    return float(combine_pvalues(list(pvalues), method="fisher").pvalue)
+
+
+def permutation_p_value(za: np.ndarray, zb: np.ndarray, *, n_permutations: int = 10000, seed: int = 0) -> float:
+    """P-value of the sign-aligned Spearman ``|ρ|`` of ``za`` vs ``zb`` under random pairings.
+
+    Sign alignment makes the statistic ``|ρ|`` (both signs count), so the null statistic is the
+    ``|ρ|`` of ``za`` against a permutation of ``zb``. Returns (1 + #{null ≥ observed}) / (1 + n).
+    """
+    from scipy.stats import rankdata
+
+    ra, rb = rankdata(za), rankdata(zb)
+    ra, rb = (ra - ra.mean()) / np.linalg.norm(ra - ra.mean()), (rb - rb.mean()) / np.linalg.norm(rb - rb.mean())
+    observed = abs(float(ra @ rb))
+    rng = np.random.default_rng(seed)
+    exceed = 0
+    for start in range(0, n_permutations, 1000):
+        k = min(1000, n_permutations - start)
+        perms = np.argsort(rng.random((k, rb.size)), axis=1)
+        exceed += int((np.abs(rb[perms] @ ra) >= observed - 1e-12).sum())
+    return (1 + exceed) / (1 + n_permutations)
