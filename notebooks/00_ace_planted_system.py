@@ -36,37 +36,30 @@ OUTPUT_DIR = None  # where results.json goes; None: outputs/00_ace_planted_syste
 # %%
 from IPython.display import Markdown, display
 
-from ace_helpers import params, planted_demo
-from ace_helpers.artifacts import default_output_dir, write_results
-from ace_helpers.plots.planted import planted_summary
+from ace_helpers import artifacts, params
+from ace_helpers.chapters import ace_planted_system as chapter
+from ace_helpers.plots import ace_planted_system as plots
 from ace_helpers.plots.style import set_style
-from ace_helpers.report import Claims
 
-params.set_threads()
+cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
+params.begin(cfg)
 set_style()
-cfg = planted_demo.resolve_params(
-    PRESET=PRESET, N_SAMPLES=N_SAMPLES, DIM=DIM, R_CORE=R_CORE, ACTIVE_STD=ACTIVE_STD,
-    RELEVANT_WEIGHT=RELEVANT_WEIGHT, ENERGY=ENERGY, SEED=SEED,
-)
-OUTPUT_DIR = OUTPUT_DIR or default_output_dir("00_ace_planted_system")
-print(cfg)
-print(params.versions())
 
 # %% [markdown]
 # ## Extract, compare, ablate
 #
-# `planted_demo.run` samples the system, extracts the ACE core with the energy rule, builds the
+# `chapter.run` samples the system, extracts the ACE core with the energy rule, builds the
 # rank-matched PCA and Jacobian subspaces, and ablates each one inside a small torch module (an
 # identity "layer" followed by the planted readout) through nnsight.
 
 # %%
-res = planted_demo.run(cfg)
+res = chapter.run(cfg)
 print(f"ACE rank (energy {cfg['ENERGY']}): {res['ace_rank']}")
 print("leading balanced weights:", [f"{w:.3g}" for w in res["weights_top"]])
 print("cumulative energy:       ", [f"{e:.4f}" for e in res["energy_fraction"]])
 
 # %%
-fig = planted_summary(res["overlap"], res["acc_keep"], res["acc_remove"], res["chance_acc"])
+fig = plots.planted_summary(res["overlap"], res["acc_keep"], res["acc_remove"], res["chance_acc"])
 
 # %% [markdown]
 # ACE's subspace coincides with the planted core (overlap ≈ 1) and with nothing else; PCA's is the
@@ -82,15 +75,7 @@ fig = planted_summary(res["overlap"], res["acc_keep"], res["acc_remove"], res["c
 # ## Claims
 
 # %%
-claims = Claims()
-ov = res["overlap"]
-claims.check("ACE rank = planted core dimension", f"{cfg['R_CORE']}", res["ace_rank"], res["ace_rank"] == cfg["R_CORE"])
-claims.check("ACE overlap with the core", "≥ 0.99", ov["ace"]["core"], ov["ace"]["core"] >= 0.99)
-claims.check("PCA misses the core", "overlap ≤ 0.1", ov["pca"]["core"], ov["pca"]["core"] <= 0.1)
-claims.check("Jacobian directions miss the core", "overlap ≤ 0.1", ov["jacobian"]["core"], ov["jacobian"]["core"] <= 0.1)
-claims.check("ACE core sufficient", "keep acc ≥ 0.95", res["acc_keep"]["ace"], res["acc_keep"]["ace"] >= 0.95)
-claims.check("ACE core necessary", "remove acc ≤ chance + 0.05", res["acc_remove"]["ace"],
-             res["acc_remove"]["ace"] <= res["chance_acc"] + 0.05)
+claims = chapter.build_claims(res, cfg)
 display(Markdown(claims.table()))
 
 # %%
@@ -99,5 +84,5 @@ print(claims.summary())
 claims.assert_all()
 
 # %%
-write_results(OUTPUT_DIR, res, cfg)
-print(f"wrote {OUTPUT_DIR}/results.json")
+path = artifacts.write_results(cfg.OUTPUT_DIR, res, cfg)
+print(f"wrote {path}")

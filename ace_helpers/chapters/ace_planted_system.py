@@ -1,4 +1,7 @@
-"""Chapter 0: ACE on a planted system with known ground truth.
+"""Chapter 0 (notebooks/00_ace_planted_system): ACE on a planted system with known ground truth.
+
+The chapter's knobs (:data:`PARAMS`), its pipeline (:func:`run`) and its claims
+(:func:`build_claims`).
 
 Results keys (``results.json``):
     overlap: {method: {block: projector overlap}} for methods ace/pca/jacobian and blocks
@@ -19,10 +22,12 @@ import torch
 from torch import nn
 
 from ace_helpers import params
+from ace_helpers.params import ChapterParams, Params
 from ace_helpers.baselines import jacobian_directions, pca_directions
 from ace_helpers.compare import projector_overlap
 from ace_helpers.core import Core, extract_core
 from ace_helpers.interventions import accuracy_under
+from ace_helpers.report import Claims
 from ace_helpers.tasks.planted import PlantedSystem, planted_system
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -35,18 +40,19 @@ METHODS = ("ace", "pca", "jacobian")
 BLOCKS = ("core", "active_only", "relevant_only")
 
 
-def resolve_params(**knobs: Any) -> dict[str, Any]:
-    """Fill knobs from the preset and validate them (ValueError naming the knob)."""
-    preset = knobs.pop("PRESET") or params.preset_from_env()
-    cfg = params.resolve(preset, knobs, PRESETS)
-    params.check_int("N_SAMPLES", cfg["N_SAMPLES"], low=100)
-    params.check_int("DIM", cfg["DIM"], low=12)
-    params.check_int("R_CORE", cfg["R_CORE"], low=1, high=cfg["DIM"] // 3)
+def check(cfg: dict[str, Any]) -> None:
+    """Validate every knob (``ValueError`` naming it)."""
+    cfg["N_SAMPLES"] = params.check_int("N_SAMPLES", cfg["N_SAMPLES"], low=100)
+    cfg["DIM"] = params.check_int("DIM", cfg["DIM"], low=12)
+    cfg["R_CORE"] = params.check_int("R_CORE", cfg["R_CORE"], low=1, high=cfg["DIM"] // 3)
     params.check_range("ACTIVE_STD", cfg["ACTIVE_STD"], low=1.0)
     params.check_range("RELEVANT_WEIGHT", cfg["RELEVANT_WEIGHT"], low=1.0)
     params.check_range("ENERGY", cfg["ENERGY"], low=0.0, high=1.0, low_open=True)
-    params.check_int("SEED", cfg["SEED"], low=0)
-    return cfg
+    cfg["SEED"] = params.check_int("SEED", cfg["SEED"], low=0)
+
+
+#: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere.
+PARAMS = ChapterParams("00_ace_planted_system", PRESETS, check)
 
 
 class PlantedReadout(nn.Module):
@@ -76,7 +82,7 @@ def subspaces(system: PlantedSystem, rank: int, energy: float) -> tuple[Core, di
     }
 
 
-def run(cfg: dict[str, Any]) -> dict[str, Any]:
+def run(cfg: Params) -> dict[str, Any]:
     """The whole chapter: planted system -> three subspaces -> overlaps and ablations."""
     start = time.perf_counter()
     system = planted_system(
@@ -114,3 +120,17 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         "chance_acc": 1.0 / N_CLASSES,
         "wall_s": time.perf_counter() - start,
     }
+
+
+def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
+    """The chapter's claims (the same thresholds at every preset)."""
+    claims = Claims()
+    ov = res["overlap"]
+    claims.check("ACE rank = planted core dimension", f"{cfg['R_CORE']}", res["ace_rank"], res["ace_rank"] == cfg["R_CORE"])
+    claims.check("ACE overlap with the core", "≥ 0.99", ov["ace"]["core"], ov["ace"]["core"] >= 0.99)
+    claims.check("PCA misses the core", "overlap ≤ 0.1", ov["pca"]["core"], ov["pca"]["core"] <= 0.1)
+    claims.check("Jacobian directions miss the core", "overlap ≤ 0.1", ov["jacobian"]["core"], ov["jacobian"]["core"] <= 0.1)
+    claims.check("ACE core sufficient", "keep acc ≥ 0.95", res["acc_keep"]["ace"], res["acc_keep"]["ace"] >= 0.95)
+    claims.check("ACE core necessary", "remove acc ≤ chance + 0.05", res["acc_remove"]["ace"],
+                 res["acc_remove"]["ace"] <= res["chance_acc"] + 0.05)
+    return claims
