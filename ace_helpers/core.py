@@ -53,6 +53,20 @@ def energy_rank_of(weights: np.ndarray, tau: float) -> int:
     return int(np.searchsorted(frac, tau - 1e-12) + 1)
 
 
+def check_gramian(name: str, a: np.ndarray) -> None:
+    """``a`` must be symmetric and positive semi-definite up to rounding (a Gramian); else ValueError."""
+    scale = float(np.max(np.abs(a))) if a.size else 0.0
+    asym = float(np.max(np.abs(a - a.T))) if a.size else 0.0
+    if asym > 1e-8 * scale:
+        raise ValueError(f"{name} is not symmetric (max |A − Aᵀ| = {asym:.3g}, max |A| = {scale:.3g}); a Gramian is symmetric")
+    lam = np.linalg.eigvalsh(0.5 * (a + a.T))
+    if lam.size and lam[0] < -1e-6 * max(float(lam[-1]), 0.0) - 1e-300:
+        raise ValueError(
+            f"{name} is not positive semi-definite (smallest eigenvalue {lam[0]:.3g}, largest {lam[-1]:.3g}); "
+            "a covariance or Jacobian Gram never has negative eigenvalues"
+        )
+
+
 def gramian_factor(a: np.ndarray) -> np.ndarray:
     """Square-root factor ``L`` (D, D) of a symmetric PSD matrix: ``L Lᵀ ≈ a`` (trace-scaled jitter)."""
     a = 0.5 * (a + a.T)
@@ -116,38 +130,54 @@ class Core:
         return replace(self, rank=int(r))
 
     # --- applying the core to activations (numpy or torch, any leading shape) ---------------
-    def _cast(self, h: Array) -> tuple[Array, Array]:
-        if h.shape[-1] != self.dim:
-            raise ValueError(f"activations have last dimension {h.shape[-1]}, the core lives in D={self.dim}")
+    def _cast(self, h: Array) -> tuple[Array, Array, Array]:
+        """``(h, Q, μ)`` in one floating dtype: torch stays torch (integer -> default float dtype),
+        anything else becomes a numpy float array (integer -> float64)."""
+        if hasattr(h, "detach"):
+            import torch
+
+            if not (h.is_floating_point() or h.is_complex()):
+                h = h.to(torch.get_default_dtype())
+        else:
+            h = np.asarray(h)
+            if h.dtype.kind not in "fc":
+                h = h.astype(np.float64)
+        if h.ndim == 0 or h.shape[-1] != self.dim:
+            raise ValueError(f"activations have shape {tuple(h.shape)}: the last dimension must be the core's D={self.dim}")
         if hasattr(h, "detach"):
             import torch
 
             q = torch.as_tensor(self.basis, dtype=h.dtype, device=h.device)
             mu = torch.as_tensor(self.mean, dtype=h.dtype, device=h.device)
-            return q, mu
-        return self.basis, self.mean
+            return h, q, mu
+        return h, self.basis, self.mean
 
     def coords(self, h: Array, centered: bool = False) -> Array:
         """Core coordinates z = Qᵀ h (or Qᵀ (h − μ) when ``centered``): (..., D) -> (..., r)."""
-        q, mu = self._cast(h)
+        h, q, mu = self._cast(h)
         return ((h - mu) if centered else h) @ q
 
     def _project(self, x: Array, q: Array) -> Array:
         return (x @ q) @ q.T
 
     def keep(self, h: Array, centered: bool = False) -> Array:
-        """Core only: ``P h`` (zero the complement) or ``μ + P (h − μ)`` when ``centered``. (..., D)."""
-        q, mu = self._cast(h)
+        """Core only: ``P h`` (zero the complement) or ``μ + P (h − μ)`` when ``centered``. (..., D).
+
+        The zero-ablating form is the paper's for its toy models; the centred form keeps the
+        activation mean's off-core part, which a model's later layers usually rely on: prefer it
+        unless you reproduce the paper's uncentred numbers.
+        """
+        h, q, mu = self._cast(h)
         return mu + self._project(h - mu, q) if centered else self._project(h, q)
 
     def remove(self, h: Array, centered: bool = False) -> Array:
         """Core removed: ``h − P h`` or ``h − P (h − μ)`` when ``centered``. (..., D) -> (..., D)."""
-        q, mu = self._cast(h)
+        h, q, mu = self._cast(h)
         return h - self._project((h - mu) if centered else h, q)
 
     def flip(self, h: Array, scale: float = 1.0) -> Array:
         """Reflect the core coordinates about the mean: ``h − 2·scale·P (h − μ)``. (..., D)."""
-        q, mu = self._cast(h)
+        h, q, mu = self._cast(h)
         return h - 2.0 * scale * self._project(h - mu, q)
 
 
@@ -176,8 +206,16 @@ def extract_core_from_gramians(
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or obs.shape != cov.shape:
         raise ValueError(f"cov and obs must both be square (D, D); got {cov.shape} and {obs.shape}")
     d = cov.shape[0]
-    mean = np.zeros(d) if mean is None else _as_float64("mean", mean).reshape(d)
+    if mean is None:
+        mean = np.zeros(d)
+    else:
+        mean = _as_float64("mean", mean)
+        if mean.size != d:
+            raise ValueError(f"mean has shape {mean.shape}: it must hold D={d} values, one per activation dimension")
+        mean = mean.reshape(d)
     energy = _check_fraction(energy)
+    check_gramian("cov", cov)
+    check_gramian("obs", obs)
     if np.trace(cov) <= 0.0:
         raise ValueError("activation covariance is zero: every activation row is identical (nothing is active)")
     if np.trace(obs) <= 0.0:
@@ -223,9 +261,12 @@ class GramianAccumulator:
 
     def add_activations(self, h: Array) -> GramianAccumulator:
         """Add activation rows (..., D)."""
-        a = _as_float64("H", h).reshape(-1, h.shape[-1])
-        if a.shape[1] != self.dim:
-            raise ValueError(f"H has last dimension {a.shape[1]}, the accumulator has D={self.dim}")
+        a = _as_float64("H", h)
+        if a.ndim == 0 or a.shape[-1] != self.dim:
+            raise ValueError(f"H has shape {a.shape}: its last dimension must be the accumulator's D={self.dim}")
+        a = a.reshape(-1, self.dim)
+        if a.shape[0] == 0:  # an empty batch adds nothing (and must not set the shift)
+            return self
         if self._shift is None:
             self._shift = a.mean(axis=0)
         x = a - self._shift
@@ -309,6 +350,11 @@ def extract_core(H: Array, J: Array, *, energy: float = 0.99, rank: int | None =
     if n < 2:
         raise ValueError(f"H has {n} row(s); ACE needs at least 2 activation rows")
     j = _as_float64("J", J)
+    if j.ndim == 3 and j.shape[0] != n:
+        raise ValueError(
+            f"J has {j.shape[0]} per-sample Jacobians but H has {n} rows: they must match one to one (for a "
+            "subsample of rows, build the Gramians with GramianAccumulator or extract_core_from_gramians)"
+        )
     if j.ndim == 2 and j.shape[0] == n:
         obs = observability(j, d) / n  # (N, D): gradients of a scalar output, averaged
     else:
