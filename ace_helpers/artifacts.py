@@ -124,6 +124,19 @@ def git_commit(cwd: str | os.PathLike | None = None) -> str:
         return "unknown"
 
 
+def clear_results(output_dir: str | os.PathLike) -> bool:
+    """Remove a previous run's ``OUTPUT_DIR/results.json`` as a new run starts; True if one was there.
+
+    A run that is then interrupted leaves no results at all, never an older run's results that
+    look like its own.
+    """
+    path = Path(output_dir) / "results.json"
+    if path.is_file():
+        path.unlink()
+        return True
+    return False
+
+
 def write_results(output_dir: str | os.PathLike, results: Mapping[str, Any], params: Mapping[str, Any]) -> Path:
     """Write ``OUTPUT_DIR/results.json``: the flat ``results`` plus ``params`` and ``versions``.
 
@@ -183,7 +196,7 @@ def save_artifact(
         "git_commit": git_commit(),
         "versions": versions(),
         "wall_s": wall_s,
-        "machine": {"node": platform.node(), "processor": platform.machine(), "cpus": os.cpu_count()},
+        "machine": {"processor": platform.machine(), "cpus": os.cpu_count()},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     return write_json(directory / f"{name}.manifest.json", manifest)
@@ -197,8 +210,13 @@ def load_artifact(
     manifest_path = directory / f"{name}.manifest.json"
     try:
         manifest = json.loads(manifest_path.read_text())
-        if manifest.get("manifest_version") != MANIFEST_VERSION:
+        if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
             return None
+        files = manifest.get("files")
+        if not isinstance(files, dict) or f"{name}.json" not in files:
+            return None
+        if (directory / f"{name}.npz").exists() and f"{name}.npz" not in files:
+            return None  # the manifest does not cover every file of the artifact: a half-read
         if params is not None and _params_key(manifest["params"]) != _params_key(params):
             return None
         for fname, digest in manifest["files"].items():
@@ -209,7 +227,7 @@ def load_artifact(
         if f"{name}.npz" in manifest["files"]:
             with np.load(directory / f"{name}.npz", allow_pickle=False) as npz:
                 arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return Artifact(data=data, arrays=arrays, manifest=manifest)
 

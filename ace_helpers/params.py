@@ -295,8 +295,14 @@ def set_threads(threads: int | None = None) -> int:
 
 
 def begin(cfg: Params) -> None:
-    """A chapter's validation-cell side effects: set torch threads, print the knobs in force and the versions."""
+    """A chapter's validation-cell side effects: set torch threads, remove the previous run's
+    ``OUTPUT_DIR/results.json`` (so an interrupted run never leaves an older result looking like
+    its own), print the knobs in force and the versions."""
+    from ace_helpers.artifacts import clear_results
+
     set_threads()
+    if clear_results(cfg["OUTPUT_DIR"]):
+        print(f"removed the previous run's {cfg['OUTPUT_DIR']}/results.json (this run writes a new one at its end)")
 
     def short(value: Any) -> Any:
         text = repr(value)

@@ -202,3 +202,24 @@ def test_known_gaps_apply_only_to_the_presets_own_run():
     assert gaps.reason(cfg.replace(ITEMS=[5]), "claim_a") == "measured reason"  # not a run knob
     assert gaps.reason(cfg.replace(N=9), "claim_a") is None  # another run: a new measurement
     assert gaps.reason(chapter.resolve(PRESET="ci"), "claim_a") is None
+
+
+def test_manifest_of_the_wrong_shape_or_incomplete_is_corrupt(tmp_path):
+    artifacts.save_artifact(tmp_path, "a", params={"k": 1}, data={"x": 1}, arrays={"w": np.ones(3)})
+    manifest = tmp_path / "a.manifest.json"
+    good = json.loads(manifest.read_text())
+    assert artifacts.load_artifact(tmp_path, "a", {"k": 1}) is not None
+    assert "node" not in good["machine"]  # no hostname in what we commit
+    for bad in ([1, 2], {"manifest_version": 1, "params": {"k": 1}, "files": [1]}, "text"):
+        manifest.write_text(json.dumps(bad))
+        assert artifacts.load_artifact(tmp_path, "a", {"k": 1}) is None
+    dropped = dict(good, files={k: v for k, v in good["files"].items() if not k.endswith(".npz")})
+    manifest.write_text(json.dumps(dropped))
+    assert artifacts.load_artifact(tmp_path, "a", {"k": 1}) is None  # the npz is not covered: no half-read
+
+
+def test_a_new_run_clears_the_previous_results(tmp_path, capsys):
+    chapter = _toy_chapter()
+    artifacts.write_results(tmp_path, {"x": 1}, {"SEED": 0})
+    params.begin(chapter.resolve(PRESET="ci", OUTPUT_DIR=str(tmp_path)))
+    assert not (tmp_path / "results.json").exists() and "removed the previous run" in capsys.readouterr().out
