@@ -26,7 +26,7 @@ import time
 import torch
 
 from ace_helpers.ensemble import train_ensemble
-from ace_helpers.grokking import sweep_config
+from ace_helpers.chapters.grokking_scaling_law import sweep_config
 from ace_helpers.models import build_model
 from ace_helpers.tasks.modadd import modadd_dataset
 from ace_helpers.train import train_lm

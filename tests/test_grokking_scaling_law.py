@@ -1,22 +1,24 @@
-"""Grokking times, censoring, the two scaling-law fits and the chapter's parameters."""
+"""Chapter 4 (ace_helpers.chapters.grokking_scaling_law): grokking times, censoring, the fits (ace_helpers.fits), knobs, cache, claims."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ace_helpers.grokking import (
+from ace_helpers.chapters.grokking_scaling_law import (
+    PARAMS,
     PRESETS,
     GrokRecord,
-    fit_log_law,
-    fit_power_law,
+    Sweeps,
+    build_claims,
+    fit_sweeps,
     grok_times,
-    log_law,
-    resolve_params,
     run_grok_sweep,
     setting_stats,
+    setting_table,
     uncensored,
 )
+from ace_helpers.fits import fit_log_law, fit_power_law, log_law
 from ace_helpers.params import set_threads
 
 set_threads(1)
@@ -90,17 +92,17 @@ def test_setting_stats_and_uncensored() -> None:
 
 def test_resolve_params_validates() -> None:
     for name in PRESETS:
-        out = resolve_params(PRESET=name)
+        out = PARAMS.resolve(PRESET=name)
         assert set(PRESETS[name]) <= set(out) and out["PRESET"] == name
-    assert resolve_params(PRESET="ci", N_SEEDS=5)["N_SEEDS"] == 5
+    assert PARAMS.resolve(PRESET="ci", N_SEEDS=5)["N_SEEDS"] == 5
     with pytest.raises(ValueError, match="PRIMES"):
-        resolve_params(PRESET="ci", PRIMES=[31, 45])
+        PARAMS.resolve(PRESET="ci", PRIMES=[31, 45])
     with pytest.raises(ValueError, match="OMEGAS"):
-        resolve_params(PRESET="ci", OMEGAS=[1.0, -1.0])
+        PARAMS.resolve(PRESET="ci", OMEGAS=[1.0, -1.0])
     with pytest.raises(ValueError, match="PRESET"):
-        resolve_params(PRESET="huge")
+        PARAMS.resolve(PRESET="huge")
     with pytest.raises(ValueError, match="EVAL_EVERY"):
-        resolve_params(PRESET="ci", MAX_STEPS=5, EVAL_EVERY=10)
+        PARAMS.resolve(PRESET="ci", MAX_STEPS=5, EVAL_EVERY=10)
 
 
 def test_run_grok_sweep_reports_censored_runs() -> None:
@@ -109,3 +111,43 @@ def test_run_grok_sweep_reports_censored_runs() -> None:
     for r in recs:
         assert r.p == 11 and r.steps_trained == 20 and r.censored  # 20 steps cannot grok
         assert r.tau_test is None
+
+
+def _fake_runs():
+    omega = [_rec("omega", w, 53, s, int(900 / w * (1.1 if s else 0.9))) for w in (0.5, 1.0, 2.0, 3.0) for s in (0, 1)]
+    p = [_rec("p", 1.0, q, s, int(4000 / q * (1.05 if s else 0.95))) for q in (31, 43, 53, 61) for s in (0, 1)]
+    return omega, p
+
+
+def test_claims_state_their_one_seed_rule() -> None:
+    omega, p = _fake_runs()
+    fits = fit_sweeps(omega, p)
+    strict = build_claims(fits, p, PARAMS.resolve(PRESET="book"))
+    assert "[-1.25, -0.8]" in strict.rows[0].claim and strict.rows[0].passed
+    assert all(r.passed for r in strict.rows), strict.table()
+    loose = build_claims(fits, p, PARAMS.resolve(PRESET="ci"))  # N_SEEDS = 1
+    assert "one seed per setting" in loose.rows[0].claim and "≥ 0.6" in loose.rows[1].claim
+    # no uncensored runs: every fit is missing and its claims fail instead of crashing
+    empty = build_claims(fit_sweeps([], []), [], PARAMS.resolve(PRESET="book"))
+    assert not any(r.passed for r in empty.rows)
+    assert setting_table(omega, "omega").count("\n") == 5 and "| 31 |" in setting_table(p, "p")
+
+
+def test_sweeps_cache_stores_paper_runs_only(tmp_path, monkeypatch) -> None:
+    import ace_helpers.chapters.grokking_scaling_law as chapter
+
+    omega, p = _fake_runs()
+    monkeypatch.setattr(chapter, "run_omega_sweep", lambda cfg, progress=True: omega)
+    monkeypatch.setattr(chapter, "run_p_sweep", lambda cfg, progress=True: p)
+    book = Sweeps(PARAMS.resolve(PRESET="book"), tmp_path)
+    book.omega(), book.p()
+    assert book.save() is None and not list(tmp_path.iterdir())
+    paper_cfg = PARAMS.resolve(PRESET="paper")
+    first = Sweeps(paper_cfg, tmp_path)
+    assert not first.from_artifact
+    first.omega(), first.p()
+    assert first.save() is not None
+    monkeypatch.setattr(chapter, "run_omega_sweep", None)  # a cached run trains nothing
+    again = Sweeps(paper_cfg, tmp_path)
+    assert again.from_artifact and again.omega() == omega and again.p() == p
+    assert not Sweeps(paper_cfg.replace(N_SEEDS=3), tmp_path).from_artifact  # other knobs: not the artifact

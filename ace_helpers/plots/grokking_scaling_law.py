@@ -1,4 +1,4 @@
-"""Chapter 4 panels: grokking delay vs weight decay ω and vs modulus p (spec §3.4)."""
+"""Chapter 4 figures (notebooks/04_grokking_scaling_law): grokking delay vs weight decay ω and vs modulus p."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ace_helpers.grokking import GrokRecord, LogLawFit, PowerLawFit, setting_stats
+from ace_helpers.chapters.grokking_scaling_law import GrokRecord, setting_stats
+from ace_helpers.fits import LogLawFit, PowerLawFit
 
 
 def _runs(records: Sequence[GrokRecord], sweep: str, key: str):

@@ -1,14 +1,16 @@
-"""Chapter 4: grokking time and its inverse scaling law τ ∝ 1/(ω·p) (spec §3.4).
+"""Chapter 4 (notebooks/04_grokking_scaling_law): grokking time and its inverse scaling law τ ∝ 1/(ω·p).
 
-Pieces, each small:
+The chapter's knobs (:data:`PARAMS`), its sweeps, the artifact cache of the paper-preset
+sweeps, its fits and its claims.  Pieces, each small:
 
-* :data:`PRESETS` / :func:`resolve_params` — the chapter's knobs, validated;
 * :func:`grok_times` — τ_mem, τ_grok and censoring from an accuracy history;
 * :func:`run_grok_sweep` — trains every (ω, seed) of one modulus p as one vectorised ensemble
   (:mod:`ace_helpers.ensemble`) and returns one :class:`GrokRecord` per run;
-* :func:`fit_power_law` — log-log OLS with a t confidence interval for the exponent and R²;
-* :func:`fit_log_law` — τ(p) = −Ω·log(1 − p_crit/p) by ``scipy.optimize.curve_fit``, with
-  standard errors, R², and the comparison against a constant (and against A/p).
+* :class:`Sweeps` — the ω and p sweeps of one run, read from the stored paper-preset artifact
+  ``book/artifacts/04_grokking_scaling_law/sweeps`` when its knobs match, trained otherwise
+  (a paper-preset run stores what it trained);
+* :func:`fit_sweeps` — the power law in ω and the log law in p (:mod:`ace_helpers.fits`);
+* :func:`build_claims`, :func:`results`.
 
 Definitions (in optimizer steps, accuracies in eval mode on the last token):
 ``tau_mem`` = first evaluated step with train accuracy ≥ 0.99; ``tau_test`` = first evaluated
@@ -33,17 +35,24 @@ at ``MAX_STEPS`` is *censored*: its ``tau_grok`` is the lower bound ``MAX_STEPS 
 
 from __future__ import annotations
 
-import math
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
+from ace_helpers.artifacts import load_artifact, project_root, save_artifact
 from ace_helpers.ensemble import train_ensemble
+from ace_helpers.fits import LogLawFit, PowerLawFit, fit_log_law, fit_power_law
 from ace_helpers.models import ToyConfig
-from ace_helpers.params import check_choice, check_int, check_list, check_prime, check_range, resolve
+from ace_helpers.params import ChapterParams, Params, check_choice, check_int, check_list, check_prime, check_range
+from ace_helpers.report import Claims
 from ace_helpers.tasks.modadd import modadd_dataset
+
+NOTEBOOK = "04_grokking_scaling_law"
 
 ACC_THRESHOLD = 0.99
 
@@ -106,28 +115,12 @@ SEED0 = 42
 
 
 def sweep_config(p: int) -> ToyConfig:
-    """The one-layer sweep model of spec §3.4 for modulus ``p``."""
+    """The paper's one-layer sweep model for modulus ``p`` (d_model 128, 4 heads, d_ff 512, dropout 0.1)."""
     return ToyConfig(vocab=p, d_model=128, n_layers=1, n_heads=4, d_ff=512, max_len=2, dropout=0.1)
 
 
-def resolve_params(**knobs) -> dict:
-    """Resolve the chapter's knobs against :data:`PRESETS` and validate every one.
-
-    Pass every notebook knob (``PRESET``, ``OMEGAS``, ``PRIMES``, ``N_SEEDS``, ``MAX_STEPS``,
-    ``EVAL_EVERY``, ``TRAIN_FRACTION``, ``TRAIN_FRACTION_P``, ``BATCH_SIZE_OMEGA``, ``STOP_MARGIN``, ``P_OMEGA``,
-    ``OMEGA_P``, ``LR``); ``None`` takes the preset's value.  ``OUTPUT_DIR`` is not handled here.
-    Raises ``ValueError`` naming the bad knob.
-    """
-    from ace_helpers.params import preset_from_env
-
-    knobs = dict(knobs)
-    preset = knobs.pop("PRESET", None) or preset_from_env("book")
-    check_choice("PRESET", preset, PRESETS)
-    unknown = sorted(set(knobs) - set(PRESETS["paper"]))
-    if unknown:
-        raise ValueError(f"unknown knobs {unknown}: allowed are {sorted(PRESETS['paper'])} and PRESET")
-    knobs = {name: knobs.get(name) for name in PRESETS["paper"]}
-    p = resolve(preset, knobs, PRESETS)
+def check(p: dict) -> None:
+    """Validate every knob (``ValueError`` naming it); ``OMEGAS`` become floats, ``PRIMES`` ints."""
     p["OMEGAS"] = check_list("OMEGAS", p["OMEGAS"], lambda n, v: check_range(n, v, low=0.0, low_open=True, high=100.0))
     p["PRIMES"] = check_list("PRIMES", p["PRIMES"], lambda n, v: check_prime(n, v, low=5))
     for name in ("OMEGAS", "PRIMES"):
@@ -145,7 +138,10 @@ def resolve_params(**knobs) -> dict:
     p["P_OMEGA"] = check_prime("P_OMEGA", p["P_OMEGA"], low=5)
     p["OMEGA_P"] = check_range("OMEGA_P", p["OMEGA_P"], low=0.0, low_open=True, high=100.0)
     p["LR"] = check_range("LR", p["LR"], low=0.0, low_open=True, high=1.0)
-    return p
+
+
+#: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere.
+PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 
 
 @dataclass(frozen=True)
@@ -334,144 +330,8 @@ def setting_stats(records: Sequence[GrokRecord], key: str, sweep: str) -> dict[s
     return {k: np.asarray(v, float) for k, v in out.items()}
 
 
-@dataclass(frozen=True)
-class PowerLawFit:
-    """y = A · x^exponent fitted by OLS on (log x, log y).
 
-    ``ci`` is the two-sided confidence interval of the exponent (t distribution, n − 2 dof),
-    ``r2`` the R² in log space, ``n`` the number of points.
-    """
-
-    exponent: float
-    prefactor: float
-    exponent_se: float
-    ci: tuple[float, float]
-    r2: float
-    n: int
-
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        """A · x^exponent."""
-        return self.prefactor * np.asarray(x, float) ** self.exponent
-
-
-def fit_power_law(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> PowerLawFit:
-    """Fit y = A·x^b on log-log axes (x, y: (n,) positive; at least 3 points, 2 distinct x)."""
-    from scipy import stats
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"x and y must be 1-D of one length, got {x.shape} and {y.shape}")
-    if len(x) < 3 or len(np.unique(x)) < 2:
-        raise ValueError(f"a power-law fit needs >= 3 points at >= 2 distinct x, got {len(x)} points")
-    if np.any(x <= 0) or np.any(y <= 0) or not np.all(np.isfinite(x) & np.isfinite(y)):
-        raise ValueError("x and y must be finite and positive for a log-log fit")
-    check_range("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
-    lx, ly = np.log(x), np.log(y)
-    res = stats.linregress(lx, ly)
-    n = len(x)
-    t = stats.t.ppf(0.5 + level / 2, n - 2)
-    resid = ly - (res.intercept + res.slope * lx)
-    sst = float(np.sum((ly - ly.mean()) ** 2))
-    r2 = 1.0 - float(np.sum(resid**2)) / sst if sst > 0 else float("nan")
-    return PowerLawFit(
-        exponent=float(res.slope),
-        prefactor=float(math.exp(res.intercept)),
-        exponent_se=float(res.stderr),
-        ci=(float(res.slope - t * res.stderr), float(res.slope + t * res.stderr)),
-        r2=r2,
-        n=n,
-    )
-
-
-def log_law(p: np.ndarray, omega_const: float, p_crit: float) -> np.ndarray:
-    """τ(p) = −Ω·log(1 − p_crit/p)  (→ Ω·p_crit/p for p ≫ p_crit)."""
-    return -omega_const * np.log1p(-p_crit / np.asarray(p, float))
-
-
-@dataclass(frozen=True)
-class LogLawFit:
-    """Least-squares fit of τ(p) = −Ω·log(1 − p_crit/p), with two reference models.
-
-    Attributes:
-        Omega, p_crit: fitted constants; ``Omega_se``, ``p_crit_se`` their standard errors
-            (square roots of the ``curve_fit`` covariance diagonal).
-        r2: 1 − SSE/SST (SST = SSE of the best constant, so r2 > 0 means it beats a constant).
-        sse, sse_const, sse_inv: residual sums of squares of the law, of a constant, and of the
-            1/p asymptote τ = A/p (``A_inv`` fitted).
-        aic, aic_const: Gaussian AIC, n·log(SSE/n) + 2k (k = 2 and 1).
-        n: points fitted.
-    """
-
-    Omega: float
-    p_crit: float
-    Omega_se: float
-    p_crit_se: float
-    r2: float
-    sse: float
-    sse_const: float
-    sse_inv: float
-    A_inv: float
-    aic: float
-    aic_const: float
-    n: int
-
-    def predict(self, p: np.ndarray) -> np.ndarray:
-        """The fitted law at ``p``."""
-        return log_law(p, self.Omega, self.p_crit)
-
-    @property
-    def beats_constant(self) -> bool:
-        """Lower AIC than the constant model (the extra parameter pays for itself)."""
-        return self.aic < self.aic_const
-
-
-def fit_log_law(p: Sequence[float], tau: Sequence[float]) -> LogLawFit:
-    """Fit τ(p) = −Ω·log(1 − p_crit/p) with ``scipy.optimize.curve_fit``, 0 < p_crit < min(p).
-
-    Args:
-        p: (n,) moduli (at least 2 distinct, n ≥ 3).  tau: (n,) positive grokking delays.
-    """
-    from scipy.optimize import curve_fit
-
-    p, tau = np.asarray(p, float), np.asarray(tau, float)
-    if p.shape != tau.shape or p.ndim != 1:
-        raise ValueError(f"p and tau must be 1-D of one length, got {p.shape} and {tau.shape}")
-    if len(p) < 3 or len(np.unique(p)) < 2:
-        raise ValueError(f"the log-law fit needs >= 3 points at >= 2 distinct p, got {len(p)} points")
-    if np.any(p <= 1) or np.any(tau <= 0) or not np.all(np.isfinite(p) & np.isfinite(tau)):
-        raise ValueError("p must be > 1 and tau > 0, all finite")
-    pmin = float(p.min())
-    inv = 1.0 / p
-    A_inv = float(np.sum(tau * inv) / np.sum(inv * inv))
-    p_crit0 = pmin / 2
-    omega0 = max(A_inv / p_crit0, 1e-6)
-    popt, pcov = curve_fit(
-        log_law, p, tau, p0=(omega0, p_crit0), bounds=([0.0, 0.0], [np.inf, pmin * (1 - 1e-9)]), maxfev=20000
-    )
-    pred = log_law(p, *popt)
-    n = len(p)
-    sse = float(np.sum((tau - pred) ** 2))
-    sse_const = float(np.sum((tau - tau.mean()) ** 2))
-    sse_inv = float(np.sum((tau - A_inv * inv) ** 2))
-    tiny = 1e-300
-    se = np.sqrt(np.clip(np.diag(pcov), 0, np.inf))
-    return LogLawFit(
-        Omega=float(popt[0]),
-        p_crit=float(popt[1]),
-        Omega_se=float(se[0]),
-        p_crit_se=float(se[1]),
-        r2=1.0 - sse / sse_const if sse_const > 0 else float("nan"),
-        sse=sse,
-        sse_const=sse_const,
-        sse_inv=sse_inv,
-        A_inv=A_inv,
-        aic=n * math.log(max(sse, tiny) / n) + 4,
-        aic_const=n * math.log(max(sse_const, tiny) / n) + 2,
-        n=n,
-    )
-
-
-def run_omega_sweep(params: dict, progress: bool = True) -> list[GrokRecord]:
+def run_omega_sweep(params: Params, progress: bool = True) -> list[GrokRecord]:
     """The ω sweep of resolved ``params``: all ω × seeds at p = ``P_OMEGA`` as one ensemble."""
     seeds = [SEED0 + i for i in range(params["N_SEEDS"])]
     return run_grok_sweep(
@@ -481,7 +341,7 @@ def run_omega_sweep(params: dict, progress: bool = True) -> list[GrokRecord]:
     )
 
 
-def run_p_sweep(params: dict, progress: bool = True) -> list[GrokRecord]:
+def run_p_sweep(params: Params, progress: bool = True) -> list[GrokRecord]:
     """The p sweep of resolved ``params``: ω = ``OMEGA_P``, full batch, one ensemble per p."""
     seeds = [SEED0 + i for i in range(params["N_SEEDS"])]
     out: list[GrokRecord] = []
@@ -528,3 +388,184 @@ def analyse(records: Sequence[GrokRecord]) -> dict:
                                       "p_sse_inv", "p_aic", "p_aic_const", "p_exponent", "p_exponent_ci")})
         out["p_n_fit"] = len(tau)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# the sweeps of one run, with the artifact cache of the paper-preset sweeps
+# --------------------------------------------------------------------------------------------
+ARTIFACT_NAME = "sweeps"
+
+
+def artifact_dir() -> Path:
+    """Where the paper-preset sweeps are stored: ``book/artifacts/04_grokking_scaling_law``."""
+    return project_root() / "book" / "artifacts" / NOTEBOOK
+
+
+def artifact_key(cfg: Params) -> dict:
+    """The artifact's parameters: every knob of the run (not ``PRESET`` or ``OUTPUT_DIR``)."""
+    return cfg.knob_values()
+
+
+class Sweeps:
+    """The ω and p sweeps of one run: read from the stored artifact when its knobs match, else trained.
+
+    ``Sweeps(cfg)`` looks the artifact up; :meth:`omega` and :meth:`p` return each sweep's
+    records (timing what they train); :meth:`save` stores a paper-preset run's freshly trained
+    sweeps as the artifact (other presets store nothing).
+    """
+
+    def __init__(self, cfg: Params, directory: str | Path | None = None) -> None:
+        self.cfg = cfg
+        self.directory = Path(directory) if directory is not None else artifact_dir()
+        self.stored = load_artifact(self.directory, ARTIFACT_NAME, artifact_key(cfg))
+        self.omega_runs: list[GrokRecord] | None = None
+        self.p_runs: list[GrokRecord] | None = None
+        self.omega_wall_s = 0.0
+        self.p_wall_s = 0.0
+
+    @property
+    def from_artifact(self) -> bool:
+        """Whether the records come from the stored artifact."""
+        return self.stored is not None
+
+    def describe(self) -> str:
+        """One line: where the records come from."""
+        return "using the stored artifact (params match)" if self.stored else "no matching stored artifact: training now"
+
+    def _stored(self, sweep: str) -> list[GrokRecord]:
+        return [r for r in records_from_dicts(self.stored.data["runs"]) if r.sweep == sweep]
+
+    def omega(self, progress: bool = True) -> list[GrokRecord]:
+        """The ω sweep's records (stored, or trained now)."""
+        start = time.perf_counter()
+        self.omega_runs = self._stored("omega") if self.stored else run_omega_sweep(self.cfg, progress)
+        self.omega_wall_s = time.perf_counter() - start
+        return self.omega_runs
+
+    def p(self, progress: bool = True) -> list[GrokRecord]:
+        """The p sweep's records (stored, or trained now)."""
+        start = time.perf_counter()
+        self.p_runs = self._stored("p") if self.stored else run_p_sweep(self.cfg, progress)
+        self.p_wall_s = time.perf_counter() - start
+        return self.p_runs
+
+    @property
+    def runs(self) -> list[GrokRecord]:
+        """All records, ω sweep first."""
+        if self.omega_runs is None or self.p_runs is None:
+            raise RuntimeError("run Sweeps.omega() and Sweeps.p() first")
+        return self.omega_runs + self.p_runs
+
+    def save(self) -> Path | None:
+        """Store freshly trained paper-preset sweeps as the artifact; returns its manifest path (else None)."""
+        if self.cfg["PRESET"] != "paper" or self.stored:
+            return None
+        return save_artifact(self.directory, ARTIFACT_NAME, params=artifact_key(self.cfg),
+                             data={"runs": [r.to_dict() for r in self.runs]}, wall_s=self.omega_wall_s + self.p_wall_s)
+
+
+# --------------------------------------------------------------------------------------------
+# fits, tables, claims, results
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SweepFits:
+    """The chapter's fits (``None`` where too few uncensored runs): τ_grok ~ ω^b, τ_mem ~ ω^b,
+    the log law in p and a plain power law in p."""
+
+    omega: PowerLawFit | None
+    mem: PowerLawFit | None
+    p_log: LogLawFit | None
+    p_pow: PowerLawFit | None
+
+
+def _try(fit, *args):
+    try:
+        return fit(*args)
+    except (ValueError, RuntimeError):
+        return None
+
+
+def fit_sweeps(omega_runs: Sequence[GrokRecord], p_runs: Sequence[GrokRecord]) -> SweepFits:
+    """Fit the ω sweep (power law; also τ_mem) and the p sweep (log law and power law), uncensored runs only."""
+    w, _, w_tau = uncensored(omega_runs, "omega")
+    mem = [(r.omega, r.tau_mem) for r in omega_runs if r.tau_mem]
+    _, p, p_tau = uncensored(p_runs, "p")
+    return SweepFits(
+        omega=_try(fit_power_law, w, w_tau),
+        mem=_try(fit_power_law, [x for x, _ in mem], [t for _, t in mem]),
+        p_log=_try(fit_log_law, p, p_tau),
+        p_pow=_try(fit_power_law, p, p_tau),
+    )
+
+
+def setting_table(records: Sequence[GrokRecord], key: str) -> str:
+    """Markdown table of one sweep (``key`` "omega" or "p"): runs fitted, censored, mean/sd τ_grok, mean τ_mem."""
+    st = setting_stats(records, key, key)
+    label = "ω" if key == "omega" else "p"
+    rows = [f"| {label} | runs fitted | censored | mean τ_grok | sd | mean τ_mem |", "|---|---|---|---|---|---|"]
+    for x, n, c, m, s in zip(st["x"], st["n"], st["n_censored"], st["mean"], st["sd"]):
+        mem = np.mean([r.tau_mem for r in records if getattr(r, key) == x and r.tau_mem is not None])
+        rows.append(f"| {x:g} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |" if key == "omega"
+                    else f"| {int(x)} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |")
+    return "\n".join(rows)
+
+
+def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params) -> Claims:
+    """The chapter's claims; one rule relaxes them, stated in the claims' text.
+
+    With one seed per setting (``N_SEEDS = 1``) the seed scatter dominates, so the ω exponent
+    window [−1.25, −0.8] becomes "exponent < 0" and both R² thresholds fall from 0.8 to 0.6.
+    A fit that could not be made fails its claims.
+    """
+    one_seed = cfg["N_SEEDS"] == 1
+    r2_min = 0.6 if one_seed else 0.8
+    r2_rule = " (0.8; 0.6 with one seed per setting)"
+    claims = Claims()
+    w = fits.omega
+    if one_seed:
+        claims.check("ω trend: τ_grok falls with ω (one seed per setting: exponent < 0 only)", "-1.02 (theory -1)",
+                     w.exponent if w else "n/a", w is not None and w.exponent < 0)
+    else:
+        claims.check("ω exponent of τ_grok in [-1.25, -0.8] (≥ 2 seeds per setting)", "-1.02 (theory -1)",
+                     w.exponent if w else "n/a", w is not None and -1.25 <= w.exponent <= -0.8)
+    claims.check(f"R² of the ω power law ≥ {r2_min}{r2_rule}", "printed, value unknown", w.r2 if w else "n/a",
+                 w is not None and w.r2 >= r2_min)
+    sp = setting_stats(p_runs, "p", "p")
+    means = sp["mean"][sp["n"] > 0]
+    claims.check("τ_grok decreases with p (means over seeds)", "τ ∝ 1/p at large p", [round(m) for m in means],
+                 len(means) >= 2 and bool(np.all(np.diff(means) < 0)) and fits.p_pow is not None
+                 and fits.p_pow.exponent < 0)
+    lf = fits.p_log
+    claims.check(f"R² of −Ω·log(1 − p_crit/p) ≥ {r2_min}{r2_rule}", "printed, value unknown", lf.r2 if lf else "n/a",
+                 lf is not None and lf.r2 >= r2_min)
+    claims.check("log law beats a constant (AIC)", "—", f"AIC {lf.aic:.1f} vs {lf.aic_const:.1f}" if lf else "n/a",
+                 lf is not None and lf.beats_constant)
+    return claims
+
+
+def linked_redundancy() -> str:
+    """One line on chapter 3's measured redundancy, from its stored book-preset run (trains nothing)."""
+    try:
+        from ace_helpers.chapters.core_inflation import stored_redundancy_gap
+    except ImportError:  # pragma: no cover - chapter 3's module is missing
+        return "chapter 3's module (ace_helpers.chapters.core_inflation) is not available; nothing to link"
+    gap = stored_redundancy_gap()
+    if gap is None:
+        return "chapter 3's book-preset run is not stored (book/artifacts/modadd_grokking); nothing to link"
+    return (f"chapter 3 (preset {gap['preset']}, stored run): redundancy = necessary - sufficient core dim, "
+            f"mean over models, at its last checkpoint (epoch {gap['epoch']}): {gap['mean_gap']:.1f}")
+
+
+def results(sweeps: Sweeps, claims: Claims, wall_s: float) -> dict[str, Any]:
+    """The chapter's flat ``results.json`` dict (keys in the module docstring)."""
+    runs = sweeps.runs
+    return analyse(runs) | {
+        "runs": [r.to_dict() for r in runs],
+        "eval_every": sweeps.cfg["EVAL_EVERY"],
+        "from_artifact": sweeps.from_artifact,
+        "omega_sweep_wall_s": sweeps.omega_wall_s,
+        "p_sweep_wall_s": sweeps.p_wall_s,
+        "claims_passed": sum(r.passed for r in claims.rows),
+        "claims_total": len(claims.rows),
+        "wall_s": wall_s,
+    }
