@@ -3,7 +3,7 @@
 The per-checkpoint analysis of the modular-addition chapters needs keep-only and core-removed
 accuracy for every candidate rank (to find the necessary and sufficient dimensions).  The naive
 way runs the model once per rank and mode with a forward hook that projects layer 2's output;
-``ace_helpers.grokking_cores.rank_scan`` computes all ranks at once from the layer-2 activations,
+``ace_helpers.scans.rank_scan`` computes all ranks at once from the layer-2 activations,
 because the tail after layer 2 is only ``lm_head``.  Both are timed here in one run, on the same
 model and test split, and their accuracies are compared.
 
@@ -18,10 +18,12 @@ import time
 import numpy as np
 import torch
 
-from ace_helpers import grokking_cores as gc
+from ace_helpers.chapters.modadd.analysis import last_token_activations
+from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.core import extract_core
 from ace_helpers.models import build_model
 from ace_helpers.params import set_threads
+from ace_helpers.scans import rank_scan
 from ace_helpers.tasks.modadd import modadd_dataset
 
 
@@ -79,16 +81,16 @@ def main() -> None:
     args = ap.parse_args()
     set_threads()
     data = modadd_dataset(args.p, 0.5, seed=42)
-    model = build_model(gc.model_config(args.p), seed=0).eval()
+    model = build_model(model_config(args.p), seed=0).eval()
     x = data.test_inputs
     with torch.no_grad():
         y = model(x)[:, -1].argmax(-1)  # the model's own answers: non-trivial curves at init
-    H = gc.last_token_activations(model, x)
+    H = last_token_activations(model, x)
     core = extract_core(H, model.lm_head.weight, energy=0.99)
     print(f"p = {args.p}: {len(y)} test rows, D = {core.dim}, ranks 0..{core.dim}, torch threads {torch.get_num_threads()}")
 
     t_batched, (kb, rb) = best_of(
-        lambda: gc.rank_scan(H, model.lm_head.weight, model.lm_head.bias, core.full_basis, y), args.repeats
+        lambda: rank_scan(H, model.lm_head.weight, model.lm_head.bias, core.full_basis, y), args.repeats
     )
     t_naive, (kn, rn) = best_of(lambda: naive_scan(model, x, y, core.full_basis), args.repeats)
     diff = max(np.abs(kb - kn).max(), np.abs(rb - rn).max())

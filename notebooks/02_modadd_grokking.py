@@ -2,11 +2,6 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -18,7 +13,7 @@
 #
 # A two-layer transformer learns $a + b \equiv c \pmod p$ from half of all $p^2$ pairs. It first
 # memorises the training half (test accuracy at chance), then — with weight decay — suddenly
-# generalises: it *groks*. The paper (spec §3.1–3.3, Fig. 1) reports that the algorithmic core
+# generalises: it *groks*. The paper (§3.1–3.3, Fig. 1) reports that the algorithmic core
 # of layer 2 forms at that moment: at grokking (epoch ~800) a ~15-dimensional core appears that
 # is necessary (removing it drops accuracy to chance) and sufficient (keeping only it keeps
 # accuracy), and a linear "shift" operator fitted on the core, which maps the representation
@@ -26,7 +21,7 @@
 # unit circle: the core holds a clock.
 #
 # Everything below is computed at every checkpoint on the **test split**, at the last token of
-# layer 2 (`ace_helpers.grokking_cores.analyse_checkpoint`): ACE with the unembedding as the
+# layer 2 (`ace_helpers.chapters.modadd.analysis.analyse_checkpoint`): ACE with the unembedding as the
 # tail, a scan of keep-only / core-removed accuracy over *every* rank at once, and the shift
 # operator (ridge 1, block-edge holdout $R_h^2$). The training run is cached and shared with
 # Chapter 3.
@@ -60,25 +55,15 @@ import time
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from ace_helpers import grokking_cores as gc
-from ace_helpers.artifacts import default_output_dir, write_results
-from ace_helpers.params import set_threads, versions
-from ace_helpers.plots import grokking as gplots
+from ace_helpers import artifacts, params
+from ace_helpers.chapters import modadd_grokking as chapter
+from ace_helpers.plots import modadd_grokking as plots
 from ace_helpers.plots.style import set_style
 
 T0 = time.perf_counter()
-set_threads()
+cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
+params.begin(cfg)
 set_style()
-cfg = gc.resolve_params(
-    PRESET=PRESET, P=P, TRAIN_FRACTION=TRAIN_FRACTION, DATA_SEED=DATA_SEED, EPOCHS=EPOCHS, N_MODELS=N_MODELS,
-    WEIGHT_DECAY=WEIGHT_DECAY, FORK_EPOCH=FORK_EPOCH, CHECKPOINT_EVERY=CHECKPOINT_EVERY,
-    CHECKPOINT_SWITCH=CHECKPOINT_SWITCH, CHECKPOINT_EVERY_LATE=CHECKPOINT_EVERY_LATE, SEED=SEED, LR=LR,
-    BATCH_SIZE=BATCH_SIZE, ENERGY=ENERGY, RIDGE=RIDGE, HOLDOUT_FRACTION=HOLDOUT_FRACTION,
-    CLOCK_EPOCHS=CLOCK_EPOCHS, ARTIFACT_DIR=ARTIFACT_DIR, WORKERS=WORKERS, OUTPUT_DIR=OUTPUT_DIR,
-)  # fmt: skip
-OUTPUT_DIR = cfg["OUTPUT_DIR"] or default_output_dir("02_modadd_grokking")
-print({k: v for k, v in cfg.items() if k != "OUTPUT_DIR"})
-print(versions())
 
 # %% [markdown]
 # ## Training (or loading the stored run)
@@ -90,10 +75,10 @@ print(versions())
 # commit, versions, wall time). When a stored artifact matches the parameters it is loaded instead.
 
 # %%
-run = gc.load_or_train(cfg, workers=cfg["WORKERS"], snapshot_dir=gc.snapshot_dir_for(cfg))
-p = cfg["P"]
+run = chapter.load_run(cfg)
+p = cfg.P
 wd = run.wd
-grok = gc.grok_epoch(wd.epochs, wd["test_acc"])
+grok = chapter.grok_epoch(wd.epochs, wd["test_acc"])
 print(f"models loaded from stored artifacts: {run.cached}; training + analysis wall time per model: "
       f"{[round(w) for w in run.wall_s]} s")  # fmt: skip
 print(f"grok epoch (first checkpoint with every model >= 0.99 test accuracy): {grok}")
@@ -106,7 +91,7 @@ print(f"grok epoch (first checkpoint with every model >= 0.99 test accuracy): {g
 # Before grokking the "core" is just the large energy rank of an unstructured representation.
 
 # %%
-gplots.plot_accuracy_and_core_dim(wd.epochs, wd["test_acc"], wd["core_dim"], grok)
+plots.plot_accuracy_and_core_dim(wd.epochs, wd["test_acc"], wd["core_dim"], grok)
 plt.show()
 if grok is not None:
     i = wd.index(grok)
@@ -127,7 +112,7 @@ print(f"core dim at epoch 0: {wd['core_dim'][:, 0].tolist()}, at the last epoch 
 # accuracy to chance ($1/p$). Keep/remove are uncentred projections at layer 2, as in the paper.
 
 # %%
-gplots.plot_keep_remove(wd.epochs, wd["test_acc"], wd["keep_acc"], wd["remove_acc"], p, grok)
+plots.plot_keep_remove(wd.epochs, wd["test_acc"], wd["keep_acc"], wd["remove_acc"], p, grok)
 plt.show()
 post = wd.epochs >= (grok if grok is not None else wd.epochs[-1] + 1)
 if post.any():
@@ -148,9 +133,9 @@ if post.any():
 # ring is $||\lambda| - 1| \le \sin(\pi/p)$; grey dots are the $p$-th roots of unity. Model 0.
 
 # %%
-clock_epochs = cfg["CLOCK_EPOCHS"] or gc.default_clock_epochs(wd.epochs.tolist(), grok)
-eigs, titles, notes = gc.clock_panels(wd, clock_epochs, model=0)
-gplots.plot_clocks(eigs, titles, p, notes)
+clock_epochs = cfg.CLOCK_EPOCHS or chapter.default_clock_epochs(wd.epochs.tolist(), grok)
+eigs, titles, notes = chapter.clock_panels(wd, clock_epochs, model=0)
+plots.plot_clocks(eigs, titles, p, notes)
 plt.show()
 for e in clock_epochs:
     i = wd.index(e)
@@ -180,26 +165,27 @@ print("R_h² (ridge):", wd["r2_holdout"][0].round(2).tolist())
 # the circle over those checkpoints):
 
 # %%
-for row in gc.per_model_summary(wd):
+for row in chapter.per_model_summary(wd):
     print(row)
 
 # %% [markdown]
 # ## Claims
 #
-# Thresholds are issue 4's "Must reach" list. "Before grokking" means checkpoints where every
+# Thresholds are the paper's values. "Before grokking" means checkpoints where every
 # model's test accuracy is still below 0.1 (the memorisation phase, like the paper's epoch-0 and
 # epoch-300 clocks); "from grokking on" means every checkpoint at or after the grok epoch, every
-# model. At the `ci` preset (p = 31, 60 % training pairs, lr 3e-3) the paper's epoch window does
+# model. One rule relaxes thresholds, and each relaxed row says so: off the paper's task (p = 53,
+# 50 % training pairs; e.g. the `ci` preset's p = 31 with 60 %) the paper's epoch window does
 # not apply (it becomes "groks before the fork"), the core-dimension window is widened to [4, 25]
 # (p = 31 has 16 harmonics, not 27) and the post-grokking $R_h^2$ threshold is lowered from 0.9 to
 # 0.5 (a ~14-dimensional operator fitted on 27 class pairs and scored on 4 held-out ones is noisy);
 # everything else is unchanged.
 
 # %%
-claims, not_tested, numbers = gc.grokking_claims(run, cfg)
+claims, not_tested, numbers = chapter.grokking_claims(run, cfg)
 display(Markdown(claims.table()))
 if not_tested:
-    display(Markdown(gc.not_tested_table(not_tested)))
+    display(Markdown(chapter.not_tested_table(not_tested)))
 
 # %%
 print(claims.summary())
@@ -210,7 +196,7 @@ print(claims.verdict())
 
 # %% [markdown]
 # **Rows marked "known gap"** did not reproduce at this preset's exact parameters (seeds included):
-# the reason is given in the row and recorded in `grokking_cores.KNOWN_GAPS`; any other failure
+# the reason is given in the row and recorded in `chapters.modadd_grokking.KNOWN_GAPS`; any other failure
 # stops the notebook. Compare with the model-by-model table above. At the `book` preset the
 # failing checkpoints are not an effect of the short run: they lie inside the paper's schedule,
 # and a paper-preset run with the same seeds trains exactly the same first `EPOCHS` epochs. A model
@@ -230,19 +216,19 @@ print(claims.verdict())
 # epochs shifted by our later grokking: 0, 300, grok, grok + 100, 2000.
 
 # %%
-long = gc.stored_long_run(cfg)
+long = chapter.stored_long_run(cfg)
 if long is None:
-    print(gc.NO_LONG_RUN)
+    print(chapter.NO_LONG_RUN)
 else:
     long_cfg, lrun, through = long
-    print(gc.describe_long_run(long_cfg, lrun, through))
+    print(chapter.describe_long_run(long_cfg, lrun, through))
     lwd = lrun.wd.upto(2000)
-    lgrok = gc.grok_epoch(lwd.epochs, lwd["test_acc"])
-    gplots.plot_grokking_overview(lwd.epochs, lwd["test_acc"], lwd["core_dim"], lwd["keep_acc"], lwd["remove_acc"], p, lgrok)
+    lgrok = chapter.grok_epoch(lwd.epochs, lwd["test_acc"])
+    plots.plot_grokking_overview(lwd.epochs, lwd["test_acc"], lwd["core_dim"], lwd["keep_acc"], lwd["remove_acc"], p, lgrok)
     plt.show()
-    long_clocks = [e for e in (0, 300, lgrok, (lgrok or 0) + 100, 2000) if e is not None and e in lwd.epochs]
-    eigs_l, titles_l, notes_l = gc.clock_panels(lwd, long_clocks, model=0, label="long run, ")
-    gplots.plot_clocks(eigs_l, titles_l, p, notes_l)
+    long_clocks = chapter.long_clock_epochs(lwd, lgrok)
+    eigs_l, titles_l, notes_l = chapter.clock_panels(lwd, long_clocks, model=0, label="long run, ")
+    plots.plot_clocks(eigs_l, titles_l, p, notes_l)
     plt.show()
 
 # %% [markdown]
@@ -250,7 +236,7 @@ else:
 
 # %%
 if long is not None:
-    long_claims, _, long_numbers = gc.grokking_claims(lrun, long_cfg)
+    long_claims, _, long_numbers = chapter.grokking_claims(lrun, long_cfg)
     display(Markdown(long_claims.table()))
 
 # %%
@@ -264,25 +250,18 @@ print(long_claims.verdict() if long is not None else "no long run stored")
 # checkpoint of `epochs`): `epochs`, `test_acc`, `core_dim`, `suff_dim`, `keep_acc`, `remove_acc`,
 # `r2_holdout`, `frac_unit_circle`, `rotational_modes`, plus `energy_rank`, `median_abs_eig`,
 # `r2_ols`, `frac_unit_circle_ols`, `rotational_modes_ols` (definitions in the
-# `ace_helpers.grokking_cores` docstring); `grok_epoch` (None if never); `clock_epochs`;
+# `ace_helpers.chapters.modadd.analysis` docstring); `grok_epoch` (None if never); `clock_epochs`;
 # `claims_passed`, `claims_total`, `claims_failed`; `models_from_artifact`; `train_wall_s` (per model, from the
 # artifact manifests); `long_run` (the stored long run: `through_epoch`, `n_models`, its claim
 # numbers, or null); `wall_s` (this notebook).
 
 # %%
-results = gc.arm_results(wd) | {
-    "grok_epoch": grok,
-    "clock_epochs": list(clock_epochs),
-    "claims_passed": sum(r.passed for r in claims.rows),
-    "claims_total": len(claims.rows),
-    "claims_failed": [r.claim for r in claims.rows if not r.passed],
-    "models_from_artifact": run.cached,
-    "train_wall_s": run.wall_s,
-    "long_run": None if long is None else {"preset": "paper", "n_models": lrun.n_models, "through_epoch": through,
-                                           "numbers": long_numbers, "claims_failed": [r.claim for r in long_claims.rows if not r.passed]},
-    "wall_s": time.perf_counter() - T0,
-}
-print(write_results(OUTPUT_DIR, results, {k: v for k, v in cfg.items() if k != "OUTPUT_DIR"}))
+results = chapter.results(
+    cfg, run, claims, clock_epochs, long,
+    long_claims if long is not None else None, long_numbers if long is not None else None,
+    wall_s=time.perf_counter() - T0,
+)  # fmt: skip
+print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg))
 claims.assert_all()  # after writing results.json, so a failed claim is recorded there too
 if long is not None:
     long_claims.assert_all()

@@ -2,11 +2,6 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -23,7 +18,7 @@
 # decay does not inflate. The growth is redundancy: the *sufficient* dimension (keep-only accuracy
 # back to the full model's) stays flat while the *necessary* dimension (core-removed accuracy down
 # to $2/p$) grows — more and more redundant copies of the harmonics must all be removed before the
-# model fails (spec §3.3, Fig. 2).
+# model fails (paper §3.3, Fig. 2).
 #
 # This chapter reuses the training run of Chapter 2 (the same parameters give the same cached
 # artifact; run either notebook first).
@@ -57,25 +52,15 @@ import time
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from ace_helpers import grokking_cores as gc
-from ace_helpers.artifacts import default_output_dir, write_results
-from ace_helpers.params import set_threads, versions
-from ace_helpers.plots import grokking as gplots
+from ace_helpers import artifacts, params
+from ace_helpers.chapters import core_inflation as chapter
+from ace_helpers.plots import core_inflation as plots
 from ace_helpers.plots.style import set_style
 
 T0 = time.perf_counter()
-set_threads()
+cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
+params.begin(cfg)
 set_style()
-cfg = gc.resolve_params(
-    PRESET=PRESET, P=P, TRAIN_FRACTION=TRAIN_FRACTION, DATA_SEED=DATA_SEED, EPOCHS=EPOCHS, N_MODELS=N_MODELS,
-    WEIGHT_DECAY=WEIGHT_DECAY, FORK_EPOCH=FORK_EPOCH, CHECKPOINT_EVERY=CHECKPOINT_EVERY,
-    CHECKPOINT_SWITCH=CHECKPOINT_SWITCH, CHECKPOINT_EVERY_LATE=CHECKPOINT_EVERY_LATE, SEED=SEED, LR=LR,
-    BATCH_SIZE=BATCH_SIZE, ENERGY=ENERGY, RIDGE=RIDGE, HOLDOUT_FRACTION=HOLDOUT_FRACTION,
-    CLOCK_EPOCHS=CLOCK_EPOCHS, ARTIFACT_DIR=ARTIFACT_DIR, WORKERS=WORKERS, OUTPUT_DIR=OUTPUT_DIR,
-)  # fmt: skip
-OUTPUT_DIR = cfg["OUTPUT_DIR"] or default_output_dir("03_core_inflation")
-print({k: v for k, v in cfg.items() if k != "OUTPUT_DIR"})
-print(versions())
 
 # %% [markdown]
 # ## The shared training run
@@ -85,14 +70,14 @@ print(versions())
 # continued with a fresh AdamW without weight decay.
 
 # %%
-run = gc.load_or_train(cfg, workers=cfg["WORKERS"], snapshot_dir=gc.snapshot_dir_for(cfg))
-p = cfg["P"]
+run = chapter.load_run(cfg)
+p = cfg.P
 wd, nowd = run.wd, run.nowd
-grok = gc.grok_epoch(wd.epochs, wd["test_acc"])
-print(f"models loaded from stored artifacts: {run.cached}; grok epoch: {grok}; fork epoch: {cfg['FORK_EPOCH']}; "
+grok = chapter.grok_epoch(wd.epochs, wd["test_acc"])
+print(f"models loaded from stored artifacts: {run.cached}; grok epoch: {grok}; fork epoch: {cfg.FORK_EPOCH}; "
       f"last epoch: {int(wd.epochs[-1])}")  # fmt: skip
-if cfg["EPOCHS"] < 20000:
-    print(f"NOTE: this run stops at epoch {cfg['EPOCHS']}, the paper trains to 20 000. It shows the start of the "
+if cfg.EPOCHS < 20000:
+    print(f"NOTE: this run stops at epoch {cfg.EPOCHS}, the paper trains to 20 000. It shows the start of the "
           "post-grokking regime only; the inflation to ~60 dimensions is not reached (see the Claims section).")  # fmt: skip
 
 # %% [markdown]
@@ -102,10 +87,10 @@ if cfg["EPOCHS"] < 20000:
 # 20 000; the arm forked at epoch 900 without weight decay does not.
 
 # %%
-gplots.plot_core_inflation(wd.epochs, wd["core_dim"], nowd.epochs, nowd["core_dim"], cfg["FORK_EPOCH"], grok)
+plots.plot_core_inflation(wd.epochs, wd["core_dim"], nowd.epochs, nowd["core_dim"], cfg.FORK_EPOCH, grok)
 plt.show()
 if grok is not None:
-    print(f"ours: core dim at grokking (epoch {grok}) {gc.per_model_at(wd, 'core_dim', grok).tolist()}; "
+    print(f"ours: core dim at grokking (epoch {grok}) {chapter.per_model_at(wd, 'core_dim', grok).tolist()}; "
           f"at epoch {int(wd.epochs[-1])}: WD = 1 {wd['core_dim'][:, -1].tolist()}, WD 1 → 0 {nowd['core_dim'][:, -1].tolist()}")  # fmt: skip
 
 # %% [markdown]
@@ -120,7 +105,7 @@ if grok is not None:
 # must be removed before accuracy collapses.
 
 # %%
-gplots.plot_redundancy(wd.epochs, wd["suff_dim"], wd["core_dim"], grok)
+plots.plot_redundancy(wd.epochs, wd["suff_dim"], wd["core_dim"], grok)
 plt.show()
 gap = wd["core_dim"] - wd["suff_dim"]
 print("epoch                 :", wd.epochs.tolist())
@@ -149,9 +134,9 @@ if grok is not None:
 
 # %%
 last = int(wd.epochs[-1])
-eig_a, tit_a, note_a = gc.clock_panels(wd, [last], model=0, label="WD = 1, ")
-eig_b, tit_b, note_b = gc.clock_panels(nowd, [last], model=0, label="WD 1 → 0, ")
-gplots.plot_clocks(eig_a + eig_b, tit_a + tit_b, p, note_a + note_b)
+eig_a, tit_a, note_a = chapter.clock_panels(wd, [last], model=0, label="WD = 1, ")
+eig_b, tit_b, note_b = chapter.clock_panels(nowd, [last], model=0, label="WD 1 → 0, ")
+plots.plot_clocks(eig_a + eig_b, tit_a + tit_b, p, note_a + note_b)
 plt.show()
 print(f"rotational modes at epoch {last}: WD = 1 {wd['rotational_modes'][:, -1].tolist()}, "
       f"WD 1 → 0 {nowd['rotational_modes'][:, -1].tolist()} (of {p // 2 + 1})")  # fmt: skip
@@ -163,7 +148,7 @@ print(f"rotational modes at epoch {last}: WD = 1 {wd['rotational_modes'][:, -1].
 # $\lfloor p/2 \rfloor + 1$ under weight decay and stays low without it.
 
 # %%
-gplots.plot_rotational_modes(wd.epochs, wd["rotational_modes"], nowd.epochs, nowd["rotational_modes"], p)
+plots.plot_rotational_modes(wd.epochs, wd["rotational_modes"], nowd.epochs, nowd["rotational_modes"], p)
 plt.show()
 print("epoch          :", wd.epochs.tolist())
 print("modes WD = 1   :", wd["rotational_modes"].mean(0).round(1).tolist())
@@ -173,7 +158,7 @@ print("modes WD 1 → 0 :", nowd["rotational_modes"].mean(0).round(1).tolist())
 # %% [markdown]
 # ## Claims
 #
-# Thresholds are issue 4's "Must reach" list. The inflation targets (core dim ≥ 40 and ≥ 20 of 27
+# Thresholds are the paper's values. The inflation targets (core dim ≥ 40 and ≥ 20 of 27
 # rotational modes by epoch 20 000, necessary dim growing, and the paper's reading of Fig. 2B
 # that necessary and sufficient dims separate, both by ≥ 10 dimensions) need the paper's 20 000
 # epochs; at a preset that trains fewer epochs they are listed as **not tested**, with our value
@@ -182,10 +167,10 @@ print("modes WD 1 → 0 :", nowd["rotational_modes"].mean(0).round(1).tolist())
 # the epochs this preset trains.
 
 # %%
-claims, not_tested, numbers = gc.inflation_claims(run, cfg)
+claims, not_tested, numbers = chapter.inflation_claims(run, cfg)
 display(Markdown(claims.table()))
 if not_tested:
-    display(Markdown(gc.not_tested_table(not_tested)))
+    display(Markdown(chapter.not_tested_table(not_tested)))
 
 # %%
 print(claims.summary())
@@ -196,7 +181,7 @@ print(claims.verdict())
 
 # %% [markdown]
 # **If the WD-off row says "known gap".** At the `book` preset it does not reproduce with these
-# seeds (the reason is in the row and in `grokking_cores.KNOWN_GAPS`). The necessary-dimension rule (remove the first r directions
+# seeds (the reason is in the row and in `chapters.core_inflation.KNOWN_GAPS`). The necessary-dimension rule (remove the first r directions
 # until accuracy is ≤ 2/p) sits on a knife edge: once the core is gone the remaining accuracy
 # hovers around 2/p over a wide range of r, so a small residual accuracy outside the core (a few
 # times chance) pushes r up by tens of dimensions. Without weight decay nothing keeps that
@@ -216,9 +201,9 @@ for m in range(run.n_models):
 #
 # Inflation is slow: the paper's core grows from ~15 to ~60 dimensions over 19 000 epochs after
 # grokking. The `paper` preset is that run (3 models × 20 000 epochs, both arms; its one
-# departure, the fork at epoch 1100 instead of 900, is explained in `grokking_cores.PRESETS`)
+# departure, the fork at epoch 1100 instead of 900, is explained in `chapters.modadd.config.PRESETS`)
 # and takes hours on a CPU. It is trained in the background, resumably, with
-# `python -m ace_helpers.grokking_cores --preset paper --wd-first` (the weight-decay arm of each
+# `python -m ace_helpers.chapters.modadd --preset paper --wd-first` (the weight-decay arm of each
 # model first, since the 20 000-epoch targets are about it), and what it has reached is stored
 # beside the book's artifacts with `--store-partial`. Each training segment is seeded by its
 # position alone, so the stored part holds exactly the numbers the finished run will have at
@@ -226,15 +211,16 @@ for m in range(run.n_models):
 # says how far each arm goes. It trains nothing.
 
 # %%
-long = gc.stored_long_run(cfg)
+long = chapter.stored_long_run(cfg)
 if long is None:
-    print(gc.NO_LONG_RUN)
+    print(chapter.NO_LONG_RUN)
 else:
     long_cfg, lrun, through = long
     lwd, lnowd = lrun.wd, lrun.nowd
-    lgrok = gc.grok_epoch(lwd.epochs, lwd["test_acc"])
-    print(gc.describe_long_run(long_cfg, lrun, through))
-    same, shared, diff = gc.same_prefix(run, lrun) if gc.continues(long_cfg, cfg) else (False, [], float("nan"))
+    lgrok = chapter.grok_epoch(lwd.epochs, lwd["test_acc"])
+    print(chapter.describe_long_run(long_cfg, lrun, through))
+    comparison = chapter.compare_with_long_run(cfg, run, long_cfg, lrun)
+    same, shared, diff = comparison
     print(f"agrees with this chapter's run at its {len(shared)} shared checkpoints (epochs {shared[0]}–{shared[-1]}): "
           f"{same} (largest difference {diff:.1e})" if shared else "this chapter's run is another run (other parameters)")  # fmt: skip
 
@@ -243,9 +229,9 @@ else:
 
 # %%
 if long is not None:
-    gplots.plot_inflation_overview(
+    plots.plot_inflation_overview(
         lwd.epochs, lwd["core_dim"], lwd["suff_dim"], lwd["rotational_modes"],
-        lnowd.epochs, lnowd["core_dim"], lnowd["rotational_modes"], long_cfg["FORK_EPOCH"], p, lgrok,
+        lnowd.epochs, lnowd["core_dim"], lnowd["rotational_modes"], long_cfg.FORK_EPOCH, p, lgrok,
     )  # fmt: skip
     plt.show()
     for name, arm in (("WD = 1", lwd), ("WD 1 → 0", lnowd)):
@@ -262,7 +248,7 @@ if long is not None:
 
 # %%
 if long is not None:
-    display(Markdown(gc.dimension_table(lrun, lgrok)))
+    display(Markdown(chapter.dimension_table(lrun, lgrok)))
 
 # %% [markdown]
 # Clocks of model 0 (Fig. 2C; the paper's are at epoch 20 000): both arms at the last epoch the
@@ -271,9 +257,9 @@ if long is not None:
 # %%
 if long is not None:
     both = min(through.values())
-    eig_a, tit_a, note_a = gc.clock_panels(lwd, sorted({both, through["wd"]}), model=0, label="WD = 1, ")
-    eig_b, tit_b, note_b = gc.clock_panels(lnowd, [both], model=0, label="WD 1 → 0, ")
-    gplots.plot_clocks(eig_a[:1] + eig_b + eig_a[1:], tit_a[:1] + tit_b + tit_a[1:], p, note_a[:1] + note_b + note_a[1:])
+    eig_a, tit_a, note_a = chapter.clock_panels(lwd, sorted({both, through["wd"]}), model=0, label="WD = 1, ")
+    eig_b, tit_b, note_b = chapter.clock_panels(lnowd, [both], model=0, label="WD 1 → 0, ")
+    plots.plot_clocks(eig_a[:1] + eig_b + eig_a[1:], tit_a[:1] + tit_b + tit_a[1:], p, note_a[:1] + note_b + note_a[1:])
     plt.show()
 
 # %% [markdown]
@@ -284,13 +270,10 @@ if long is not None:
 
 # %%
 if long is not None:
-    long_claims, long_not_tested, long_numbers = gc.inflation_claims(lrun, long_cfg, last_epoch=through["wd"])
-    if shared:
-        long_claims.check(f"reproduces the {cfg['PRESET']} run at the shared checkpoints (epochs ≤ {shared[-1]}; "
-                          "largest difference ≤ 1e-9)", "–", f"{diff:.1e}", same)  # fmt: skip
+    long_claims, long_not_tested, long_numbers = chapter.long_run_claims(cfg, long_cfg, lrun, through, comparison)
     display(Markdown(long_claims.table()))
     if long_not_tested:
-        display(Markdown(gc.not_tested_table(long_not_tested)))
+        display(Markdown(chapter.not_tested_table(long_not_tested)))
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -309,22 +292,12 @@ print(long_claims.verdict() if long is not None else "no long run stored")
 # `n_models`, its claim numbers and the same per-checkpoint arrays, or null); `wall_s`.
 
 # %%
-results = gc.arm_results(wd) | gc.arm_results(nowd, prefix="nowd_") | {
-    "grok_epoch": grok,
-    "fork_epoch": cfg["FORK_EPOCH"],
-    "not_tested": [r.claim for r in not_tested],
-    "claims_passed": sum(r.passed for r in claims.rows),
-    "claims_total": len(claims.rows),
-    "claims_failed": [r.claim for r in claims.rows if not r.passed],
-    "models_from_artifact": run.cached,
-    "train_wall_s": run.wall_s,
-    "long_run": None if long is None else {
-        "preset": "paper", "n_models": lrun.n_models, "through_epoch": through, "numbers": long_numbers,
-        "not_tested": [r.claim for r in long_not_tested], "claims_failed": [r.claim for r in long_claims.rows if not r.passed],
-    } | gc.arm_results(lwd) | gc.arm_results(lnowd, prefix="nowd_"),
-    "wall_s": time.perf_counter() - T0,
-}
-print(write_results(OUTPUT_DIR, results, {k: v for k, v in cfg.items() if k != "OUTPUT_DIR"}))
+results = chapter.results(
+    cfg, run, claims, not_tested, long,
+    *((long_claims, long_not_tested, long_numbers) if long is not None else (None, None, None)),
+    wall_s=time.perf_counter() - T0,
+)  # fmt: skip
+print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg))
 claims.assert_all()  # after writing results.json, so a failed claim is recorded there too
 if long is not None:
     long_claims.assert_all()

@@ -88,3 +88,18 @@ def collect_states_per_layer(lm, tokenizer, prompts, layers, *, batch_size=25):
             G[li, start:stop] = g[:, -1].float().numpy()
             ms[start:stop] = m.detach().float().numpy()
     return States(layers=list(layers), H=H, G=G, margin=ms)
+
+
+# --------------------------------------------------------------------------------------------
+# the rank scan done the slow way (ace_helpers.scans.rank_scan batches every rank at once)
+# --------------------------------------------------------------------------------------------
+def naive_rank_scan(H, W, b, Q, y):
+    """Keep-only / core-removed accuracy at every rank r = 0..R: one projection + readout per rank."""
+    import numpy as np
+
+    keep, remove = [], []
+    for r in range(Q.shape[1] + 1):
+        P = Q[:, :r] @ Q[:, :r].T
+        keep.append(float((((H @ P) @ W.T + b).argmax(1) == y).mean()))
+        remove.append(float((((H - H @ P) @ W.T + b).argmax(1) == y).mean()))
+    return np.array(keep), np.array(remove)

@@ -1,4 +1,4 @@
-"""Panels of the modular-addition chapters (paper Fig. 1 and Fig. 2; spec §3.3).
+"""Panels of chapter 2, grokking on modular addition (paper Fig. 1; the clocks also serve chapter 3's Fig. 2C).
 
 Every function takes plain arrays — per-checkpoint values stacked over models, shape
 (M, C) for M models and C checkpoints — draws the mean over models with a min–max band,
@@ -130,89 +130,5 @@ def plot_clocks(
         if notes is not None:
             ax.text(0.02, 0.02, notes[i], transform=ax.transAxes, fontsize=7, va="bottom")
     fig.suptitle("Shift-operator eigenvalues on the core (unit circle = cyclic)", fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def plot_core_inflation(
-    epochs_wd: Sequence[int],
-    core_wd: np.ndarray,
-    epochs_nowd: Sequence[int],
-    core_nowd: np.ndarray,
-    fork_epoch: int,
-    grok: int | None = None,
-    ax: Axes | None = None,
-) -> Axes:
-    """Fig. 2A: core dimension vs epoch for weight decay on vs the arm forked without it."""
-    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
-    _band(ax, np.asarray(epochs_wd), core_wd, COLORS["wd"], "WD = 1", marker="o", markersize=3)
-    _band(ax, np.asarray(epochs_nowd), core_nowd, COLORS["nowd"], "WD 1 → 0", marker="s", markersize=3)
-    ax.axvline(fork_epoch, color=COLORS["nowd"], linestyle="--", linewidth=1)
-    _grok_line(ax, grok)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("core size (dimension)")
-    ax.set_title("Mod-add core inflates after grokking")
-    ax.legend(fontsize=8)
-    return ax
-
-
-def plot_redundancy(
-    epochs: Sequence[int], suff_dim: np.ndarray, core_dim: np.ndarray, grok: int | None = None, ax: Axes | None = None
-) -> Axes:
-    """Fig. 2B: sufficient vs necessary dimension, the gap shaded as redundancy (model means)."""
-    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
-    x = np.asarray(epochs)
-    s = np.atleast_2d(suff_dim).mean(0)
-    c = np.atleast_2d(core_dim).mean(0)
-    ax.plot(x, c, color=COLORS["core"], marker="o", markersize=3, label="necessary (remove → ≤ 2/p)")
-    ax.plot(x, s, color=COLORS["suff"], marker="s", markersize=3, label="sufficient (keep → base)")
-    ax.fill_between(x, s, c, where=c >= s, interpolate=True, color="0.6", alpha=0.3, label="redundancy")
-    _grok_line(ax, grok)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("dimension")
-    ax.set_title("Core inflation is driven by redundancy")
-    ax.legend(fontsize=8)
-    return ax
-
-
-def plot_rotational_modes(
-    epochs_wd: Sequence[int],
-    modes_wd: np.ndarray,
-    epochs_nowd: Sequence[int],
-    modes_nowd: np.ndarray,
-    p: int,
-    ax: Axes | None = None,
-) -> Axes:
-    """Fig. 2D: rotational modes (folded frequency bins with a near-unit eigenvalue) vs epoch."""
-    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
-    _band(ax, np.asarray(epochs_wd), modes_wd, COLORS["wd"], "WD = 1", marker="o", markersize=3)
-    _band(ax, np.asarray(epochs_nowd), modes_nowd, COLORS["nowd"], "WD 1 → 0", marker="s", markersize=3)
-    top = p // 2 + 1
-    ax.axhline(top, color="0.5", linestyle=":", label=f"⌊p/2⌋ + 1 = {top}")
-    ax.set_ylim(0, top + 1)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("rotational modes")
-    ax.set_title("Cyclic operator saturates with core inflation")
-    ax.legend(fontsize=8)
-    return ax
-
-
-def plot_inflation_overview(
-    epochs_wd: Sequence[int],
-    core_wd: np.ndarray,
-    suff_wd: np.ndarray,
-    modes_wd: np.ndarray,
-    epochs_nowd: Sequence[int],
-    core_nowd: np.ndarray,
-    modes_nowd: np.ndarray,
-    fork_epoch: int,
-    p: int,
-    grok: int | None = None,
-) -> Figure:
-    """Fig. 2A, 2B and 2D side by side for one run (arrays (M, C) per arm, as the single panels)."""
-    fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
-    plot_core_inflation(epochs_wd, core_wd, epochs_nowd, core_nowd, fork_epoch, grok, ax=axes[0])
-    plot_redundancy(epochs_wd, suff_wd, core_wd, grok, ax=axes[1])
-    plot_rotational_modes(epochs_wd, modes_wd, epochs_nowd, modes_nowd, p, ax=axes[2])
     fig.tight_layout()
     return fig

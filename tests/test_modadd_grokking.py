@@ -1,0 +1,344 @@
+"""Tests of chapter 2's modular-addition run: knobs, per-checkpoint analysis, training, caching, long run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ace_helpers.chapters.modadd import analysis, config, long_run
+from ace_helpers.chapters.modadd import run as run_mod
+from ace_helpers.chapters.modadd_grokking import PARAMS
+from ace_helpers.core import extract_core
+from ace_helpers.models import build_model
+from ace_helpers.params import is_prime, set_threads
+from ace_helpers.scans import rank_scan
+
+set_threads(1)
+
+
+# ---------------------------------------------------------------------------- parameters
+
+
+def test_presets_resolve_and_validate():
+    for preset in ("ci", "book", "paper"):
+        cfg = PARAMS.resolve(PRESET=preset)
+        assert cfg["PRESET"] == preset
+        assert is_prime(cfg["P"])
+    paper = PARAMS.resolve(PRESET="paper")
+    assert (paper["P"], paper["TRAIN_FRACTION"], paper["EPOCHS"], paper["N_MODELS"]) == (53, 0.5, 20000, 3)
+    # the paper run is the book run continued: it differs only in length (and model count)
+    book = PARAMS.resolve(PRESET="book")
+    assert {k: paper[k] for k in config.RUN_KNOBS if k != "EPOCHS"} == {k: book[k] for k in config.RUN_KNOBS if k != "EPOCHS"}
+
+
+@pytest.mark.parametrize(
+    "knob, value, needle",
+    [
+        ("P", 51, "P=51"),
+        ("P", 2, "P=2"),
+        ("TRAIN_FRACTION", 1.0, "TRAIN_FRACTION"),
+        ("FORK_EPOCH", 5000, "FORK_EPOCH"),
+        ("N_MODELS", 0, "N_MODELS"),
+        ("ENERGY", 1.5, "ENERGY"),
+        ("CLOCK_EPOCHS", [0, 10**6], "CLOCK_EPOCHS"),
+    ],
+)
+def test_bad_knobs_raise_naming_the_knob(knob, value, needle):
+    with pytest.raises(ValueError, match=needle):
+        PARAMS.resolve(PRESET="book", **{knob: value})
+
+
+def test_unknown_knob_and_preset():
+    with pytest.raises(ValueError, match="unknown knob"):
+        PARAMS.resolve(PRESET="book", PRIME=53)
+    with pytest.raises(ValueError, match="PRESET"):
+        PARAMS.resolve(PRESET="huge")
+
+
+def test_paper_checkpoint_schedule():
+    s = config.checkpoint_schedule(20000, 100, 2000, 500)
+    assert s[:3] == [0, 100, 200] and 2000 in s and 2100 not in s and s[-1] == 20000
+    assert len(s) == 1 + 20 + 36
+    assert config.checkpoint_schedule(250, 100, 2000, 500) == [0, 100, 200, 250]
+    assert config.holdout_classes(53, 0.075) == 4
+
+
+def test_grok_epoch_needs_every_model():
+    epochs = [0, 100, 200, 300]
+    acc = np.array([[0.0, 0.995, 1.0, 1.0], [0.0, 0.9, 0.991, 1.0]])
+    assert analysis.grok_epoch(epochs, acc) == 200
+    assert analysis.grok_epoch(epochs, acc[:1]) == 100
+    assert analysis.grok_epoch(epochs, np.zeros((2, 4))) is None
+
+
+
+# ---------------------------------------------------------------------------- rank scans on a model
+
+
+def test_batched_scan_matches_nnsight_run_with_core():
+    """The batched scan's keep/remove accuracies equal running the model with the core edited
+    through nnsight at layer 2 (``run_with_core``), at several ranks."""
+    nnsight = pytest.importorskip("nnsight")
+    from ace_helpers.interventions import run_with_core
+    from ace_helpers.tasks.modadd import modadd_dataset
+
+    p = 11
+    data = modadd_dataset(p, 0.5, seed=0)
+    model = build_model(config.model_config(p), seed=3).eval()
+    x = data.test_inputs
+    with torch.no_grad():
+        y = model(x)[:, -1].argmax(-1)  # the model's own answers: base accuracy 1, curves non-trivial
+    H = analysis.last_token_activations(model, x)
+    core = extract_core(H, model.lm_head.weight, energy=0.99)
+    keep, remove = rank_scan(H, model.lm_head.weight, model.lm_head.bias, core.full_basis, y)
+    wrapped = nnsight.NNsight(model)
+    assert keep[-1] == remove[0] == 1.0
+    for r in (1, 3, core.rank, 40, 128):
+        c = core.truncate(r)
+        for mode, curve in (("keep", keep), ("remove", remove)):
+            logits = run_with_core(wrapped, x, "layers.1", c, mode)
+            acc = float((logits[:, -1].argmax(-1) == y).double().mean())
+            assert abs(acc - curve[r]) <= 1.0 / len(y) + 1e-12, (mode, r, acc, curve[r])
+    assert 0.0 < keep[3] < 1.0 and 0.0 < remove[core.rank] < 1.0  # the comparison is not trivial
+
+
+# ---------------------------------------------------------------------------- planted cyclic core
+
+
+def _planted_clock(p=13, freqs=(1, 3, 5), amps=(5.0, 3.0, 2.0), d=40, reps=40, junk=1.0, noise=0.02, seed=0):
+    """Layer activations that encode the answer c by Fourier pairs (cos, sin)(2π k c / p) in a
+    random 2·|freqs|-dim subspace (amplitudes ``amps``), plus large output-irrelevant noise
+    elsewhere; the unembedding reads c' by the same features, so every single frequency already
+    decides the argmax (a redundant code: sufficient dim 2, necessary dim 2·|freqs|)."""
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    sig, other = basis[:, : 2 * len(freqs)], basis[:, 2 * len(freqs) :]
+    c = np.repeat(np.arange(p), reps)
+    feats = lambda v: np.concatenate(  # noqa: E731
+        [np.stack([np.cos(2 * np.pi * k * v / p), np.sin(2 * np.pi * k * v / p)], 1) for k in freqs], 1
+    )
+    scale = np.repeat(np.asarray(amps), 2)
+    H = (feats(c) * scale) @ sig.T + junk * rng.normal(size=(len(c), other.shape[1])) @ other.T
+    H += noise * rng.normal(size=H.shape)
+    W = feats(np.arange(p)) @ sig.T  # (p, d): logit_c' = Σ_k cos(2πk(c − c')/p)
+    return torch.tensor(H), torch.tensor(W), torch.zeros(p), torch.tensor(c), p, freqs
+
+
+def test_planted_clock_core_dims_spectrum_and_redundancy():
+    H, W, b, c, p, freqs = _planted_clock()
+    a, core = analysis.analyse_activations(H, W, b, c, p, energy=0.99, ridge=1.0, holdout=config.holdout_classes(p, 0.075))
+    assert a.test_acc == 1.0
+    assert a.energy_rank == 2 * len(freqs)
+    assert a.core_dim == 2 * len(freqs)  # all frequencies must go before accuracy collapses
+    assert a.suff_dim == 2  # one frequency already suffices: redundancy gap 4
+    assert a.keep_acc == 1.0 and a.remove_acc <= 2.0 / p
+    assert a.r2_holdout > 0.99 and a.frac_unit_circle == 1.0
+    assert a.rotational_modes == len(freqs)
+    expected = np.sort(np.concatenate([np.exp(2j * np.pi * np.array(freqs) / p), np.exp(-2j * np.pi * np.array(freqs) / p)]).round(6))
+    got = a.eigenvalues
+    for lam in expected:
+        assert np.min(np.abs(got - lam)) < 0.05  # ridge = 1 shrinks the weakest pair a little
+    assert core.rank == a.core_dim
+
+
+def test_unstructured_activations_give_no_clock():
+    rng = np.random.default_rng(1)
+    p, d = 13, 30
+    H = torch.tensor(rng.normal(size=(p * 6, d)))
+    W = torch.tensor(rng.normal(size=(p, d)))
+    c = torch.tensor(np.repeat(np.arange(p), 6))
+    a, _ = analysis.analyse_activations(H, W, None, c, p, holdout=1)
+    assert a.r2_holdout < 0.6 and a.median_abs_eig < 0.8 and a.frac_unit_circle < 0.5
+
+
+# ---------------------------------------------------------------------------- training run
+
+
+def _tiny_cfg(tmp_path, **over):
+    knobs = dict(
+        PRESET="ci", P=7, TRAIN_FRACTION=0.6, EPOCHS=6, N_MODELS=2, FORK_EPOCH=3,
+        CHECKPOINT_EVERY=2, CHECKPOINT_SWITCH=4, CHECKPOINT_EVERY_LATE=2, ARTIFACT_DIR=str(tmp_path / "art"),
+    )  # fmt: skip
+    knobs.update(over)
+    return config.PARAMS.resolve(**knobs)
+
+
+def test_training_run_shapes_fork_and_cache(tmp_path):
+    cfg = _tiny_cfg(tmp_path)
+    run = run_mod.load_or_train(cfg, log=None)
+    assert run.cached == [False, False]
+    assert run.wd.epochs.tolist() == [0, 2, 4, 6]
+    assert run.nowd.epochs.tolist() == [3, 4, 6]
+    assert run.wd["core_dim"].shape == (2, 4) and run.nowd["test_acc"].shape == (2, 3)
+    assert run.wd["keep_curve"].shape == (2, 4, 129)
+    assert not np.array_equal(run.wd["test_acc"][0], run.wd["test_acc"][1])  # two different seeds
+    # the two arms agree on epoch-4 inputs only through the fork: they differ after it
+    again = run_mod.load_or_train(cfg, log=None)
+    assert again.cached == [True, True]
+    np.testing.assert_array_equal(again.wd["core_dim"], run.wd["core_dim"])
+    # more models reuse the first ones
+    more = run_mod.load_or_train(cfg.replace(N_MODELS=3), log=None)
+    assert more.cached == [True, True, False]
+
+
+def test_training_is_deterministic_and_resumes_identically(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_mod, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, N_MODELS=1)
+    straight = run_mod.train_one_model(cfg, 0)
+
+    class Stop(Exception):
+        pass
+
+    calls = {"n": 0}
+
+    def interrupt(msg):
+        calls["n"] += 1
+        if calls["n"] == 2:  # after the second segment of the WD arm
+            raise Stop
+
+    snaps = tmp_path / "snaps"
+    with pytest.raises(Stop):
+        run_mod.train_one_model(cfg, 0, snapshot_dir=snaps, log=interrupt)
+    assert list(snaps.glob("*.manifest.json"))
+    msgs = []
+    resumed = run_mod.train_one_model(cfg, 0, snapshot_dir=snaps, log=msgs.append)
+    assert any("resumed at epoch 4" in m for m in msgs)
+    for key in straight:
+        np.testing.assert_array_equal(resumed[key], straight[key], err_msg=key)
+
+
+def test_unfinished_run_is_stored_up_to_the_epoch_every_arm_reached(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_mod, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, EPOCHS=8)  # checkpoints: WD arm 0, 2, 4, 6, 8; WD-off arm 3, 4, 6, 8
+    straight = [run_mod.train_one_model(cfg, m) for m in range(2)]
+    snaps = tmp_path / "snaps"
+    run_mod.train_one_model(cfg, 0, snapshot_dir=snaps, stop_after=6)
+    run_mod.train_one_model(cfg, 1, snapshot_dir=snaps, stop_after=4)
+    assert long_run.load_partial(cfg) is None
+    assert long_run.store_partial(cfg, snaps) == {"wd": 4, "nowd": 4}  # model 1 stopped at 4: both models are cut there
+    run, through = long_run.load_partial(cfg)
+    assert through == {"wd": 4, "nowd": 4} and run.n_models == 2
+    assert run.wd.epochs.tolist() == [0, 2, 4] and run.nowd.epochs.tolist() == [3, 4]
+    for m in range(2):
+        for arm, n in (("wd", 3), ("nowd", 2)):
+            for key in ("test_acc", "core_dim", "suff_dim", "r2_holdout", "keep_curve", "eig_real"):
+                np.testing.assert_array_equal(getattr(run, arm)[key][m], straight[m][f"{arm}/{key}"][:n], err_msg=f"{m} {arm} {key}")
+    assert long_run.load_partial(cfg.replace(LR=2 * cfg["LR"])) is None  # another run's part is not this one's
+    # resuming the unfinished model finishes it with the uninterrupted numbers
+    done = run_mod.train_one_model(cfg, 1, snapshot_dir=snaps)
+    for key in straight[1]:
+        np.testing.assert_array_equal(done[key], straight[1][key], err_msg=key)
+
+
+def test_weight_decay_arm_first_gives_the_same_numbers(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_mod, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, EPOCHS=8, N_MODELS=1)
+    straight = run_mod.train_one_model(cfg, 0)
+
+    class Stop(Exception):
+        pass
+
+    logged = []
+
+    def interrupt(msg):
+        logged.append(msg)
+        if len(logged) == 5:  # the WD arm's four segments, then the WD-off arm's first
+            raise Stop
+
+    snaps = tmp_path / "snaps"
+    with pytest.raises(Stop):
+        run_mod.train_one_model(cfg, 0, snapshot_dir=snaps, log=interrupt, wd_first=True)
+    assert all("arm wd:" in m for m in logged[:4]) and "arm nowd: epoch 4" in logged[4]
+    assert long_run.store_partial(cfg, snaps) == {"wd": 8, "nowd": 4}
+    run, _ = long_run.load_partial(cfg)
+    np.testing.assert_array_equal(run.wd["core_dim"][0], straight["wd/core_dim"])
+    done = run_mod.train_one_model(cfg, 0, snapshot_dir=snaps, wd_first=True)
+    for key in straight:
+        np.testing.assert_array_equal(done[key], straight[key], err_msg=key)
+
+
+def test_store_partial_needs_both_arms(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_mod, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, N_MODELS=1)
+    snaps = tmp_path / "snaps"
+    run_mod.train_one_model(cfg, 0, snapshot_dir=snaps, stop_after=2)  # before the fork at 3
+    with pytest.raises(FileNotFoundError, match="no snapshot of both arms"):
+        long_run.store_partial(cfg, snaps)
+    with pytest.raises(ValueError, match="stop_after"):
+        run_mod.train_one_model(cfg, 0, stop_after=0)
+
+
+def test_parallel_workers_give_the_same_numbers(tmp_path):
+    cfg = _tiny_cfg(tmp_path, EPOCHS=4, FORK_EPOCH=2)
+    run = run_mod.load_or_train(cfg, workers=2, log=None)
+    assert run.cached == [False, False]
+    sequential = run_mod.train_one_model(cfg, 1)
+    np.testing.assert_array_equal(run.wd["test_acc"][1], sequential["wd/test_acc"])
+    np.testing.assert_array_equal(run.nowd["keep_curve"][1], sequential["nowd/keep_curve"])
+
+
+def test_clock_epochs_and_per_model_summary():
+    epochs = np.array([0, 100, 200, 300, 400, 500])
+    acc = np.array([[0.0, 0.0, 0.5, 1.0, 1.0, 1.0], [0.0, 0.0, 0.1, 0.9, 0.995, 1.0]])
+    arrays = {
+        "test_acc": acc,
+        "core_dim": np.array([[40, 30, 20, 15, 16, 17], [40, 35, 30, 25, 18, 18]]),
+        "r2_holdout": np.array([[0.0, 0.1, 0.5, 0.95, 0.97, 0.96], [0.0, 0.0, 0.1, 0.4, 0.8, 0.92]]),
+        "frac_unit_circle": np.array([[0.0, 0.1, 0.5, 1.0, 0.9, 1.0], [0.0, 0.0, 0.1, 0.3, 0.85, 0.95]]),
+        "remove_acc": np.full((2, 6), 0.01),
+    }
+    arm = analysis.ArmResult(epochs=epochs, arrays=arrays)
+    assert analysis.grok_epoch(epochs, acc) == 400
+    assert analysis.default_clock_epochs(epochs.tolist(), 400) == [0, 200, 400, 500]
+    rows = analysis.per_model_summary(arm)
+    assert rows[0]["grok_epoch"] == 300 and rows[0]["core_dim_at_grok"] == 15 and rows[0]["min_r2_holdout"] == 0.95
+    assert rows[1]["grok_epoch"] == 400 and rows[1]["min_frac_unit_circle"] == 0.85
+    with pytest.raises(ValueError, match="not a checkpoint"):
+        arm.index(250)
+
+
+def test_a_longer_run_reproduces_the_shorter_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_mod, "SEGMENT_EPOCHS", 4)
+    short = run_mod.load_or_train(_tiny_cfg(tmp_path, EPOCHS=6), log=None)  # its last segment is cut at 6
+    long = run_mod.load_or_train(_tiny_cfg(tmp_path, EPOCHS=10), log=None)
+    equal, epochs, diff = long_run.same_prefix(short, long)
+    assert equal and epochs == [0, 2, 4, 6] and diff == 0.0  # bitwise: same code, same machine
+    other = run_mod.load_or_train(_tiny_cfg(tmp_path, EPOCHS=10, SEED=7), log=None)
+    assert long_run.same_prefix(short, other)[0] is False
+    assert long_run.continues(_tiny_cfg(tmp_path, EPOCHS=10), _tiny_cfg(tmp_path, EPOCHS=6))
+    assert not long_run.continues(_tiny_cfg(tmp_path, EPOCHS=10, SEED=7), _tiny_cfg(tmp_path, EPOCHS=6))
+    assert not long_run.continues(_tiny_cfg(tmp_path, EPOCHS=6), _tiny_cfg(tmp_path, EPOCHS=10))
+
+
+def test_load_long_run_prefers_finished_models(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_mod, "SEGMENT_EPOCHS", 2)
+    cfg = _tiny_cfg(tmp_path, EPOCHS=6, N_MODELS=3)
+    assert long_run.load_long_run(cfg) is None
+    snaps = tmp_path / "snaps"
+    for m in range(2):
+        run_mod.train_one_model(cfg, m, snapshot_dir=snaps, stop_after=4)
+    long_run.store_partial(cfg.replace(N_MODELS=2), snaps)
+    run, through = long_run.load_long_run(cfg)  # only the stored part exists
+    assert run.n_models == 2 and through == {"wd": 4, "nowd": 4}
+    finished = run_mod.load_or_train(cfg.replace(N_MODELS=2), snapshot_dir=snaps, log=None)  # resumes both, stores them
+    run, through = long_run.load_long_run(cfg)
+    assert run.n_models == 2 and through == {"wd": 6, "nowd": 6}
+    np.testing.assert_array_equal(run.wd["core_dim"], finished.wd["core_dim"])
+
+
+# ---------------------------------------------------------------------------- stored artifacts
+
+
+def test_stored_book_run_loads_without_training():
+    """The committed book run keeps its artifact names (run hash over the run knobs) and loads as stored."""
+    cfg = PARAMS.resolve(PRESET="book")
+    assert run_mod.run_hash(cfg) == "711db751d8bd"
+    assert run_mod.artifact_dir(cfg).parts[-2:] == ("artifacts", "modadd_grokking")
+    run = run_mod.load_or_train(cfg, log=None)
+    assert run.cached == [True, True] and run.wd.epochs[-1] == 1400
+    found = long_run.stored_long_run(cfg)
+    assert found is not None
+    paper_cfg, lrun, through = found
+    assert paper_cfg["PRESET"] == "paper" and through["wd"] >= 1400 and lrun.n_models >= 1
+    assert long_run.continues(paper_cfg, cfg)
