@@ -1,4 +1,4 @@
-"""Markov-chain next-state prediction (spec §2): any row-stochastic, irreducible chain.
+"""Markov-chain next-state prediction (the paper's first experiment): any row-stochastic, irreducible chain.
 
 A chain is an ``(n, n)`` transition matrix ``T`` with rows = current state, ``T[x, y] =
 P(next = y | current = x)``.  Sequences start in a uniformly drawn state and then follow
@@ -13,7 +13,7 @@ Reference quantities (all float64):
 * :func:`chance_accuracy` (always predicting ``argmax π``; empirical on a target set, or ``max π``);
 * :func:`oracle_r2` ``1 − (1/n) Σ_j m_j / v_j`` with ``m = (diag(π)(T∘(1−T)))ᵀ 1`` and
   ``v = π(1−π)``: the R² of the best one-step predictor of the one-hot next state from the
-  one-hot current state (0.5 on the paper chain, spec §1.4);
+  one-hot current state (0.5 on the paper chain);
 * :func:`state_r2`: the R² of regressing any per-step quantity on the one-hot current state
   (a basis-free oracle for a learned representation); :func:`is_paper_chain`.
 """
@@ -29,7 +29,7 @@ import torch
 
 from ace_helpers.params import check_int
 
-#: The paper's chain (spec §2): circulant, stay 0.75, step forward 0.25.
+#: The paper's chain: circulant, stay 0.75, step forward 0.25.
 PAPER_CHAIN: list[list[float]] = [
     [0.75, 0.25, 0.0, 0.0],
     [0.0, 0.75, 0.25, 0.0],
