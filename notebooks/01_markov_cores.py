@@ -29,8 +29,8 @@
 #   projects the raw activation.
 
 # %% tags=["parameters"]
-PRESET = None  # "ci" | "book" | "paper"; None: $ACE_PRESET, else "book" (= the paper settings)
-T = None  # transition matrix as a list of rows (row = current state); None: the 4-state paper chain
+PRESET = None  # "ci" | "book" | "paper"; None: $ACE_PRESET, else "book" (the paper settings)
+T = None  # transition matrix as a list of rows (row: current state); None: the 4-state paper chain
 N_SEEDS = None  # number of models; model m uses seed SEED + 100·m (paper: 3)
 EPOCHS = None  # training epochs (paper: 40)
 D_MODEL = None  # residual width of the one-layer transformer (paper: 64)

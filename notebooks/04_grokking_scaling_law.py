@@ -35,7 +35,7 @@ OMEGAS = None  # weight decays ω of the ω sweep
 PRIMES = None  # moduli p of the p sweep (primes)
 N_SEEDS = None  # seeds per setting (seeds 42, 43, ...)
 MAX_STEPS = None  # step cap of every run; runs not grokked by then are censored
-EVAL_EVERY = None  # steps between evaluations = resolution of τ_mem and τ_test
+EVAL_EVERY = None  # steps between evaluations: the resolution of τ_mem and τ_test
 TRAIN_FRACTION = None  # ω sweep: share of the p² pairs used for training (paper 0.5)
 TRAIN_FRACTION_P = None  # p sweep: share of the p² pairs used for training (paper 0.5)
 BATCH_SIZE_OMEGA = None  # mini-batch of the ω sweep (the p sweep is full batch)
