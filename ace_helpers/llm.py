@@ -1,4 +1,4 @@
-"""Load language models for ACE: bundled offline models, Hub names, NDIF remote, tiny test models.
+"""Language models for ACE: loading (offline, Hub, NDIF remote, tiny test models), layer access, batching.
 
 * :func:`load_model` returns ``(nnsight.TransformersModel, tokenizer)`` for
 
@@ -21,7 +21,12 @@
   Qwen / Mistral ``model.layers.i``; GPT-NeoX ``gpt_neox.layers.i``). Block ``i``'s output is the
   residual stream after ``i + 1`` blocks (``hidden_states[i + 1]`` in HF terms, except that
   for the last block HF's ``hidden_states[-1]`` is *after* the final norm, the block output is
-  before it). :func:`envoy` turns a dotted name into the nnsight envoy.
+  before it). :func:`envoy` turns a dotted name into the nnsight envoy; :func:`torch_module`
+  gives the torch module under a wrapper.
+
+* Batching: :func:`encode` (left padding with explicit position ids), :func:`batch_rows`,
+  :func:`prefix_cache` (KV cache of all but the last token), :func:`restricted_head` (logits of a
+  few tokens only).
 
 * :func:`tiny_model` builds a small random GPT-2- or Llama-shaped model from a config, with a
   word-level tokenizer, for fast tests of every code path (no files, no network).
@@ -29,6 +34,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -236,8 +242,8 @@ def wrap(model: torch.nn.Module, tokenizer, *, device: str | torch.device | None
     return lm, tokenizer
 
 
-def _unwrap(model) -> torch.nn.Module:
-    """The underlying torch module of an nnsight wrapper (or ``model`` itself)."""
+def torch_module(model) -> torch.nn.Module:
+    """The underlying torch module of an nnsight wrapper (or ``model`` itself, if it is one)."""
     if isinstance(model, torch.nn.Module):
         return model
     inner = getattr(model, "_module", None)
@@ -264,7 +270,7 @@ def block_paths(model) -> list[str]:
     Works for GPT-2, Llama, Gemma (2/3), Qwen, Mistral, GPT-NeoX and OPT layouts; raises
     ``ValueError`` for an unknown layout.
     """
-    torch_model = _unwrap(model)
+    torch_model = torch_module(model)
     for container in _BLOCK_CONTAINERS:
         blocks = _get(torch_model, container)
         if isinstance(blocks, torch.nn.ModuleList) and len(blocks) > 0:
@@ -277,7 +283,7 @@ def block_paths(model) -> list[str]:
 
 def final_norm_path(model) -> str | None:
     """Dotted name of the final norm applied after the last block (None if none is known)."""
-    torch_model = _unwrap(model)
+    torch_model = torch_module(model)
     for path in _FINAL_NORMS:
         if isinstance(_get(torch_model, path), torch.nn.Module):
             return path
@@ -291,9 +297,9 @@ def n_layers(model) -> int:
 
 def module(model, path: str) -> torch.nn.Module:
     """The torch module at dotted ``path`` of ``model`` (nnsight wrapper or plain module)."""
-    found = _get(_unwrap(model), path)
+    found = _get(torch_module(model), path)
     if not isinstance(found, torch.nn.Module):
-        raise ValueError(f"path={path!r} is not a module of {type(_unwrap(model)).__name__}")
+        raise ValueError(f"path={path!r} is not a module of {type(torch_module(model)).__name__}")
     return found
 
 
@@ -303,6 +309,69 @@ def envoy(lm, path: str):
     for part in path.split("."):
         node = node[int(part)] if part.isdigit() else getattr(node, part)
     return node
+
+
+# ----------------------------------------------------------------------------- batching
+
+
+def encode(tokenizer, prompts: Sequence[str]) -> dict[str, torch.Tensor]:
+    """Left-padded batch: ``input_ids``, ``attention_mask`` (B, T) and ``position_ids`` counting real tokens.
+
+    Explicit position ids make left padding exact for absolute-position models (GPT-2), too.
+    """
+    tokenizer.padding_side = "left"
+    enc = tokenizer(list(prompts), return_tensors="pt", padding=True)
+    mask = enc["attention_mask"]
+    if bool((mask[:, -1] == 0).any()):
+        raise ValueError("left padding failed: some prompt's last position is padding")
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    return {"input_ids": enc["input_ids"], "attention_mask": mask, "position_ids": pos}
+
+
+def batch_rows(enc: dict[str, torch.Tensor], start: int, stop: int) -> dict[str, torch.Tensor]:
+    """Rows ``start:stop`` of a left-padded batch from :func:`encode`, without its all-padding columns."""
+    sub = {k: v[start:stop] for k, v in enc.items()}
+    keep = int(sub["attention_mask"].sum(-1).max())
+    return {k: v[:, -keep:] for k, v in sub.items()}
+
+
+def prefix_cache(model, batch: dict[str, torch.Tensor]):
+    """KV cache of ``batch`` (from :func:`encode`) without its last token: one no-grad forward over T−1 positions.
+
+    ``model``: an nnsight wrapper or the HF module (the forward runs on the torch module).
+    """
+    with torch.no_grad():
+        out = torch_module(model)(
+            input_ids=batch["input_ids"][:, :-1], attention_mask=batch["attention_mask"][:, :-1],
+            position_ids=batch["position_ids"][:, :-1], use_cache=True, logits_to_keep=1,
+        )
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else getattr(out, "past_key_values")
+
+
+@contextlib.contextmanager
+def restricted_head(model, token_ids: Sequence[int]):
+    """Temporarily cut the unembedding to the rows ``token_ids``, so logits are (..., len(token_ids)).
+
+    Column ``i`` of the logits is then the logit of ``token_ids[i]``.  Useful when a metric needs
+    only a few logits: the full vocabulary head (49k-262k rows) would otherwise dominate the cost of
+    single-token reruns.  Elementwise logit soft-capping, if any, is unaffected.  The original
+    weights are restored on exit, also after an error.
+    """
+    head = torch_module(model).get_output_embeddings()
+    rows = list(token_ids)
+    weight, bias, out_features = head.weight, getattr(head, "bias", None), head.out_features
+    try:
+        head.weight = torch.nn.Parameter(weight.detach()[rows].clone(), requires_grad=False)
+        if bias is not None:
+            head.bias = torch.nn.Parameter(bias.detach()[rows].clone(), requires_grad=False)
+        head.out_features = len(rows)
+        yield
+    finally:
+        head.weight = weight
+        if bias is not None:
+            head.bias = bias
+        head.out_features = out_features
 
 
 # ----------------------------------------------------------------------------- tiny test models

@@ -2,7 +2,7 @@
 
 1. Margin gradients for every layer: one forward + one backward per batch, all layers' gradients
    read from it (``collect_states``), vs one forward + backward per layer and batch with plain
-   hooks (``collect_states_per_layer``).
+   hooks (``tests.reference.collect_states_per_layer``).
 2. The keep / remove / flip sweep: prefix cached once, only the last token and only blocks ℓ−1..
    recomputed, three modes stacked (``sweep_margins``), vs one full forward per layer and mode
    (``modes`` in another order forces the full-forward path).
@@ -15,13 +15,18 @@ Both pairs are also checked to give the same numbers. Usage::
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from ace_helpers import agreement as A
-from ace_helpers import llm, params
-from ace_helpers.tasks.agreement import agreement_split, vocabulary
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project root, for tests.reference
+
+from ace_helpers import llm, params  # noqa: E402
+from ace_helpers.chapters import llm_agreement as A  # noqa: E402
+from ace_helpers.tasks.agreement import agreement_split, vocabulary  # noqa: E402
+from tests.reference import collect_states_per_layer  # noqa: E402
 
 
 def main() -> None:
@@ -45,7 +50,7 @@ def main() -> None:
     ours = A.collect_states(lm, tok, prompts, layers, batch_size=args.batch_size)
     t_ours = time.perf_counter() - start
     start = time.perf_counter()
-    naive = A.collect_states_per_layer(lm, tok, prompts, layers, batch_size=args.batch_size)
+    naive = collect_states_per_layer(lm, tok, prompts, layers, batch_size=args.batch_size)
     t_naive = time.perf_counter() - start
     err = float(np.abs(ours.G - naive.G).max() / np.abs(naive.G).max())
     print(f"gradients, all layers: one backward per batch {t_ours:.2f} s | one pass per layer {t_naive:.2f} s | "

@@ -2,18 +2,13 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
 #     name: python3
 # ---
 
-# %% [markdown] papermill={"duration": 0.004448, "end_time": "2026-12-01T10:27:23.218257+00:00", "exception": false, "start_time": "2026-12-01T10:27:23.213809+00:00", "status": "completed"}
+# %% [markdown]
 # # Chapter 5: one steerable axis for subject–verb agreement in real LLMs
 #
 # The paper's third experiment leaves toy models behind: in pretrained GPT-2 Small, Medium and
@@ -36,7 +31,7 @@
 # not from HF's `hidden_states`, so that at the last layer the core is estimated *before* the final
 # norm — where the edits are applied.
 
-# %% papermill={"duration": 0.013781, "end_time": "2026-12-01T10:27:23.235018+00:00", "exception": false, "start_time": "2026-12-01T10:27:23.221237+00:00", "status": "completed"} tags=["parameters"]
+# %% tags=["parameters"]
 PRESET = None  # "ci" | "book" | "paper"; None: $ACE_PRESET, else "book"
 MODELS = None  # model names: "smollm2-135m", "gemma3-270m", or Hub ids ("gpt2", "meta-llama/Llama-3.1-8B", ...)
 REMOTE = None  # True: run the traces on NDIF (needs NDIF_API_KEY; no generation section)
@@ -52,45 +47,36 @@ GEN_EPS = None  # target copula margin on the other side at every step, in nats 
 N_PERMUTATIONS = None  # permutations for the cross-model alignment p-value
 OUTPUT_DIR = None  # where results.json goes; None: outputs/05_llm_agreement
 
-# %% papermill={"duration": 3.101043, "end_time": "2026-12-01T10:27:26.339286+00:00", "exception": false, "start_time": "2026-12-01T10:27:23.238243+00:00", "status": "completed"}
+# %%
 import time
 
 import numpy as np
 from IPython.display import Markdown, display
 
-from ace_helpers import agreement as sva
-from ace_helpers import params
-from ace_helpers.artifacts import default_output_dir, write_results
-from ace_helpers.plots import agreement as plots
-from ace_helpers.report import Claims
+from ace_helpers import artifacts, params
+from ace_helpers.chapters import llm_agreement as chapter
+from ace_helpers.plots import llm_agreement as plots
 from ace_helpers.tasks.agreement import DEMO_PROMPTS, agreement_split
 
 T0 = time.perf_counter()
-params.set_threads()
-cfg = sva.resolve_params(
-    PRESET=PRESET, MODELS=MODELS, REMOTE=REMOTE, N_PROMPTS=N_PROMPTS, PROMPTS_FILE=PROMPTS_FILE, LAYERS=LAYERS,
-    SEED=SEED, BATCH_SIZE=BATCH_SIZE, GEN_TOKENS=GEN_TOKENS, GEN_SAMPLES=GEN_SAMPLES, GEN_REFINE=GEN_REFINE,
-    GEN_EPS=GEN_EPS, N_PERMUTATIONS=N_PERMUTATIONS,
-)
-OUTPUT_DIR = OUTPUT_DIR or default_output_dir("05_llm_agreement")
-print(cfg)
-print(params.versions())
+cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
+params.begin(cfg)
 
-# %% [markdown] papermill={"duration": 0.008645, "end_time": "2026-12-01T10:27:26.352031+00:00", "exception": false, "start_time": "2026-12-01T10:27:26.343386+00:00", "status": "completed"}
+# %% [markdown]
 # ## Data
 #
 # The spec's synthetic set: 9 singular and 9 plural heads, an opposite-number attractor, six
 # connectors, five templates (plain, front pad, back pad, the ungrammatical "There …", a relative
 # clause), "In the past," in front of half of them; split 50/50 with the seed.
 
-# %% papermill={"duration": 0.047758, "end_time": "2026-12-01T10:27:26.407684+00:00", "exception": false, "start_time": "2026-12-01T10:27:26.359926+00:00", "status": "completed"}
-data = agreement_split(cfg["N_PROMPTS"], cfg["SEED"], cfg["PROMPTS_FILE"])
+# %%
+data = agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
 print(f"{len(data.train_prompts)} train / {len(data.test_prompts)} test prompts; "
       f"test plural fraction {data.test_labels.mean():.2f}")
 for text, label in list(zip(data.test_prompts, data.test_labels))[:6]:
     print(f"  {'plural  ' if label else 'singular'} | {text}")
 
-# %% [markdown] papermill={"duration": 0.004851, "end_time": "2026-12-01T10:27:26.415936+00:00", "exception": false, "start_time": "2026-12-01T10:27:26.411085+00:00", "status": "completed"}
+# %% [markdown]
 # ## Run every model
 #
 # For each model: train-prompt states and margin gradients at every layer (one forward + one
@@ -99,10 +85,10 @@ for text, label in list(zip(data.test_prompts, data.test_labels))[:6]:
 # on), the flip demo, and steered generation. The offline models are read from a float32
 # safetensors cache built from their GGUF files on first use.
 
-# %% papermill={"duration": 756.491105, "end_time": "2026-12-01T10:40:02.914979+00:00", "exception": false, "start_time": "2026-12-01T10:27:26.423874+00:00", "status": "completed"}
-results = sva.run_chapter(cfg)
+# %%
+results = chapter.run_chapter(cfg)
 
-# %% [markdown] papermill={"duration": 0.004761, "end_time": "2026-12-01T10:40:02.924967+00:00", "exception": false, "start_time": "2026-12-01T10:40:02.920206+00:00", "status": "completed"}
+# %% [markdown]
 # ## A. Where the agreement core lives: AUC vs depth
 #
 # **Paper:** a single axis in GPT-2 S/M/L; keeping it keeps agreement, removing it destroys it,
@@ -111,7 +97,7 @@ results = sva.run_chapter(cfg)
 # 28–29 keep 0.94, remove 0.47, flip 0.14–0.15; Gemma: base 0.88, layers 14–15 keep 0.93,
 # remove 0.56–0.63, flip 0.28–0.34.
 
-# %% papermill={"duration": 0.826749, "end_time": "2026-12-01T10:40:03.757404+00:00", "exception": false, "start_time": "2026-12-01T10:40:02.930655+00:00", "status": "completed"}
+# %%
 rows = []
 for name, r in results.items():
     rows.append(f"| {name} | {r.chosen_layer} / {r.n_layers} | {r.auc_base:.3f} | {r.at_chosen('keep'):.3f} | "
@@ -122,20 +108,20 @@ display(Markdown("| model | chosen layer ℓ | base AUC | keep | remove | flip |
 curves = [{"name": n, "layers": r.layers, "n_layers": r.n_layers, "base": r.auc_base, **r.auc} for n, r in results.items()]
 fig = plots.plot_auc_depth(curves, chosen={n: r.chosen_layer for n, r in results.items()})
 
-# %% [markdown] papermill={"duration": 0.006028, "end_time": "2026-12-01T10:40:03.772675+00:00", "exception": false, "start_time": "2026-12-01T10:40:03.766647+00:00", "status": "completed"}
+# %% [markdown]
 # In both models nothing happens in the early and middle layers — the number of the subject has
 # not reached the last token yet, so a last-token edit cannot touch it — and in the last few layers
 # a single direction becomes necessary and sufficient and its reflection inverts agreement, with the
 # spectral gap w1/w2 jumping at the same depth. Keep can exceed the base AUC: projecting out
 # everything else also removes the attractor's pull.
 
-# %% [markdown] papermill={"duration": 0.005749, "end_time": "2026-12-01T10:40:03.784423+00:00", "exception": false, "start_time": "2026-12-01T10:40:03.778674+00:00", "status": "completed"}
+# %% [markdown]
 # ## B. The knob: core coordinate vs margin
 #
 # **Paper (Fig. B):** the margin is an affine function of the single core coordinate z = qᵀ(h − μ)
 # (values not retrieved). We fit m ≈ a·z + b on the test prompts at the chosen layer.
 
-# %% papermill={"duration": 0.488181, "end_time": "2026-12-01T10:40:04.278906+00:00", "exception": false, "start_time": "2026-12-01T10:40:03.790725+00:00", "status": "completed"}
+# %%
 for name, r in results.items():
     best = int(np.argmax(r.knob_r2_per_layer))
     print(f"{name}: m ≈ {r.knob.slope:+.3g}·z {r.knob.intercept:+.3g},  R² = {r.knob.r2:.3f} at ℓ = {r.chosen_layer}; "
@@ -143,13 +129,13 @@ for name, r in results.items():
 fig = plots.plot_knob({n: {"z": r.knob.z, "m": r.knob.m, "labels": data.test_labels, "r2": r.knob.r2}
                        for n, r in results.items()})
 
-# %% [markdown] papermill={"duration": 0.007291, "end_time": "2026-12-01T10:40:04.292196+00:00", "exception": false, "start_time": "2026-12-01T10:40:04.284905+00:00", "status": "completed"}
+# %% [markdown]
 # One number per prompt, read off one direction, carries much of the variance of the model's
 # agreement decision. When the chosen layer is the last block (Gemma), the final RMS norm still
 # sits between the coordinate and the logits and divides by each prompt's residual norm, so the
 # relation need not be affine there; the line above prints the layer where the fit is tightest.
 
-# %% [markdown] papermill={"duration": 0.011811, "end_time": "2026-12-01T10:40:04.310132+00:00", "exception": false, "start_time": "2026-12-01T10:40:04.298321+00:00", "status": "completed"}
+# %% [markdown]
 # ## C. Flip demo: the spec's six prompts
 #
 # P(is / are / was / were) at the chosen layer under clean / core removed / core flipped, with the
@@ -157,17 +143,17 @@ fig = plots.plot_knob({n: {"z": r.knob.z, "m": r.knob.m, "labels": data.test_lab
 # (base > removed, base > flipped, removed > flipped), Fisher-combined over models. With six
 # prompts the smallest possible one-sided p-value is 1/64 ≈ 0.016.
 
-# %% papermill={"duration": 0.905045, "end_time": "2026-12-01T10:40:05.222707+00:00", "exception": false, "start_time": "2026-12-01T10:40:04.317662+00:00", "status": "completed"}
+# %%
 for name, r in results.items():
     print(name, {k: np.round(v, 2).tolist() for k, v in r.demo_scores.items()})
     print("   Wilcoxon p:", {k: round(v, 4) for k, v in r.demo_p.items()})
 fig = plots.plot_flip_demo({n: r.demo_probs for n, r in results.items()}, [p for p, _ in DEMO_PROMPTS])
 
-# %% [markdown] papermill={"duration": 0.005083, "end_time": "2026-12-01T10:40:05.233916+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.228833+00:00", "status": "completed"}
+# %% [markdown]
 # Flipping moves the probability mass to the other number's verbs on every prompt, including the
 # ungrammatical "There key/keys" frames.
 
-# %% [markdown] papermill={"duration": 0.005095, "end_time": "2026-12-01T10:40:05.243967+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.238872+00:00", "status": "completed"}
+# %% [markdown]
 # ## D. Steered generation
 #
 # **Paper:** the flip "inverts grammatical number throughout generation". At every step, at the
@@ -185,7 +171,7 @@ fig = plots.plot_flip_demo({n: r.demo_probs for n, r in results.items()}, [p for
 # `GEN_REFINE` secant steps (the target is then met to ±0.05 nat) and a target of `GEN_EPS` nats;
 # the spec's exact rule is run as well and reported beside it.
 
-# %% papermill={"duration": 0.175473, "end_time": "2026-12-01T10:40:05.425955+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.250482+00:00", "status": "completed"}
+# %%
 if any(r.generation is not None for r in results.values()):
     rates = {}
     for name, r in results.items():
@@ -195,24 +181,23 @@ if any(r.generation is not None for r in results.values()):
         spec_rate = (r.generation_spec or r.generation).flip_rate()[0]
         rates[name] = {"clean": base, "steered": rate}
         print(f"{name}: changed {rate:.2f} of {scored} steered generations with a number-marked verb "
-              f"(target {cfg['GEN_EPS']} nat, {cfg['GEN_REFINE']} refinements); clean texts {base:.2f}; "
+              f"(target {cfg.GEN_EPS} nat, {cfg.GEN_REFINE} refinements); clean texts {base:.2f}; "
               f"spec's one-step 1-nat rule {spec_rate:.2f}")
-        for prompt, clean, steered in list(zip(r.generation.prompts, r.generation.clean, r.generation.steered))[:: cfg["GEN_SAMPLES"]]:
+        for prompt, clean, steered in list(zip(r.generation.prompts, r.generation.clean, r.generation.steered))[:: cfg.GEN_SAMPLES]:
             print(f"  PROMPT  {prompt!r}\n  clean   {clean!r}\n  flipped {steered!r}")
     fig = plots.plot_generation(rates)
 else:
     print("no generation in remote mode")
 
-# %% [markdown] papermill={"duration": 0.009037, "end_time": "2026-12-01T10:40:05.445305+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.436268+00:00", "status": "completed"}
+# %% [markdown]
 # ## E. Cross-model alignment of the core coordinate
 #
 # **Paper ("Table 6"):** sign-aligned Spearman correlations of per-prompt core coordinates between
 # models, "up to 0.93" across families (values not retrieved). The p-value is from random pairings
 # of the prompts.
 
-# %% papermill={"duration": 0.299372, "end_time": "2026-12-01T10:40:05.754543+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.455171+00:00", "status": "completed"}
-pairs = sva.pairwise_alignment({n: r.test_coords for n, r in results.items()},
-                               n_permutations=cfg["N_PERMUTATIONS"], seed=cfg["SEED"])
+# %%
+pairs = chapter.cross_model_alignment(results, cfg)
 if pairs:
     display(Markdown("| model A | model B | Spearman | Pearson | permutation p |\n|---|---|---|---|---|\n" + "\n".join(
         f"| {p['a']} | {p['b']} | {p['spearman']:.3f} | {p['pearson']:.3f} | {p['p_value']:.2g} |" for p in pairs)))
@@ -220,47 +205,33 @@ if pairs:
 else:
     print("only one model: no cross-model alignment")
 
-# %% [markdown] papermill={"duration": 0.009328, "end_time": "2026-12-01T10:40:05.773591+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.764263+00:00", "status": "completed"}
+# %% [markdown]
 # Two models of different families, sizes and tokenizers order the same prompts along their
 # agreement axes in much the same way.
 
-# %% [markdown] papermill={"duration": 0.00633, "end_time": "2026-12-01T10:40:05.788190+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.781860+00:00", "status": "completed"}
+# %% [markdown]
 # ## Claims
 #
-# Thresholds from the issue's "Must reach" list (the paper's claim: one axis, necessary and
-# sufficient, flip inverts). At the `ci` preset (SmolLM2 only, fewer prompts, every other layer) the
-# same thresholds apply; the cross-model claim needs two models and is not checked there. A claim
-# measured not to reproduce is listed with its reason (`sva.KNOWN_GAPS`) and does not stop the run.
+# The thresholds state the paper's claim: one axis, necessary and sufficient, flip inverts. At the
+# `ci` preset (SmolLM2 only, fewer prompts, every other layer) the same thresholds apply; the
+# cross-model claim needs two models and is not checked there. A claim measured not to reproduce is
+# listed with its reason (`chapter.KNOWN_GAPS`) and does not stop the run.
 
-# %% papermill={"duration": 0.029661, "end_time": "2026-12-01T10:40:05.827763+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.798102+00:00", "status": "completed"}
-claims = Claims()
-for name, r in results.items():
-    claims.check(f"{name}: base AUC", "≥ 0.85", r.auc_base, r.auc_base >= 0.85)
-    claims.check(f"{name}: core-only AUC (ℓ={r.chosen_layer})", "≥ 0.88 (sufficient)", r.at_chosen("keep"), r.at_chosen("keep") >= 0.88)
-    claims.check(f"{name}: core-removed AUC", "≤ 0.75 (necessary)", r.at_chosen("remove"), r.at_chosen("remove") <= 0.75)
-    claims.check(f"{name}: flipped AUC", "≤ 0.25 (inverts)", r.at_chosen("flip"), r.at_chosen("flip") <= 0.25)
-    claims.check(f"{name}: knob R²", "≥ 0.5", r.knob.r2, r.knob.r2 >= 0.5, known_gap=sva.known_gap(cfg, name, "knob_r2"))
-    if r.generation is not None:
-        rate, _ = r.generation.flip_rate()
-        claims.check(f"{name}: steered generations change verb number (target {cfg['GEN_EPS']} nat)", "≥ 0.70", rate,
-                     rate >= 0.70)
-for p in pairs:
-    claims.check(f"{p['a']}–{p['b']} sign-aligned Spearman (permutation p < 0.01)", "up to 0.93", p["spearman"],
-                 p["p_value"] < 0.01)
+# %%
+claims = chapter.build_claims(cfg, results, pairs)
 display(Markdown(claims.table()))
 
-# %% [markdown] papermill={"duration": 0.008739, "end_time": "2026-12-01T10:40:05.845712+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.836973+00:00", "status": "completed"}
+# %% [markdown]
 # `results.json` is written before the claims are asserted, so that a run whose claims fail still
-# leaves its numbers (keys: see the `ace_helpers.agreement` module docstring).
+# leaves its numbers (keys: see the `ace_helpers.chapters.llm_agreement.pipeline` module docstring).
 
-# %% papermill={"duration": 0.040779, "end_time": "2026-12-01T10:40:05.895257+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.854478+00:00", "status": "completed"}
-out = sva.flat_results(results, pairs)
-out["claims_failed"] = [row.claim for row in claims.rows if not row.passed]
+# %%
+out = chapter.flat_results(results, pairs, claims)
 out["wall_s"] = time.perf_counter() - T0
-write_results(OUTPUT_DIR, out, cfg)
-print(f"wrote {OUTPUT_DIR}/results.json ({out['wall_s']:.0f} s)")
+artifacts.write_results(cfg.OUTPUT_DIR, out, cfg)
+print(f"wrote {cfg.OUTPUT_DIR}/results.json ({out['wall_s']:.0f} s)")
 
-# %% papermill={"duration": 0.020448, "end_time": "2026-12-01T10:40:05.924912+00:00", "exception": false, "start_time": "2026-12-01T10:40:05.904464+00:00", "status": "completed"}
+# %%
 # NBVAL_CHECK_OUTPUT
 print(claims.verdict())
 claims.assert_all()

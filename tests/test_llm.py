@@ -21,11 +21,11 @@ def test_block_paths_per_architecture(tiny):
     lm, _ = tiny
     paths = llm.block_paths(lm)
     assert len(paths) == llm.n_layers(lm) == 3
-    arch = llm._unwrap(lm).config.model_type
+    arch = llm.torch_module(lm).config.model_type
     expected = {"gpt2": ("transformer.h.", "transformer.ln_f"), "llama": ("model.layers.", "model.norm")}[arch]
     assert paths[0] == expected[0] + "0"
     assert llm.final_norm_path(lm) == expected[1]
-    assert llm.module(lm, paths[2]) is llm._unwrap(lm).get_submodule(paths[2])
+    assert llm.module(lm, paths[2]) is llm.torch_module(lm).get_submodule(paths[2])
 
 
 def test_block_paths_unknown_layout():
@@ -37,7 +37,7 @@ def test_tiny_models_are_seeded():
     a, _ = llm.tiny_model("llama", words=vocabulary(), seed=3)
     b, _ = llm.tiny_model("llama", words=vocabulary(), seed=3)
     c, _ = llm.tiny_model("llama", words=vocabulary(), seed=4)
-    pa, pb, pc = (torch.cat([p.flatten() for p in llm._unwrap(m).parameters()]) for m in (a, b, c))
+    pa, pb, pc = (torch.cat([p.flatten() for p in llm.torch_module(m).parameters()]) for m in (a, b, c))
     assert torch.equal(pa, pb) and not torch.equal(pa, pc)
     with pytest.raises(ValueError, match="arch"):
         llm.tiny_model("bert")
@@ -53,7 +53,7 @@ def test_word_tokenizer_round_trip():
 def test_capture_and_edit_match_plain_hooks(tiny):
     """nnsight capture / edit at the last token equal a plain register_forward_hook implementation."""
     lm, tok = tiny
-    model = llm._unwrap(lm)
+    model = llm.torch_module(lm)
     enc = tok(PROMPTS, return_tensors="pt", padding=True)
     path = llm.block_paths(lm)[1]
     u = torch.nn.functional.normalize(torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(0)), dim=0)
@@ -79,6 +79,49 @@ def test_capture_and_edit_match_plain_hooks(tiny):
     got = interventions.run_with_edit(lm, dict(enc), path, edit, positions=-1)
     torch.testing.assert_close(got_h, seen["h"])
     torch.testing.assert_close(got, ref)
+
+
+def test_torch_module():
+    lin = torch.nn.Linear(2, 2)
+    assert llm.torch_module(lin) is lin
+    with pytest.raises(ValueError, match="neither a torch module"):
+        llm.torch_module(object())
+
+
+def test_encode_rows_and_prefix_cache_are_exact(tiny):
+    """Left padding with explicit positions, row slicing and a prefix KV cache give the unpadded logits."""
+    lm, tok = tiny
+    model = llm.torch_module(lm)
+    enc = llm.encode(tok, PROMPTS)
+    assert (enc["attention_mask"][:, -1] == 1).all()
+    assert enc["position_ids"][0, -1] == enc["attention_mask"][0].sum() - 1
+    with torch.no_grad():
+        alone = [model(**tok(p, return_tensors="pt")).logits[0, -1] for p in PROMPTS]
+        full = model(**enc).logits[:, -1]
+        sub = llm.batch_rows(enc, 1, 3)
+        assert sub["input_ids"].shape[0] == 2 and (sub["attention_mask"][:, 0] == 1).any()
+        part = model(**sub).logits[:, -1]
+        cache = llm.prefix_cache(lm, enc)
+        tail = model(input_ids=enc["input_ids"][:, -1:], attention_mask=enc["attention_mask"],
+                     position_ids=enc["position_ids"][:, -1:], cache=cache, use_cache=True).logits[:, -1]
+    for i, ref in enumerate(alone):
+        torch.testing.assert_close(full[i], ref, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(tail[i], ref, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(part, full[1:3], atol=1e-5, rtol=1e-4)
+
+
+def test_restricted_head_is_exact_and_restored(tiny):
+    lm, tok = tiny
+    model = llm.torch_module(lm)
+    head = model.get_output_embeddings()
+    before, n_out = head.weight, head.out_features
+    enc = llm.encode(tok, PROMPTS)
+    with torch.no_grad():
+        ref = model(**enc).logits[:, -1]
+        with llm.restricted_head(lm, [5, 3]):
+            cut = model(**enc).logits[:, -1]
+    assert cut.shape == (len(PROMPTS), 2) and head.weight is before and head.out_features == n_out
+    torch.testing.assert_close(cut, ref[:, [5, 3]], atol=1e-5, rtol=1e-4)
 
 
 def test_remote_local_dry_run_matches_local(tiny):
@@ -137,10 +180,10 @@ def test_offline_smollm2_loads_and_agrees(smollm2):
     ids = verb_token_ids(tok)
     assert ids == {"is": 314, "are": 359, "was": 436, "were": 592}  # spec stack §2
     assert all(len(tok.encode(" " + v, add_special_tokens=False)) == 1 for v in ids)
-    assert not any(p.requires_grad for p in llm._unwrap(lm).parameters())
+    assert not any(p.requires_grad for p in llm.torch_module(lm).parameters())
     enc = tok(["The key to the cabinets", "The keys to the cabinet"], return_tensors="pt", padding=True)
     with torch.no_grad():
-        logits = llm._unwrap(lm)(**enc).logits[:, -1]
+        logits = llm.torch_module(lm)(**enc).logits[:, -1]
     d = (logits[:, ids["is"]] - logits[:, ids["are"]]).numpy()
     assert d[0] > 0 > d[1]
     assert np.isfinite(d).all()

@@ -1,4 +1,4 @@
-"""Chapter 5: agreement data, margins, one-backward gradients, fast sweeps, generation, statistics."""
+"""Chapter 5: agreement data, margins, one-backward gradients, fast sweeps, generation, the pipeline and its claims."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from ace_helpers import agreement as A
+from reference import collect_states_per_layer
+
 from ace_helpers import interventions, llm
+from ace_helpers.chapters import llm_agreement as A
+from ace_helpers.stats import roc_auc
 from ace_helpers.tasks import agreement as ag
 
 # ----------------------------------------------------------------------------- data
@@ -78,62 +81,55 @@ def test_verb_ids_and_margin():
     assert len(set(ids.values())) == 4
     logits = torch.zeros(2, len(tok))
     logits[0, ids["are"]], logits[1, ids["was"]] = 2.0, 3.0
-    assert A.margin(logits, ids).tolist() == [2.0, -3.0]
-    assert A.copula_margin(logits, ids)[0] > 0 > A.copula_margin(logits, ids)[1]
+    assert ag.margin(logits, ids).tolist() == [2.0, -3.0]
+    assert ag.copula_margin(logits, ids)[0] > 0 > ag.copula_margin(logits, ids)[1]
     empty = llm.word_tokenizer(["The", "key"])
     with pytest.raises(ValueError, match="unknown token"):
         ag.verb_token_ids(empty)
 
 
-# ----------------------------------------------------------------------------- statistics
+# ----------------------------------------------------------------------------- demo statistics, alignment, parameters
 
 
-def test_roc_auc_matches_pair_counting():
-    rng = np.random.default_rng(0)
-    scores, labels = rng.normal(size=60).round(1), rng.integers(0, 2, 60)
-    pos, neg = scores[labels == 1], scores[labels == 0]
-    brute = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
-    assert A.roc_auc(scores, labels) == pytest.approx(brute)
-    assert A.roc_auc([1, 2, 3, 4], [0, 0, 1, 1]) == 1.0 and A.roc_auc([4, 3, 2, 1], [0, 0, 1, 1]) == 0.0
-    with pytest.raises(ValueError, match="both classes"):
-        A.roc_auc([1, 2], [1, 1])
-
-
-def test_knob_fit_and_demo_scores():
-    z = np.linspace(-1, 1, 20)
-    assert A.knob_fit(z, 3 * z - 1).r2 == pytest.approx(1.0)
-    assert A.knob_fit(z, 3 * z - 1).slope == pytest.approx(3.0)
+def test_demo_scores_and_tests():
     probs = np.array([[0.5, 0.1, 0.3, 0.1], [0.5, 0.1, 0.3, 0.1]])
     s = A.demo_scores(probs, np.array([0, 1]))
     assert s[0] == pytest.approx(np.log(0.8 / 0.5)) and s[1] == pytest.approx(np.log(0.2 / 0.5))
     scores = {"base": np.arange(6.0), "removed": np.arange(6.0) - 1, "flipped": np.arange(6.0) - 3}
     p = A.demo_tests(scores)
     assert p["base_vs_flipped"] == pytest.approx(1 / 64) and p["removed_vs_flipped"] == pytest.approx(1 / 64)
-    assert A.fisher_combine([1 / 64, 1 / 64]) < 1 / 64
 
 
-def test_permutation_p_value():
+def test_pairwise_alignment():
     rng = np.random.default_rng(0)
     x = rng.normal(size=80)
-    assert A.permutation_p_value(x, -2 * x + 0.01 * rng.normal(size=80), n_permutations=500) == pytest.approx(1 / 501)
-    assert A.permutation_p_value(x, rng.normal(size=80), n_permutations=500) > 0.01
     rows = A.pairwise_alignment({"a": x, "b": -x, "c": x**3}, n_permutations=200)
     assert [(r["a"], r["b"]) for r in rows] == [("a", "b"), ("a", "c"), ("b", "c")]
     assert rows[0]["spearman"] == pytest.approx(1.0) and rows[0]["pearson"] == pytest.approx(1.0)
 
 
-def test_resolve_params():
-    ci = A.resolve_params(PRESET="ci")
-    assert ci["MODELS"] == ["smollm2-135m"] and ci["PROMPTS_FILE"] is None
-    book = A.resolve_params(PRESET="book", N_PROMPTS=40, LAYERS=[3, 1, 3])
-    assert book["N_PROMPTS"] == 40 and book["LAYERS"] == [1, 3] and len(book["MODELS"]) == 2
+def test_params_resolve_and_check():
+    ci = A.PARAMS.resolve(PRESET="ci")
+    assert ci.MODELS == ["smollm2-135m"] and ci.PROMPTS_FILE is None and ci.is_preset_run()
+    book = A.PARAMS.resolve(PRESET="book", N_PROMPTS=40, LAYERS=[3, 1, 3], MODELS="gemma3-270m")
+    assert book.N_PROMPTS == 40 and book.LAYERS == [1, 3] and book.MODELS == ["gemma3-270m"] and not book.is_preset_run()
+    assert len(A.PARAMS.resolve(PRESET="book").MODELS) == 2
     for bad, match in ((dict(N_PROMPTS=41), "N_PROMPTS"), (dict(MODELS=[]), "MODELS"), (dict(MODELS=["a", "a"]), "MODELS"),
                        (dict(LAYERS=[0]), r"LAYERS\[0\]"), (dict(REMOTE="yes"), "REMOTE"), (dict(SEED=-1), "SEED"),
-                       (dict(PRESET="fast"), "PRESET"), (dict(WHAT=1), "unknown knobs")):
+                       (dict(GEN_EPS=0.0), "GEN_EPS"), (dict(PROMPTS_FILE=3), "PROMPTS_FILE"),
+                       (dict(PRESET="fast"), "PRESET"), (dict(WHAT=1), "unknown knob")):
         with pytest.raises(ValueError, match=match):
-            A.resolve_params(PRESET="ci", **bad) if "PRESET" not in bad else A.resolve_params(**bad)
+            A.PARAMS.resolve(PRESET="ci", **bad) if "PRESET" not in bad else A.PARAMS.resolve(**bad)
     with pytest.raises(ValueError, match="layers 1..3"):
         A.layer_list([4], 3)
+
+
+def test_known_gap_applies_only_to_the_presets_own_run():
+    book = A.PARAMS.resolve(PRESET="book")
+    assert "RMSNorm" in A.KNOWN_GAPS.reason(book, "gemma3-270m:knob_r2")
+    assert A.KNOWN_GAPS.reason(book.replace(N_PROMPTS=200), "gemma3-270m:knob_r2") is None
+    assert A.KNOWN_GAPS.reason(A.PARAMS.resolve(PRESET="ci"), "gemma3-270m:knob_r2") is None
+    assert A.KNOWN_GAPS.reason(book, "smollm2-135m:knob_r2") is None
 
 
 # ----------------------------------------------------------------------------- model paths (tiny random models)
@@ -148,7 +144,7 @@ def tiny(request):
 def test_one_backward_equals_one_pass_per_layer(tiny):
     lm, tok, data = tiny
     one = A.collect_states(lm, tok, data.train_prompts, [1, 2, 3], batch_size=5)
-    naive = A.collect_states_per_layer(lm, tok, data.train_prompts, [1, 2, 3], batch_size=5)
+    naive = collect_states_per_layer(lm, tok, data.train_prompts, [1, 2, 3], batch_size=5)
     np.testing.assert_allclose(one.H, naive.H, atol=1e-6)
     np.testing.assert_allclose(one.G, naive.G, atol=1e-5, rtol=1e-4)
     np.testing.assert_allclose(one.margin, naive.margin, atol=1e-5)
@@ -165,10 +161,10 @@ def test_gradient_matches_finite_difference(tiny):
     u = g / np.linalg.norm(g)
     path = llm.block_paths(lm)[1]
     ids = ag.verb_token_ids(tok)
-    batch = A.encode(tok, prompt)
+    batch = llm.encode(tok, prompt)
     ut = torch.as_tensor(u, dtype=torch.float32)
-    mp = A.margin(interventions.run_with_edit(lm, batch, path, lambda h: h + 1e-2 * ut, positions=-1)[:, -1], ids)
-    mm = A.margin(interventions.run_with_edit(lm, batch, path, lambda h: h - 1e-2 * ut, positions=-1)[:, -1], ids)
+    mp = ag.margin(interventions.run_with_edit(lm, batch, path, lambda h: h + 1e-2 * ut, positions=-1)[:, -1], ids)
+    mm = ag.margin(interventions.run_with_edit(lm, batch, path, lambda h: h - 1e-2 * ut, positions=-1)[:, -1], ids)
     assert float((mp - mm) / 2e-2) == pytest.approx(np.linalg.norm(g), rel=2e-2)
 
 
@@ -177,7 +173,7 @@ def test_last_layer_is_read_before_the_final_norm(tiny):
     lm, tok, data = tiny
     st = A.collect_states(lm, tok, data.test_prompts[:4], [1, 2, 3], gradients=False)
     with torch.no_grad():
-        hs = llm._unwrap(lm)(**A.encode(tok, data.test_prompts[:4]), output_hidden_states=True).hidden_states
+        hs = llm.torch_module(lm)(**llm.encode(tok, data.test_prompts[:4]), output_hidden_states=True).hidden_states
     np.testing.assert_allclose(st.H[0], hs[1][:, -1].numpy(), atol=1e-6)
     np.testing.assert_allclose(st.H[1], hs[2][:, -1].numpy(), atol=1e-6)
     assert not np.allclose(st.H[2], hs[3][:, -1].numpy(), atol=1e-3)
@@ -185,7 +181,7 @@ def test_last_layer_is_read_before_the_final_norm(tiny):
 
 def _hook_margins(lm, tok, prompts, layer, core, mode):
     """Plain-torch reference: forward hook editing the last token of block layer-1, full forward."""
-    model = llm._unwrap(lm)
+    model = llm.torch_module(lm)
     ids = ag.verb_token_ids(tok)
     fn = interventions.core_edit(core, mode, centered=True)
 
@@ -197,7 +193,7 @@ def _hook_margins(lm, tok, prompts, layer, core, mode):
     handle = llm.module(lm, llm.block_paths(lm)[layer - 1]).register_forward_hook(hook)
     try:
         with torch.no_grad():
-            return A.margin(model(**A.encode(tok, prompts)).logits[:, -1], ids).numpy()
+            return ag.margin(model(**llm.encode(tok, prompts)).logits[:, -1], ids).numpy()
     finally:
         handle.remove()
 
@@ -220,13 +216,13 @@ def test_fast_sweep_equals_full_forward_and_plain_hooks(tiny):
 
 def test_verb_head_is_exact_and_restored(tiny):
     lm, tok, data = tiny
-    head = llm._unwrap(lm).get_output_embeddings()
+    head = llm.torch_module(lm).get_output_embeddings()
     before = head.weight
     st = A.collect_states(lm, tok, data.test_prompts[:5], [1], gradients=False)  # uses the 4-row head
     assert head.weight is before and head.out_features == len(tok)
     ids = ag.verb_token_ids(tok)
     with torch.no_grad():
-        ref = A.margin(llm._unwrap(lm)(**A.encode(tok, data.test_prompts[:5])).logits[:, -1], ids).numpy()
+        ref = ag.margin(llm.torch_module(lm)(**llm.encode(tok, data.test_prompts[:5])).logits[:, -1], ids).numpy()
     np.testing.assert_allclose(st.margin, ref, atol=1e-5)
 
 
@@ -235,7 +231,7 @@ def test_greedy_generation_matches_hf_generate(tiny):
     ours, scales, _ = A.generate_with_flip(lm, tok, ag.GENERATION_PROMPTS, 2, None, n_new=6, seed=None)
     enc = tok(list(ag.GENERATION_PROMPTS), return_tensors="pt", padding=True)
     with torch.no_grad():
-        ref = llm._unwrap(lm).generate(**enc, max_new_tokens=6, min_new_tokens=6, do_sample=False, use_cache=False,
+        ref = llm.torch_module(lm).generate(**enc, max_new_tokens=6, min_new_tokens=6, do_sample=False, use_cache=False,
                                        pad_token_id=tok.pad_token_id)[:, enc["input_ids"].shape[1]:]
     assert torch.equal(ours, ref)
     assert scales.shape == (6, 3) and not scales.any()
@@ -251,11 +247,11 @@ def test_steered_generation_calibrates_and_is_seeded(tiny):
     assert np.abs(g1.scales).max() <= 50.0
     # first step: the calibrated scale moves the copula margin to the other side (1 nat target)
     ids = ag.verb_token_ids(tok)
-    batch = A.encode(tok, g1.prompts)
+    batch = llm.encode(tok, g1.prompts)
     path = llm.block_paths(lm)[2]
-    m0 = A.copula_margin(interventions.run_with_edit(lm, batch, path, None)[:, -1], ids).numpy()
+    m0 = ag.copula_margin(interventions.run_with_edit(lm, batch, path, None)[:, -1], ids).numpy()
     s = torch.as_tensor(g1.scales[0], dtype=torch.float32)[:, None]
-    m = A.copula_margin(interventions.run_with_edit(lm, batch, path, lambda h: cores[0].flip(h, scale=s), positions=-1)[:, -1], ids).numpy()
+    m = ag.copula_margin(interventions.run_with_edit(lm, batch, path, lambda h: cores[0].flip(h, scale=s), positions=-1)[:, -1], ids).numpy()
     unclipped = np.abs(g1.scales[0]) < 50
     assert (np.sign(m[unclipped]) == -np.sign(m0[unclipped])).mean() >= 0.75
 
@@ -287,6 +283,10 @@ def test_analyse_model_end_to_end(tiny):
     assert flat["tiny.auc_flip"] == min(flat["tiny.auc_flip_per_layer"])
     assert set(res.demo_probs) == {"base", "removed", "flipped"} and res.demo_probs["base"].shape == (6, 4)
     assert flat["pairwise_spearman"] == {}
+    claims = A.build_claims(A.PARAMS.resolve(PRESET="ci"), {"tiny": res}, [])
+    assert [r.claim for r in claims.rows][:2] == ["tiny: base AUC", f"tiny: core-only AUC (ℓ={res.chosen_layer})"]
+    assert len(claims.rows) == 6 and all(r.known_gap is None for r in claims.rows)
+    assert A.flat_results({"tiny": res}, [], claims)["claims_failed"] == [r.claim for r in claims.rows if not r.passed]
 
 
 def test_remote_local_dry_run_of_states_and_sweep(tiny):
@@ -318,4 +318,13 @@ def test_smollm2_fast_sweep_matches_plain_hooks():
             np.testing.assert_allclose(fast[mode][li], _hook_margins(lm, tok, data.test_prompts[:6], ell, cores[li], mode),
                                        atol=2e-3, rtol=1e-4)
     labels = data.test_labels[:6]
-    assert A.roc_auc(fast["flip"][0], labels) < 0.5 < A.roc_auc(fast["keep"][0], labels)
+    assert roc_auc(fast["flip"][0], labels) < 0.5 < roc_auc(fast["keep"][0], labels)
+
+
+def test_notebook_source_carries_no_execution_metadata():
+    """The jupytext source is what the cache key hashes: execution metadata would change it at every run."""
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[1] / "notebooks" / "05_llm_agreement.py").read_text()
+    assert "papermill" not in source and "jupytext_version" not in source
+    assert "chapter.PARAMS.resolve(globals())" in source

@@ -14,6 +14,8 @@ Every prompt ends right before the verb; its label is the number of the head nou
   raises ``ValueError`` naming the row.
 * :func:`verb_token_ids` — the ids of `` is / are / was / were`` for a tokenizer (a word that
   splits into several tokens uses its last token, as the spec's code does).
+* :func:`margin` / :func:`copula_margin` — the behaviour read from logits: the summed margin, and
+  the logsumexp copula margin that steered generation calibrates against.
 """
 
 from __future__ import annotations
@@ -198,6 +200,20 @@ def verb_token_ids(tokenizer) -> dict[str, int]:
     if len(set(ids.values())) != 4:
         raise ValueError(f"verbs share token ids: {ids}")
     return ids
+
+
+def margin(logits, ids: dict[str, int]):
+    """m = L[are] + L[were] − L[is] − L[was] from last-token logits (..., V) (a tensor or an array)."""
+    return logits[..., ids["are"]] + logits[..., ids["were"]] - logits[..., ids["is"]] - logits[..., ids["was"]]
+
+
+def copula_margin(logits, ids: dict[str, int]):
+    """logsumexp(L[are], L[were]) − logsumexp(L[is], L[was]) from logits (..., V), a torch tensor."""
+    import torch
+
+    plural = torch.logsumexp(torch.stack([logits[..., ids["are"]], logits[..., ids["were"]]], -1), -1)
+    singular = torch.logsumexp(torch.stack([logits[..., ids["is"]], logits[..., ids["was"]]], -1), -1)
+    return plural - singular
 
 
 def vocabulary() -> list[str]:

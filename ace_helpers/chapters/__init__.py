@@ -1,0 +1,1 @@
+"""The chapters: one module or subpackage per notebook."""

@@ -1,0 +1,223 @@
+"""Chapter 5 steered generation: sampling with the calibrated per-step flip, and scoring verb number.
+
+At every step the flip h + s·(−2qqᵀ(h − μ)) is applied at the chosen layer and the last position,
+with s calibrated per step so that the copula margin lands on the other side; a generation is
+scored by whether its number-marked verbs are the forms the clean model likes less (teacher forced).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ace_helpers import interventions, llm
+from ace_helpers.core import Core
+from ace_helpers.tasks.agreement import copula_margin, verb_token_ids
+
+
+@dataclass
+class Generation:
+    """Clean and steered continuations (same seed), their token ids and the per-step flip scales.
+
+    Attributes:
+        prompts: the B prompt rows (each generation prompt repeated ``n_samples`` times).
+        clean, steered: the B decoded continuations.
+        clean_ids, steered_ids: (B, n_new) generated token ids.
+        scales: (n_new, B) calibrated flip scales s* of the steered run.
+        clean_margins, steered_margins: (n_new, B) copula margin of the logits each token was sampled from.
+        clean_disagree, steered_disagree: per row, (number-marked verbs the clean model likes less
+            than their other-number form in the same context, number-marked verbs generated).
+    """
+
+    prompts: list[str]
+    clean: list[str]
+    steered: list[str]
+    clean_ids: np.ndarray
+    steered_ids: np.ndarray
+    scales: np.ndarray
+    clean_disagree: list[tuple[int, int]]
+    steered_disagree: list[tuple[int, int]]
+    clean_margins: np.ndarray
+    steered_margins: np.ndarray
+
+    def margin_sign_flip(self) -> float:
+        """Fraction of (step, row) whose steered copula margin has the opposite sign of the clean run's
+        margin at the same step (only comparable while the texts agree; an internal check)."""
+        return float(np.mean(np.sign(self.steered_margins) != np.sign(self.clean_margins)))
+
+    @staticmethod
+    def _rate(counts: list[tuple[int, int]]) -> tuple[float, int]:
+        scored = [(d, n) for d, n in counts if n > 0]
+        if not scored:
+            return float("nan"), 0
+        return float(np.mean([2 * d > n for d, n in scored])), len(scored)
+
+    def flip_rate(self) -> tuple[float, int]:
+        """(fraction of steered generations most of whose number-marked verbs are the form the clean
+        model would *not* choose in that context, number of steered generations with such a verb)."""
+        return self._rate(self.steered_disagree)
+
+    def baseline_rate(self) -> tuple[float, int]:
+        """The same statistic for the clean generations (sampling noise; should be near 0)."""
+        return self._rate(self.clean_disagree)
+
+
+def _sample(logits: torch.Tensor, gen: torch.Generator | None, top_k: int) -> torch.Tensor:
+    """Next token ids (B,) from last-token logits (B, V): top-k then multinomial; argmax if ``gen`` is None."""
+    if gen is None:
+        return logits.argmax(-1)
+    kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+    probs = torch.softmax(logits.masked_fill(logits < kth, float("-inf")), -1)
+    return torch.multinomial(probs, 1, generator=gen)[:, 0]
+
+
+def generate_with_flip(
+    lm,
+    tokenizer,
+    prompts: Sequence[str],
+    layer: int,
+    core: Core | None,
+    *,
+    n_new: int,
+    seed: int | None = 0,
+    top_k: int = 50,
+    s0: float = 0.2,
+    eps: float = 1.0,
+    clip: float = 50.0,
+    refine: int = 0,
+) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+    """Sample ``n_new`` tokens (temperature 1, top-k; greedy if ``seed`` is None), optionally steered.
+
+    Semantics are those of generation **without a KV cache** with the edit applied at the last
+    position of every step (earlier positions stay clean). Because only the last position is
+    edited, the clean states of earlier positions are exactly a clean KV cache, so each step runs
+    one token: clean (m0, and the cache for the next step), with s0 (m1), then with
+    s* = clip((−sign(m0)·eps − m0)/g, ±clip), g = (m1 − m0)/s0, and samples from that last run.
+    ``refine`` > 0 adds that many secant steps towards the target (one single-token run each):
+    the spec's one-step rule (``refine=0``) undershoots when the margin grows faster than
+    linearly in s, which it does in the last layers of both offline models.
+    ``core=None`` samples clean. All runs go through :func:`ace_helpers.interventions.run_with_edit`.
+
+    Returns:
+        ``(tokens (B, n_new) long, scales (n_new, B), achieved copula margins (n_new, B))``.
+    """
+    ids = verb_token_ids(tokenizer)
+    path = llm.block_paths(lm)[layer - 1]
+    batch = llm.encode(tokenizer, prompts)
+    cache = llm.prefix_cache(lm, batch)
+    gen = None if seed is None else torch.Generator().manual_seed(int(seed))
+    token, pos, mask = batch["input_ids"][:, -1:], batch["position_ids"][:, -1:], batch["attention_mask"]
+    out, scales, achieved = [], [], []
+
+    def run(c, fn):
+        step = {"input_ids": token, "attention_mask": mask, "position_ids": pos, "cache": c,
+                "use_cache": True, "logits_to_keep": 1}
+        return interventions.run_with_edit(lm, step, path, fn, positions=-1)[:, -1].double()
+
+    for _ in range(n_new):
+        if core is None:
+            logits = run(cache, None)
+            scale = torch.zeros(token.shape[0], dtype=torch.float64)
+        else:
+            before = copy.deepcopy(cache)
+            m0 = copula_margin(run(cache, None), ids)  # also extends `cache` with clean states
+            m1 = copula_margin(run(copy.deepcopy(before), lambda h: core.flip(h, scale=s0)), ids)
+            slope = (m1 - m0) / s0
+            slope = torch.where(slope.abs() < 1e-8, torch.full_like(slope, 1e-8), slope)
+            target = torch.where(m0 > 0, -eps, eps)
+            scale = ((target - m0) / slope).clamp(-clip, clip)
+            s_prev, m_prev = torch.full_like(scale, s0), m1
+            for _ in range(refine):
+                s_col = scale.float()[:, None]
+                m_now = copula_margin(run(copy.deepcopy(before), lambda h: core.flip(h, scale=s_col.to(h.dtype))), ids)
+                step = scale - s_prev
+                dm = m_now - m_prev
+                ok = dm.abs() > 1e-8
+                new = torch.where(ok, scale + (target - m_now) * step / torch.where(ok, dm, torch.ones_like(dm)), scale)
+                s_prev, m_prev, scale = scale, m_now, new.clamp(-clip, clip)
+            s_col = scale.float()[:, None]
+            logits = run(before, lambda h: core.flip(h, scale=s_col.to(h.dtype)))
+        nxt = _sample(logits, gen, top_k)
+        out.append(nxt)
+        scales.append(scale.numpy())
+        achieved.append(copula_margin(logits, ids).numpy())
+        token = nxt[:, None]
+        pos = pos + 1
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+    return torch.stack(out, 1), np.array(scales), np.array(achieved)
+
+
+NUMBER_PAIRS = (("is", "are"), ("was", "were"), ("has", "have"), ("does", "do"))
+"""Number-marked verb forms (singular, plural) scored in generated text."""
+
+
+def number_pair_ids(tokenizer) -> dict[int, int]:
+    """Token id -> id of the other-number form, for the pairs of :data:`NUMBER_PAIRS` whose two
+    forms (with a leading space) are single known tokens."""
+    out: dict[int, int] = {}
+    for sing, plur in NUMBER_PAIRS:
+        a = tokenizer.encode(" " + sing, add_special_tokens=False)
+        b = tokenizer.encode(" " + plur, add_special_tokens=False)
+        unk = tokenizer.unk_token_id
+        if len(a) == 1 and len(b) == 1 and a[0] != b[0] and unk not in (a[0], b[0]):
+            out[a[0]], out[b[0]] = b[0], a[0]
+    return out
+
+
+def copula_disagreements(lm, tokenizer, prompts: Sequence[str], generated: torch.Tensor) -> list[tuple[int, int]]:
+    """Per row: (generated number-marked verbs that the **clean** model likes less than their
+    other-number form at that position, number-marked verbs generated), by teacher forcing.
+
+    Scored forms: is/are, was/were, has/have, does/do (each with a leading space, see
+    :func:`number_pair_ids`); a generated "is" disagrees when the clean logit of "are" is higher.
+    """
+    other = number_pair_ids(tokenizer)
+    batch = llm.encode(tokenizer, prompts)
+    full = {
+        "input_ids": torch.cat([batch["input_ids"], generated], 1),
+        "attention_mask": torch.cat([batch["attention_mask"], torch.ones_like(generated)], 1),
+    }
+    full["position_ids"] = (full["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        logits = llm.torch_module(lm)(**full).logits
+    t0 = batch["input_ids"].shape[1]
+    counts = []
+    for b in range(generated.shape[0]):
+        d = n = 0
+        for t, tok in enumerate(generated[b].tolist()):
+            if tok in other:
+                row = logits[b, t0 - 1 + t]
+                n += 1
+                d += int(row[other[tok]] > row[tok])
+        counts.append((d, n))
+    return counts
+
+
+def steered_generate(
+    lm,
+    tokenizer,
+    prompts: Sequence[str],
+    layer: int,
+    core: Core,
+    *,
+    n_new: int = 50,
+    n_samples: int = 1,
+    seed: int = 0,
+    refine: int = 0,
+    eps: float = 1.0,
+) -> Generation:
+    """Clean and calibrated-flip continuations of each prompt (``n_samples`` rows each, same seed)."""
+    rows = [p for p in prompts for _ in range(n_samples)]
+    clean, _, clean_m = generate_with_flip(lm, tokenizer, rows, layer, None, n_new=n_new, seed=seed)
+    steered, scales, steered_m = generate_with_flip(lm, tokenizer, rows, layer, core, n_new=n_new, seed=seed, refine=refine,
+                                                   eps=eps)
+    decode = lambda t: [tokenizer.decode(r, skip_special_tokens=True) for r in t]  # noqa: E731
+    return Generation(
+        list(rows), decode(clean), decode(steered), clean.numpy(), steered.numpy(), scales,
+        copula_disagreements(lm, tokenizer, rows, clean), copula_disagreements(lm, tokenizer, rows, steered),
+        clean_m, steered_m,
+    )

@@ -1,0 +1,153 @@
+"""Chapter 5 interventions: test margins under keep / remove / flip at every layer, and the flip demo.
+
+The sweep runs each batch's prompt minus its last token **once** (KV cache); every edit then
+recomputes only the last token (the only position an edit at the last token can change in a
+causal model), and only the blocks from the edited one on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ace_helpers import interventions, llm, stats
+from ace_helpers.chapters.llm_agreement.states import verb_head
+from ace_helpers.core import Core
+from ace_helpers.tasks.agreement import VERBS, margin, verb_token_ids
+
+MODES = ("keep", "remove", "flip")
+
+
+def sweep_margins(
+    lm,
+    tokenizer,
+    prompts: Sequence[str],
+    layers: Sequence[int],
+    cores: Sequence[Core],
+    *,
+    modes: Sequence[str] = MODES,
+    batch_size: int = 25,
+    remote: bool | str = False,
+) -> dict[str, np.ndarray]:
+    """Margins under each mode at each layer: ``{mode: (L, N)}``, mean-centred edits at the last token.
+
+    Locally, each batch's prefix (all but the last token) runs once (KV cache); an edit at layer ℓ
+    then recomputes only the last token and only blocks ℓ−1.. (nnsight ``skip`` feeds the cached
+    clean state past the earlier blocks), keep/remove/flip stacked in one batch. With ``remote``
+    or other ``modes``, every edit is a full forward through
+    :func:`ace_helpers.interventions.run_with_edit`. Tests check both paths give the same margins.
+    """
+    paths = llm.block_paths(lm)
+    enc = llm.encode(tokenizer, prompts)
+    out = {mode: np.zeros((len(layers), len(prompts))) for mode in modes}
+    with contextlib.ExitStack() as stack:
+        ids = verb_token_ids(tokenizer) if remote else stack.enter_context(verb_head(lm, tokenizer))
+        _sweep(lm, enc, paths, layers, cores, modes, batch_size, remote, ids, out)
+    return out
+
+
+def _three_way(core: Core) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Edit for rows interleaved as (keep, remove, flip) per prompt: (3B, D) -> (3B, D)."""
+
+    def fn(h: torch.Tensor) -> torch.Tensor:
+        x = h.reshape(-1, 3, h.shape[-1])
+        return torch.stack([core.keep(x[:, 0], centered=True), core.remove(x[:, 1], centered=True), core.flip(x[:, 2])], 1).reshape(h.shape)
+
+    return fn
+
+
+def _sweep(lm, enc, paths, layers, cores, modes, batch_size, remote, ids, out) -> None:
+    fast = not remote and tuple(modes) == MODES and enc["input_ids"].shape[1] > 1
+    for start in range(0, enc["input_ids"].shape[0], batch_size):
+        batch = llm.batch_rows(enc, start, start + batch_size)
+        stop = start + batch["input_ids"].shape[0]
+        if not fast:
+            for li, ell in enumerate(layers):
+                for mode in modes:
+                    fn = interventions.core_edit(cores[li], mode, centered=True)
+                    kw = {"remote": remote} if remote else {}
+                    logits = interventions.run_with_edit(lm, batch, paths[ell - 1], fn, positions=-1, **kw)
+                    out[mode][li, start:stop] = margin(logits[:, -1], ids).float().numpy()
+            continue
+        cache = llm.prefix_cache(lm, batch)
+        tail = {"input_ids": batch["input_ids"][:, -1:], "attention_mask": batch["attention_mask"],
+                "position_ids": batch["position_ids"][:, -1:], "use_cache": True, "logits_to_keep": 1}
+        clean = _tail_block_outputs(lm, paths, tail, cache)  # (n_blocks, B, 1, D)
+        tail3 = {k: (v.repeat_interleave(3, dim=0) if torch.is_tensor(v) else v) for k, v in tail.items()}
+        for li, ell in enumerate(layers):
+            c = copy.deepcopy(cache)
+            c.batch_repeat_interleave(3)
+            skip_with = clean[ell - 2].repeat_interleave(3, dim=0) if ell >= 2 else None
+            logits = _tail_edit(lm, {**tail3, "cache": c}, paths, ell, _three_way(cores[li]), skip_with)
+            m = margin(logits[:, -1], ids).float().numpy().reshape(-1, 3)
+            for k, mode in enumerate(MODES):
+                out[mode][li, start:stop] = m[:, k]
+
+
+def _tail_block_outputs(lm, paths, tail, cache) -> list[torch.Tensor]:
+    """Clean outputs (B, 1, D) of every block for the last token (one single-token forward)."""
+    seen: list[torch.Tensor] = []
+    handles = [llm.module(lm, p).register_forward_hook(lambda _m, _i, o: seen.append(o[0] if isinstance(o, tuple) else o)) for p in paths]
+    try:
+        with torch.no_grad():
+            llm.torch_module(lm)(**tail, cache=copy.deepcopy(cache))
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
+def _tail_edit(lm, inputs, paths, ell, fn, skip_with) -> torch.Tensor:
+    """Last-token logits with blocks 0..ℓ−2 skipped (their clean output ``skip_with`` is fed to
+    block ℓ−1) and ``fn`` applied to block ℓ−1's output: only blocks ℓ−1.. are recomputed."""
+    with torch.no_grad():
+        with lm.trace(**inputs):
+            for i in range(ell - 1):
+                interventions.resolve_module(lm, paths[i]).skip(skip_with)
+            env = interventions.resolve_module(lm, paths[ell - 1])
+            hidden = env.output
+            edited = hidden.clone()
+            edited[:, -1] = fn(hidden[:, -1])
+            env.output = edited
+            logits = lm.output.logits.save()
+    return logits
+
+
+# ----------------------------------------------------------------------------- the flip demo
+
+
+def last_token_probs(
+    lm, tokenizer, prompts: Sequence[str], layer: int, core: Core | None, mode: str | None
+) -> np.ndarray:
+    """P(is), P(are), P(was), P(were) (full-vocabulary softmax) at the last token: (N, 4).
+
+    The edit (``mode`` in keep/remove/flip, mean-centred, last token only) is a full forward
+    through :func:`ace_helpers.interventions.run_with_core`.
+    """
+    ids = verb_token_ids(tokenizer)
+    batch = llm.encode(tokenizer, prompts)
+    path = llm.block_paths(lm)[layer - 1]
+    logits = interventions.run_with_core(lm, batch, path, core, mode, positions=-1, centered=True)[:, -1]
+    probs = torch.softmax(logits.double(), -1)
+    return probs[:, [ids[v] for v in VERBS]].numpy()
+
+
+def demo_scores(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """log(P(correct pair) / max of the four verb probabilities), per prompt: (N,).
+
+    The correct pair is {is, was} for singular (label 0) and {are, were} for plural (label 1);
+    0 or above means the top verb has the right number.
+    """
+    probs, labels = np.asarray(probs), np.asarray(labels)
+    correct = np.where(labels[:, None] == 1, probs[:, [1, 3]], probs[:, [0, 2]]).sum(1)
+    return np.log(correct) - np.log(probs.max(1))
+
+
+def demo_tests(scores: dict[str, np.ndarray]) -> dict[str, float]:
+    """One-sided paired Wilcoxon p-values: base > removed, base > flipped, removed > flipped."""
+    return {f"{a}_vs_{b}": stats.wilcoxon_greater(scores[a], scores[b])
+            for a, b in (("base", "removed"), ("base", "flipped"), ("removed", "flipped"))}
