@@ -42,7 +42,7 @@ SEED = None  # seed of the prompt generator, the split and the sampled generatio
 BATCH_SIZE = None  # prompts per forward/backward batch
 GEN_TOKENS = None  # new tokens per steered generation (paper: 50)
 GEN_SAMPLES = None  # sampled generations per generation prompt
-GEN_REFINE = None  # extra secant steps in the per-step flip calibration (0 = the spec's one-step rule)
+GEN_REFINE = None  # extra secant steps in the per-step flip calibration (0: a single secant step)
 GEN_EPS = None  # target copula margin on the other side at every step, in nats (spec: 1.0)
 N_PERMUTATIONS = None  # permutations for the cross-model alignment p-value
 OUTPUT_DIR = None  # where results.json goes; None: outputs/05_llm_agreement
