@@ -9,24 +9,20 @@
 
 Both pairs are also checked to give the same numbers. Usage::
 
-    TORCH_THREADS=1 python benchmarks/agreement_gradients.py [--model smollm2-135m] [--prompts 20]
+    TORCH_THREADS=1 python -m benchmarks.agreement_gradients [--model smollm2-135m] [--prompts 20]   # from the project root
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project root, for tests.reference
-
-from ace_helpers import llm, params  # noqa: E402
-from ace_helpers.chapters import llm_agreement as A  # noqa: E402
-from ace_helpers.tasks.agreement import agreement_split, vocabulary  # noqa: E402
-from tests.reference import collect_states_per_layer  # noqa: E402
+from ace_helpers import llm, params
+from ace_helpers.chapters import llm_agreement as A
+from ace_helpers.tasks.agreement import agreement_split, vocabulary
+from tests.reference import collect_states_per_layer  # run as a module from the project root (see Usage)
 
 
 def main() -> None:

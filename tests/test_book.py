@@ -40,3 +40,33 @@ def test_every_chapter_is_in_the_toc():
     files = {ch["file"] for part in toc["parts"] for ch in part["chapters"]}
     for py in SOURCES:
         assert f"notebooks/{py.stem}" in files, f"{py.stem} is missing from _toc.yml"
+
+
+def _chapter_module(py: Path):
+    import importlib
+
+    return importlib.import_module(f"ace_helpers.chapters.{py.stem.split('_', 1)[1]}")
+
+
+@pytest.mark.parametrize("py", SOURCES, ids=[p.stem for p in SOURCES])
+def test_parameters_cell_declares_exactly_the_chapters_knobs(py, tmp_path):
+    """papermill sees every knob (``--help-notebook`` lists it), and the cell matches the chapter's PARAMS."""
+    import jupytext
+    import papermill
+
+    chapter = _chapter_module(py).PARAMS
+    assert chapter.notebook == py.stem, f"{py.stem}'s chapter module names notebook {chapter.notebook!r}"
+    path = tmp_path / f"{py.stem}.ipynb"
+    nbformat.write(jupytext.reads(py.read_text(), fmt="py:percent"), path)
+    inferred = papermill.inspect_notebook(str(path))
+    assert set(inferred) == {*chapter.knobs, "PRESET", "OUTPUT_DIR"}, (
+        f"{py.name}: papermill infers {sorted(inferred)}; the chapter's knobs are {sorted(chapter.knobs)} + PRESET, "
+        "OUTPUT_DIR (a parameter whose comment papermill cannot parse is dropped: avoid '=' in the comment)"
+    )
+    assert all(p["default"] == "None" and p["help"] for p in inferred.values()), "every knob: None plus a one-line comment"
+
+
+@pytest.mark.parametrize("py", SOURCES, ids=[p.stem for p in SOURCES])
+def test_jupytext_source_carries_no_execution_metadata(py):
+    header = py.read_text().split("# ---", 2)[1]
+    assert "papermill" not in header and "execution" not in header, f"{py.name}'s header changes at every run"
