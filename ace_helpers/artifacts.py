@@ -137,17 +137,25 @@ def clear_results(output_dir: str | os.PathLike) -> bool:
     return False
 
 
-def write_results(output_dir: str | os.PathLike, results: Mapping[str, Any], params: Mapping[str, Any]) -> Path:
-    """Write ``OUTPUT_DIR/results.json``: the flat ``results`` plus ``params`` and ``versions``.
+def write_results(
+    output_dir: str | os.PathLike,
+    results: Mapping[str, Any],
+    params: Mapping[str, Any],
+    claims: list[Mapping[str, Any]] | None = None,
+) -> Path:
+    """Write ``OUTPUT_DIR/results.json``: the flat ``results`` plus ``params``, ``versions`` and ``claims``.
 
     Keys of ``results`` are the chapter's documented, stable names; values must be plain
-    (floats, ints, strings, lists thereof) after :func:`to_plain`.
+    (floats, ints, strings, lists thereof) after :func:`to_plain`.  ``claims`` are the chapter's
+    claim records (:meth:`ace_helpers.report.Claims.records`), the rows of the book's scorecard.
     """
-    if "params" in results or "versions" in results:
-        raise ValueError("results may not use the reserved keys 'params' or 'versions'")
+    reserved = {"params", "versions", "claims"} & set(results)
+    if reserved:
+        raise ValueError(f"results may not use the reserved keys {sorted(reserved)}")
     payload = dict(results)
     payload["params"] = dict(params)
     payload["versions"] = versions()
+    payload["claims"] = list(claims or [])
     return write_json(Path(output_dir) / "results.json", payload)
 
 

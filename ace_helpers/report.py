@@ -34,6 +34,16 @@ class Claim:
         """A failure that is not a documented known gap."""
         return not self.passed and self.known_gap is None
 
+    @property
+    def verdict(self) -> str:
+        """``"reproduced"`` when the claim holds, else ``"not reproduced"``."""
+        return REPRODUCED if self.passed else NOT_REPRODUCED
+
+
+REPRODUCED, NOT_REPRODUCED, NOT_TESTED = "reproduced", "not reproduced", "not tested"
+#: Verdicts a claim record may carry (the scorecard counts them per chapter).
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTED)
+
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
@@ -97,6 +107,18 @@ class Claims:
         bad = [r.claim for r in self.rows if r.unexpected]
         return "no unexpected claim failures" if not bad else f"unexpected claim failures: {bad}"
 
+    def records(self, section: str) -> list[dict[str, Any]]:
+        """The rows as plain dicts for ``results.json`` and the scorecard (``section`` names the run).
+
+        Keys: ``section``, ``claim``, ``paper``, ``ours``, ``verdict`` (see :data:`VERDICTS`),
+        ``note`` (the known gap's reason, or ``""``).
+        """
+        return [
+            {"section": section, "claim": r.claim, "paper": r.paper, "ours": r.ours, "verdict": r.verdict,
+             "note": r.known_gap or ""}
+            for r in self.rows
+        ]  # fmt: skip
+
     def assert_all(self) -> None:
         """Raise ``AssertionError`` naming every failed claim that is not a documented known gap."""
         failed = [r for r in self.rows if r.unexpected]
@@ -104,3 +126,43 @@ class Claims:
             raise AssertionError(
                 "claims not reproduced: " + "; ".join(f"{r.claim} (ours {r.ours}, paper {r.paper})" for r in failed)
             )
+
+
+def not_tested_records(rows: Any, section: str) -> list[dict[str, Any]]:
+    """Records (as :meth:`Claims.records`) of claims a run cannot test: objects with ``claim``,
+    ``paper``, ``ours`` and ``why`` (the reason becomes the note)."""
+    return [
+        {"section": section, "claim": r.claim, "paper": r.paper, "ours": str(r.ours), "verdict": NOT_TESTED, "note": r.why}
+        for r in rows
+    ]
+
+
+def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per claim over chapters: ``results`` maps a notebook stem to its stored ``results.json``.
+
+    Raises ``ValueError`` for a record with an unknown verdict (a stored file that was edited by hand).
+    """
+    rows = []
+    for stem in sorted(results):
+        for rec in results[stem].get("claims", []):
+            if rec.get("verdict") not in VERDICTS:
+                raise ValueError(f"{stem}: claim {rec.get('claim')!r} has verdict {rec.get('verdict')!r}; allowed: {VERDICTS}")
+            rows.append({"chapter": stem, **rec})
+    return rows
+
+
+def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
+    """The scorecard page's tables: counts per chapter, then every claim (markdown; MyST renders tables)."""
+    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    stems = sorted({r["chapter"] for r in rows})
+    lines = ["| chapter | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
+    for stem in stems:
+        counts = [sum(r["chapter"] == stem and r["verdict"] == v for r in rows) for v in VERDICTS]
+        lines.append(f"| [{stem}](../notebooks/{stem}.ipynb) | " + " | ".join(str(c) for c in counts) + " |")
+    total = [sum(r["verdict"] == v for r in rows) for v in VERDICTS]
+    lines.append("| **all chapters** | " + " | ".join(f"**{c}**" for c in total) + " |")
+    lines += ["", "| chapter | run | claim | paper | ours | verdict | note |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['chapter']} | {cell(r['section'])} | {cell(r['claim'])} | {cell(r['paper'])} | {cell(r['ours'])} "
+                     f"| **{r['verdict']}** | {cell(r['note'])} |")  # fmt: skip
+    return "\n".join(lines) + "\n"

@@ -6,6 +6,11 @@
 block (cache key, preset, wall time, date, versions), and regenerates the execution-time table
 ``book/execution_times.md`` that the reproducibility page includes.  ``--force`` re-executes all.
 
+At the ``book`` preset each executed chapter's ``results.json`` (numbers, parameters and claim
+records) is stored as ``book/results/<notebook>.json`` (committed), and the scorecard table
+``book/scorecard_table.md`` is rebuilt from those files: the book's verdicts, checked by the
+tests without re-running anything.
+
 The cache key covers the notebook's own source and the preset, like jupyter-cache; a change
 inside ``ace_helpers`` alone does not invalidate it (use ``--force`` after such changes).
 """
@@ -22,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ace_helpers.artifacts import atomic_write_bytes, project_root
+from ace_helpers.artifacts import atomic_write_bytes, default_output_dir, project_root, write_json
 from ace_helpers.params import PRESET_NAMES, check_choice, versions
 
 
@@ -100,6 +105,32 @@ def write_execution_table(root: Path) -> Path:
     return path
 
 
+def store_book_results(root: Path, stem: str) -> Path:
+    """Copy the ``results.json`` a ``book``-preset run of ``stem`` just wrote to ``book/results/<stem>.json``."""
+    import json
+
+    source = default_output_dir(stem) / "results.json"
+    if not source.is_file():
+        raise SystemExit(f"{stem} did not write {source}: its last cell must call artifacts.write_results")
+    return write_json(root / "book" / "results" / f"{stem}.json", json.loads(source.read_text()))
+
+
+def stored_book_results(root: Path) -> dict[str, dict]:
+    """The stored ``book``-preset results, ``{notebook stem: results.json contents}``."""
+    import json
+
+    return {p.stem: json.loads(p.read_text()) for p in sorted((root / "book" / "results").glob("*.json"))}
+
+
+def write_scorecard(root: Path) -> Path:
+    """Regenerate ``book/scorecard_table.md`` (included by the scorecard page) from ``book/results/``."""
+    from ace_helpers.report import scorecard_markdown, scorecard_rows
+
+    path = root / "book" / "scorecard_table.md"
+    atomic_write_bytes(path, scorecard_markdown(scorecard_rows(stored_book_results(root))).encode())
+    return path
+
+
 def install_mathjax(dest: Path) -> Path:
     """Copy MathJax 3 (es5 build) from the installed django-static-mathjax wheel into ``dest``."""
     spec = importlib.util.find_spec("mathjax")
@@ -138,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{py.stem}: executing at preset {args.preset} ...", flush=True)
         print(f"{py.stem}: done in {execute(py, args.preset):.0f} s", flush=True)
+        if args.preset == "book":
+            print(f"{py.stem}: stored {store_book_results(root, py.stem).relative_to(root)}")
     print(f"wrote {write_execution_table(root)}")
+    print(f"wrote {write_scorecard(root)}")
     return 0
 
 

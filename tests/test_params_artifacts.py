@@ -223,3 +223,27 @@ def test_a_new_run_clears_the_previous_results(tmp_path, capsys):
     artifacts.write_results(tmp_path, {"x": 1}, {"SEED": 0})
     params.begin(chapter.resolve(PRESET="ci", OUTPUT_DIR=str(tmp_path)))
     assert not (tmp_path / "results.json").exists() and "removed the previous run" in capsys.readouterr().out
+
+
+def test_claim_records_and_the_scorecard_table(tmp_path):
+    from ace_helpers.report import NOT_TESTED, Claims, not_tested_records, scorecard_markdown, scorecard_rows
+
+    claims = Claims()
+    claims.check("holds | with a pipe", "paper 1", 1.0, True)
+    claims.check("fails", "paper 2", 0.5, False, known_gap="measured cause")
+    recs = claims.records("book run")
+    assert [r["verdict"] for r in recs] == ["reproduced", "not reproduced"] and recs[1]["note"] == "measured cause"
+
+    class Row:
+        claim, paper, ours, why = "late", "~60", 42, "needs 20 000 epochs"
+
+    recs += not_tested_records([Row()], "book run")
+    assert recs[-1]["verdict"] == NOT_TESTED
+    table = scorecard_markdown(scorecard_rows({"01_x": {"claims": recs}}))
+    assert "| [01_x](../notebooks/01_x.ipynb) | 1 | 1 | 1 |" in table and "holds \\| with a pipe" in table
+    with pytest.raises(ValueError, match="verdict 'maybe'"):
+        scorecard_rows({"01_x": {"claims": [dict(recs[0], verdict="maybe")]}})
+    path = artifacts.write_results(tmp_path, {"x": 1}, {"SEED": 0}, claims=recs)
+    assert json.loads(path.read_text())["claims"] == recs
+    with pytest.raises(ValueError, match="reserved keys \\['claims'\\]"):
+        artifacts.write_results(tmp_path, {"claims": 1}, {})
