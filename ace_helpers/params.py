@@ -276,19 +276,32 @@ def check_list(name: str, value: Any, item_check, *, min_len: int = 1) -> list:
     return [item_check(f"{name}[{i}]", v) for i, v in enumerate(value)]
 
 
-def set_threads(threads: int | None = None) -> int:
-    """Set torch's intra-op threads from ``threads`` or ``$TORCH_THREADS`` (unset: leave as is).
+def cpu_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, else ``os.cpu_count()``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
-    On a 2-core machine anything else running makes 2 torch threads ~16x slower, so tests and
-    CI set ``TORCH_THREADS=1``.  Returns the thread count in force.
+
+def set_threads(threads: int | None = None, *, workers: int = 1) -> int:
+    """Set torch's intra-op threads: ``threads``, else ``$TORCH_THREADS``, else the thread budget.
+
+    The budget keeps workers × threads ≤ cores: a process that is one of ``workers`` parallel
+    workers gets ``max(1, cores // workers)`` threads.  With ``workers=1`` and no variable set,
+    torch's default is left as is.  On a 2-core machine anything else running makes 2 torch
+    threads ~16x slower, so tests and CI set ``TORCH_THREADS=1``.  Returns the thread count in force.
     """
     import torch
 
+    workers = check_int("workers", workers, low=1)
     if threads is None and os.environ.get("TORCH_THREADS"):
         raw = os.environ["TORCH_THREADS"].strip()
         if not raw.isdigit():
             _fail("TORCH_THREADS", raw, "a positive integer (environment variable), e.g. TORCH_THREADS=1")
         threads = check_int("TORCH_THREADS", int(raw), low=1)
+    if threads is None and workers > 1:
+        threads = max(1, cpu_cores() // workers)
     if threads is not None:
         torch.set_num_threads(check_int("threads", threads, low=1))
     return torch.get_num_threads()

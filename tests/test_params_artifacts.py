@@ -247,3 +247,20 @@ def test_claim_records_and_the_scorecard_table(tmp_path):
     assert json.loads(path.read_text())["claims"] == recs
     with pytest.raises(ValueError, match="reserved keys \\['claims'\\]"):
         artifacts.write_results(tmp_path, {"claims": 1}, {})
+
+
+def _threads_in_worker(workers: int) -> int:
+    return params.set_threads(workers=workers)
+
+
+def test_thread_budget_in_parallel_workers(monkeypatch):
+    import multiprocessing as mp
+
+    monkeypatch.delenv("TORCH_THREADS", raising=False)
+    cores = params.cpu_cores()
+    with mp.get_context("spawn").Pool(2) as pool:  # fresh interpreters, as the chapters' workers
+        inside = pool.map(_threads_in_worker, [2, 2])
+    assert inside == [max(1, cores // 2)] * 2 and 2 * inside[0] <= max(cores, 2)
+    monkeypatch.setenv("TORCH_THREADS", "1")
+    with mp.get_context("spawn").Pool(2) as pool:  # the variable still wins
+        assert pool.map(_threads_in_worker, [2, 2]) == [1, 1]
