@@ -67,3 +67,11 @@ def test_stored_redundancy_gap_reads_the_book_run():
     run = chapter.load_run(cfg, log=None)
     assert run.cached == [True, True]
     assert gap["mean_gap"] == float((run.wd["core_dim"][:, -1] - run.wd["suff_dim"][:, -1]).mean())
+
+
+def test_chapter_3_refuses_what_chapter_2_refuses():
+    # one check for both chapters (they share one run)
+    with pytest.raises(ValueError, match=r"P=1000003.*would need"):
+        PARAMS.resolve(PRESET="ci", P=1000003)
+    with pytest.raises(ValueError, match=r"TRAIN_FRACTION=0.001 .*leaves 2 train pairs"):
+        PARAMS.resolve(PRESET="book", TRAIN_FRACTION=0.001)

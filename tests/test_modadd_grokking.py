@@ -56,6 +56,72 @@ def test_unknown_knob_and_preset():
         PARAMS.resolve(PRESET="huge")
 
 
+def test_a_modulus_too_large_for_memory_is_refused_before_any_compute():
+    # P = 1000003 used to pass the check and fail inside the dataset ("Unable to allocate 7.28 TiB")
+    with pytest.raises(ValueError, match=r"P=1000003.*would need ~.*TiB.*the limit is half this machine's memory"):
+        PARAMS.resolve(PRESET="ci", P=1000003)
+    est = config.memory_estimate(53, 0.5, 512)
+    assert est["total"] == est["dataset"] + est["model"] + max(est["analysis"], est["batch"])
+    assert config.memory_estimate(307, 0.5, 512)["analysis"] > 16 * 2**30  # cubic in p: the rank scan on the test split
+
+
+def test_the_memory_limit_counts_every_worker_process(monkeypatch):
+    one = config.memory_estimate(53, 0.5, 512)["total"]
+    monkeypatch.setattr(config, "memory_limit", lambda: (int(1.5 * one), "a test limit"))
+    PARAMS.resolve(PRESET="book", WORKERS=1)  # one process fits
+    with pytest.raises(ValueError, match=r"P=53.*× 2 processes \(WORKERS\).*the limit is a test limit.*fewer WORKERS"):
+        PARAMS.resolve(PRESET="book", WORKERS=2)  # two do not
+    PARAMS.resolve(PRESET="book", WORKERS=2, N_MODELS=1)  # one model: one process, whatever WORKERS says
+
+
+@pytest.mark.parametrize(
+    "fraction, needle",
+    [
+        (0.001, r"TRAIN_FRACTION=0.001 .*leaves 2 train pairs for P=53; .*at least P = 53"),  # 0.001 · 53² = 2 pairs
+        (0.99, r"TRAIN_FRACTION=0.99 .*29 test pairs miss answer classes"),  # the class means need every class
+    ],
+)
+def test_a_split_that_leaves_too_few_pairs_is_refused(fraction, needle):
+    with pytest.raises(ValueError, match=needle):
+        PARAMS.resolve(PRESET="book", TRAIN_FRACTION=fraction)
+    PARAMS.resolve(PRESET="book", TRAIN_FRACTION=1 / 53 + 1e-9)  # exactly P train pairs is enough
+
+
+@pytest.mark.parametrize(
+    "knobs, needle",
+    [
+        ({"EPOCHS": 10**6}, r"EPOCHS=1000000 .*\[1, 200000\]"),
+        ({"N_MODELS": 17}, r"N_MODELS=17 .*\[1, 16\]"),
+        ({"WORKERS": 17}, r"WORKERS=17 .*\[1, 16\]"),
+        ({"DATA_SEED": 2**40}, r"DATA_SEED=1099511627776 .*4294967295"),
+        ({"SEED": 2**40}, r"SEED=1099511627776 .*4294967295"),
+        ({"EPOCHS": 20000, "CHECKPOINT_EVERY": 1}, r"CHECKPOINT_EVERY=1, .*2037 checkpoints .*the limit is 2000"),
+    ],
+)
+def test_sizes_that_make_no_sense_are_refused_by_name(knobs, needle):
+    with pytest.raises(ValueError, match=needle):
+        PARAMS.resolve(PRESET="book", **knobs)
+
+
+def test_clock_epochs_must_be_checkpoints():
+    # epoch 777 is not on the book schedule (every 100): refused in the check, not in a plot
+    with pytest.raises(ValueError, match=r"CLOCK_EPOCHS\[1\]=777 .*checkpoint epochs.*nearest checkpoints: \[700, 800\]"):
+        PARAMS.resolve(PRESET="book", CLOCK_EPOCHS=[0, 777])
+    assert PARAMS.resolve(PRESET="book", CLOCK_EPOCHS=[0, 300, 1000, 1400])["CLOCK_EPOCHS"] == [0, 300, 1000, 1400]
+
+
+def test_artifact_dir_must_be_writable(tmp_path):
+    a_file = tmp_path / "not_a_folder"
+    a_file.write_text("x")
+    with pytest.raises(ValueError, match=r"ARTIFACT_DIR=.*not_a_folder.*a folder, not an existing file"):
+        PARAMS.resolve(PRESET="ci", ARTIFACT_DIR=str(a_file))
+    with pytest.raises(ValueError, match=r"ARTIFACT_DIR=.*a folder that can be created"):
+        PARAMS.resolve(PRESET="ci", ARTIFACT_DIR=str(a_file / "below"))
+    cfg = PARAMS.resolve(PRESET="ci", ARTIFACT_DIR=str(tmp_path / "new" / "cache"))
+    assert cfg["ARTIFACT_DIR"] == str(tmp_path / "new" / "cache")  # left as given (not part of the artifact key)
+    assert not (tmp_path / "new").exists()  # checking creates nothing
+
+
 def test_paper_checkpoint_schedule():
     s = config.checkpoint_schedule(20000, 100, 2000, 500)
     assert s[:3] == [0, 100, 200] and 2000 in s and 2100 not in s and s[-1] == 20000

@@ -9,9 +9,11 @@ name, :data:`ace_helpers.chapters.modadd_grokking.PARAMS` and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ace_helpers import params as P_
 from ace_helpers.models import ToyConfig
@@ -85,13 +87,84 @@ def holdout_classes(p: int, fraction: float) -> int:
     return max(1, int(round(fraction * p)))
 
 
+#: Most epochs a run may train: ten times the paper's 20 000.
+MAX_EPOCHS = 200_000
+
+#: Most models per run (each trains its own copy of both arms).  More workers than models never run.
+MAX_MODELS = 16
+
+#: Most checkpoints per arm: each is a full analysis (ACE, a rank scan over every rank, two
+#: shift-operator fits; about a second at p = 53) and a row of every stored array.  The paper's
+#: schedule has 57.
+MAX_CHECKPOINTS = 2000
+
+#: Bytes per (test pair × answer class) of one checkpoint's analysis: the float64 rank scan
+#: (:func:`ace_helpers.scans.rank_scan`, 32 ranks per batched op, about four (N, 32, p) arrays
+#: live at once) plus the forward pass on the test split.  Measured here: 0.60 GB at p = 101 and
+#: 1.8 GB at p = 151 (50 % split) against 0.59 GB and 1.97 GB estimated.
+ANALYSIS_BYTES_PER_PAIR_CLASS = 1200
+
+#: Bytes per pair (of all p²) of building the split: the int64 triples, their permutation and the
+#: train / test tensors (:func:`ace_helpers.tasks.modadd.modadd_dataset`).
+DATASET_BYTES_PER_PAIR = 96
+
+
+def split_sizes(p: int, train_fraction: float) -> tuple[int, int]:
+    """(train pairs, test pairs) of the split: int(train_fraction · p²) and the rest."""
+    n_train = int(train_fraction * p * p)
+    return n_train, p * p - n_train
+
+
+def memory_estimate(p: int, train_fraction: float, batch_size: int) -> dict[str, int]:
+    """Estimated peak memory (bytes) of one training process, by part, and their ``"total"``.
+
+    ``dataset`` (all p² pairs, :data:`DATASET_BYTES_PER_PAIR` each), ``analysis`` (one
+    checkpoint on the test split, :data:`ANALYSIS_BYTES_PER_PAIR_CLASS` per test pair and
+    class), ``batch`` (activations and gradients of one mini-batch of min(BATCH_SIZE, train
+    pairs) examples), ``model`` (weights + AdamW state).  ``total`` = dataset + model +
+    max(analysis, batch): the analysis runs between training steps.
+    """
+    model = model_config(p)
+    n_train, n_test = split_sizes(p, train_fraction)
+    n_params = 2 * p * model.d_model + model.n_layers * (4 * model.d_model**2 + 2 * model.d_model * model.d_ff)
+    parts = {
+        "dataset": DATASET_BYTES_PER_PAIR * p * p,
+        "analysis": ANALYSIS_BYTES_PER_PAIR_CLASS * n_test * p,
+        "batch": min(batch_size, max(n_train, 1)) * model.max_len * (4 * p + 8 * model.d_model + 4 * model.d_ff) * 4 * 3,
+        "model": n_params * 4 * 4,
+    }
+    parts["total"] = parts["dataset"] + parts["model"] + max(parts["analysis"], parts["batch"])
+    return parts
+
+
+def memory_limit() -> tuple[int, str]:
+    """(bytes, description) a run may use: half of this machine's physical memory (8 GiB if unknown)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not a POSIX system
+        return 8 * 2**30, "8 GiB (this machine's memory is unknown)"
+    return total // 2, f"half this machine's memory, {_gib(total // 2)}"
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB" if n < 2**40 else f"{n / 2**40:.3g} TiB"
+
+
 def check(cfg: dict[str, Any]) -> None:
-    """Check every knob of the run (raises ``ValueError`` naming the knob); values are left as given."""
+    """Check every knob of the run (raises ``ValueError`` naming the knob); values are left as given.
+
+    Each knob is checked on its own first, then the rules that tie knobs together: the run must
+    fit in memory (:func:`memory_estimate` against :func:`memory_limit`, P / TRAIN_FRACTION /
+    BATCH_SIZE / WORKERS named), the split must leave at least p train pairs and every answer
+    class in the test split (the shift operator is fitted on the test split's class means), the
+    schedule must have at most :data:`MAX_CHECKPOINTS` checkpoints, and every CLOCK_EPOCHS entry
+    must be one of them.
+    """
     P_.check_prime("P", cfg["P"], low=5)
     P_.check_range("TRAIN_FRACTION", cfg["TRAIN_FRACTION"], low=0.0, high=1.0, low_open=True, high_open=True)
-    P_.check_int("DATA_SEED", cfg["DATA_SEED"], low=0)
-    epochs = P_.check_int("EPOCHS", cfg["EPOCHS"], low=1)
-    P_.check_int("N_MODELS", cfg["N_MODELS"], low=1, high=16)
+    P_.check_int("DATA_SEED", cfg["DATA_SEED"], low=0, high=2**32 - 1)  # numpy RandomState's range
+    epochs = P_.check_int("EPOCHS", cfg["EPOCHS"], low=1, high=MAX_EPOCHS)
+    n_models = P_.check_int("N_MODELS", cfg["N_MODELS"], low=1, high=MAX_MODELS)
     P_.check_range("WEIGHT_DECAY", cfg["WEIGHT_DECAY"], low=0.0)
     P_.check_int("FORK_EPOCH", cfg["FORK_EPOCH"], low=1, high=max(epochs - 1, 1))
     if cfg["FORK_EPOCH"] >= epochs:
@@ -101,7 +174,7 @@ def check(cfg: dict[str, Any]) -> None:
     P_.check_int("CHECKPOINT_EVERY", cfg["CHECKPOINT_EVERY"], low=1)
     P_.check_int("CHECKPOINT_SWITCH", cfg["CHECKPOINT_SWITCH"], low=0)
     P_.check_int("CHECKPOINT_EVERY_LATE", cfg["CHECKPOINT_EVERY_LATE"], low=1)
-    P_.check_int("SEED", cfg["SEED"], low=0)
+    P_.check_int("SEED", cfg["SEED"], low=0, high=2**32 - 1)
     P_.check_range("LR", cfg["LR"], low=0.0, low_open=True)
     P_.check_int("BATCH_SIZE", cfg["BATCH_SIZE"], low=1)
     P_.check_range("ENERGY", cfg["ENERGY"], low=0.0, high=1.0, low_open=True)
@@ -111,9 +184,72 @@ def check(cfg: dict[str, Any]) -> None:
         raise ValueError(f"HOLDOUT_FRACTION={cfg['HOLDOUT_FRACTION']!r} holds out too many classes for P={cfg['P']}")
     if cfg["CLOCK_EPOCHS"] is not None:
         P_.check_list("CLOCK_EPOCHS", cfg["CLOCK_EPOCHS"], lambda n, v: P_.check_int(n, v, low=0, high=epochs))
-    P_.check_int("WORKERS", cfg["WORKERS"], low=1, high=64)
-    if cfg["ARTIFACT_DIR"] is not None and not isinstance(cfg["ARTIFACT_DIR"], (str, Path)):
-        raise ValueError(f"ARTIFACT_DIR={cfg['ARTIFACT_DIR']!r} is not allowed: ARTIFACT_DIR must be a path or None")
+    workers = P_.check_int("WORKERS", cfg["WORKERS"], low=1, high=MAX_MODELS)
+    if cfg["ARTIFACT_DIR"] is not None:
+        P_.check_output_dir("ARTIFACT_DIR", cfg["ARTIFACT_DIR"], "modadd_grokking_cache")
+    _check_size(cfg["P"], cfg["TRAIN_FRACTION"], cfg["BATCH_SIZE"], min(workers, n_models))
+    _check_split(cfg["P"], cfg["TRAIN_FRACTION"], cfg["DATA_SEED"])
+    _check_schedule(cfg)
+
+
+def _check_size(p: int, train_fraction: float, batch_size: int, processes: int) -> None:
+    """Refuse a run whose estimated memory (:func:`memory_estimate`, per process) exceeds :func:`memory_limit`."""
+    est = memory_estimate(p, train_fraction, batch_size)
+    need = est["total"] * processes
+    limit, why = memory_limit()
+    if need > limit:
+        biggest = max(("dataset", "analysis", "batch"), key=lambda k: est[k])
+        knobs = {"dataset": "P", "analysis": "P / TRAIN_FRACTION", "batch": "BATCH_SIZE / P"}[biggest]
+        per = f" per process × {processes} processes (WORKERS)" if processes > 1 else ""
+        raise ValueError(
+            f"P={p}, TRAIN_FRACTION={train_fraction}, BATCH_SIZE={batch_size} would need ~{_gib(need)}{per} "
+            f"(mostly the {biggest}: ~{_gib(est[biggest])}, set by {knobs}); the limit is {why}. "
+            "Use a smaller P (the paper: 53)" + (", or fewer WORKERS" if processes > 1 else "")
+        )
+
+
+def _check_split(p: int, train_fraction: float, data_seed: int) -> None:
+    """The split must leave at least p train pairs and every answer class 0..p-1 in the test split."""
+    n_train, n_test = split_sizes(p, train_fraction)
+    if n_train < p:
+        raise ValueError(
+            f"TRAIN_FRACTION={train_fraction!r} is not allowed: it leaves {n_train} train pairs for P={p}; "
+            f"the train split must hold at least P = {p} of the {p * p} pairs (TRAIN_FRACTION ≥ 1/P = {1 / p:.4f})"
+        )
+    from ace_helpers.tasks.modadd import all_pairs
+
+    answers = all_pairs(p)[np.random.RandomState(data_seed).permutation(p * p)[n_train:], 2]
+    missing = np.setdiff1d(np.arange(p), answers)
+    if missing.size:
+        raise ValueError(
+            f"TRAIN_FRACTION={train_fraction!r} is not allowed: with P={p} and DATA_SEED={data_seed} its {n_test} "
+            f"test pairs miss answer classes {missing[:10].tolist()}{' ...' if missing.size > 10 else ''}; every class "
+            "must occur in the test split (the shift operator is fitted on its class means): use a smaller TRAIN_FRACTION"
+        )
+
+
+def _check_schedule(cfg: Mapping[str, Any]) -> None:
+    """At most :data:`MAX_CHECKPOINTS` checkpoints; every CLOCK_EPOCHS entry a checkpoint epoch."""
+    epochs, every, switch, late = (cfg[k] for k in ("EPOCHS", "CHECKPOINT_EVERY", "CHECKPOINT_SWITCH", "CHECKPOINT_EVERY_LATE"))
+    count = 2 + min(switch, epochs) // every + max(epochs - switch, 0) // late  # upper bound of the schedule's length
+    if count > MAX_CHECKPOINTS:
+        count = len(schedule_of(cfg))
+    if count > MAX_CHECKPOINTS:
+        raise ValueError(
+            f"CHECKPOINT_EVERY={every}, CHECKPOINT_SWITCH={switch}, CHECKPOINT_EVERY_LATE={late} give {count} checkpoints "
+            f"over EPOCHS={epochs}; the limit is {MAX_CHECKPOINTS} (each checkpoint is a full analysis; the paper's schedule "
+            "has 57): use larger CHECKPOINT_EVERY / CHECKPOINT_EVERY_LATE"
+        )
+    if cfg["CLOCK_EPOCHS"] is not None:
+        marks = set(schedule_of(cfg))
+        for i, e in enumerate(cfg["CLOCK_EPOCHS"]):
+            if int(e) not in marks:
+                near = sorted(marks, key=lambda m: (abs(m - int(e)), m))[:2]
+                raise ValueError(
+                    f"CLOCK_EPOCHS[{i}]={e!r} is not allowed: CLOCK_EPOCHS must be checkpoint epochs (the clocks are "
+                    f"drawn from the stored analyses); nearest checkpoints: {sorted(near)} (schedule: every "
+                    f"CHECKPOINT_EVERY={every} up to CHECKPOINT_SWITCH={switch}, then every CHECKPOINT_EVERY_LATE={late}, and EPOCHS)"
+                )
 
 
 #: The run's knobs on their own (the command line and the stored long run resolve against it);
