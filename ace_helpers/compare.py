@@ -16,18 +16,36 @@ from ace_helpers.core import _as_float64
 Array = Any
 
 
+#: Largest allowed ``max |QᵀQ − I|`` of a basis passed to :func:`projector_overlap` /
+#: :func:`principal_angles` (float32 bases reach ~1e-6; a zero or repeated column gives ~1).
+ORTHONORMAL_TOL = 1e-4
+
+
 def _orthonormal(name: str, q: Array) -> np.ndarray:
+    """``q`` as float64 after checking it has orthonormal columns (then re-orthonormalised by QR)."""
     a = _as_float64(name, q)
     if a.ndim != 2 or a.shape[1] > a.shape[0] or a.shape[1] == 0:
         raise ValueError(f"{name} must be a (D, r) basis with 1 <= r <= D; got shape {a.shape}")
-    qq, _ = np.linalg.qr(a)
+    err = float(np.max(np.abs(a.T @ a - np.eye(a.shape[1]))))
+    if err > ORTHONORMAL_TOL:
+        raise ValueError(
+            f"{name} does not have orthonormal columns: max |{name}ᵀ{name} − I| = {err:.3g} > {ORTHONORMAL_TOL:g} "
+            f"(a zero, repeated or unnormalised column); orthonormalise it first, e.g. np.linalg.qr({name})[0]"
+        )
+    qq, _ = np.linalg.qr(a)  # removes the residual rounding error (within the tolerance above)
     return qq
 
 
 def projector_overlap(qa: Array, qb: Array) -> float:
     """‖Qaᵀ Qb‖²_F / √(ra·rb) for bases Qa (D, ra), Qb (D, rb): 1 = same subspace, 0 = orthogonal.
 
-    Random r-dimensional subspaces of R^D give about r/D.  Bases are orthonormalised first.
+    Random r-dimensional subspaces of R^D give about r/D.  The value lies in [0, 1] and is 1
+    exactly when the two spans are equal (ra = rb and span(Qa) = span(Qb)).
+
+    Raises:
+        ValueError: a basis without orthonormal columns (``max |QᵀQ − I| >``
+            :data:`ORTHONORMAL_TOL`: a zero, repeated or unnormalised column), or bases of
+            different ambient dimensions D.
     """
     a, b = _orthonormal("Qa", qa), _orthonormal("Qb", qb)
     if a.shape[0] != b.shape[0]:
@@ -36,7 +54,10 @@ def projector_overlap(qa: Array, qb: Array) -> float:
 
 
 def principal_angles(qa: Array, qb: Array) -> np.ndarray:
-    """Principal angles in degrees, ascending, between span(Qa) and span(Qb): (min(ra, rb),)."""
+    """Principal angles in degrees, ascending, between span(Qa) and span(Qb): (min(ra, rb),).
+
+    Both bases must have orthonormal columns (``ValueError`` otherwise, as in :func:`projector_overlap`).
+    """
     a, b = _orthonormal("Qa", qa), _orthonormal("Qb", qb)
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"bases live in different spaces: D={a.shape[0]} vs D={b.shape[0]}")
@@ -75,11 +96,18 @@ def aligned_correlations(za: Array, zb: Array) -> tuple[float, float]:
     """(Spearman, Pearson) of two per-input scalar coordinates (N,), after sign alignment.
 
     A 1-D core's sign is arbitrary, so ``zb`` is negated first when their Pearson r is negative.
+
+    Raises:
+        ValueError: vectors of different lengths or fewer than 3 values, non-finite values, or
+            a constant vector (its correlation is undefined).
     """
     a = _as_float64("za", za).reshape(-1)
     b = _as_float64("zb", zb).reshape(-1)
     if a.shape != b.shape or a.size < 3:
         raise ValueError(f"za and zb must be equal-length vectors of >= 3 values; got {a.size} and {b.size}")
+    for name, v in (("za", a), ("zb", b)):  # (finite: checked by _as_float64)
+        if np.ptp(v) == 0:
+            raise ValueError(f"{name} is constant ({v[0]!r} for all {v.size} inputs): its correlation is undefined")
     pearson = float(np.corrcoef(a, b)[0, 1])
     if pearson < 0:
         b, pearson = -b, -pearson

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy.stats import special_ortho_group
 
 from ace_helpers import (
@@ -41,6 +43,52 @@ def test_principal_angles():
     np.testing.assert_allclose(principal_angles(e[:, :2], tilted), [0.0, np.degrees(0.3)], atol=1e-6)
 
 
+def test_overlap_refuses_bases_without_orthonormal_columns():
+    """Regression: a zero basis against [e1, e2] gave 1.0 and [e1, e1] against [e2, e3] gave 0.5."""
+    e = np.eye(4)
+    with pytest.raises(ValueError, match="Qa does not have orthonormal columns"):
+        projector_overlap(np.zeros((4, 2)), e[:, :2])
+    with pytest.raises(ValueError, match="Qa does not have orthonormal columns"):
+        projector_overlap(np.stack([e[:, 0], e[:, 0]], axis=1), e[:, 1:3])
+    with pytest.raises(ValueError, match="Qb does not have orthonormal columns"):
+        projector_overlap(e[:, :2], 2 * e[:, :2])  # unnormalised
+    with pytest.raises(ValueError, match="orthonormal"):
+        principal_angles(e[:, :2], np.stack([e[:, 0], e[:, 0] + 1e-3 * e[:, 1]], axis=1))
+    assert projector_overlap(e[:, :2], e[:, :2].astype(np.float32)) == pytest.approx(1.0)
+
+
+@st.composite
+def _basis_pairs(draw):
+    d = draw(st.integers(2, 8))
+    ra, rb = draw(st.integers(1, d)), draw(st.integers(1, d))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    a = _basis(d, ra, seed)
+    same = draw(st.booleans())
+    if same:  # the same span, another basis of it
+        rb = ra
+        b = a @ np.linalg.qr(rng.standard_normal((ra, ra)))[0]
+    else:
+        b = np.linalg.qr(rng.standard_normal((d, rb)))[0]
+    return a, b, same
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(pair=_basis_pairs())
+def test_overlap_lies_in_unit_interval_and_is_one_only_for_equal_spans(pair):
+    a, b, same = pair
+    ov = projector_overlap(a, b)
+    assert -1e-12 <= ov <= 1 + 1e-12
+    assert ov == pytest.approx(projector_overlap(b, a), abs=1e-12)  # symmetric
+    # equal spans <=> equal ranks and the projectors agree
+    equal_spans = a.shape[1] == b.shape[1] and np.allclose(a @ a.T, b @ b.T, atol=1e-8)
+    assert equal_spans or not same
+    if equal_spans:
+        assert ov == pytest.approx(1.0, abs=1e-9)
+    else:
+        assert ov < 1 - 1e-9
+
+
 def test_cca_identities():
     rng = np.random.default_rng(0)
     z = rng.standard_normal((5000, 3))
@@ -62,6 +110,17 @@ def test_aligned_correlations_fix_sign():
     assert s > 0.99 and p > 0.99
     s0, _ = aligned_correlations(x, rng.standard_normal(300))
     assert abs(s0) < 0.2
+
+
+def test_aligned_correlations_refuse_a_constant_vector():
+    """Regression: a constant coordinate returned (nan, nan)."""
+    x = np.arange(10.0)
+    with pytest.raises(ValueError, match="zb is constant"):
+        aligned_correlations(x, np.full(10, 2.5))
+    with pytest.raises(ValueError, match="za is constant"):
+        aligned_correlations(np.zeros(10), x)
+    with pytest.raises(ValueError, match="zb contains NaN"):
+        aligned_correlations(x, np.r_[x[:-1], np.nan])
 
 
 def test_weight_cosine():
