@@ -21,8 +21,16 @@
 # A method that ranks directions by variance (PCA) finds the active-only block; one that ranks
 # them by output sensitivity (the Jacobian alone) finds the relevant-only block. ACE weighs both
 # at once (the balanced weights are the eigenvalues of Cov·Obs) and should return exactly the core.
+# This chapter is ours (the paper starts with trained transformers); it checks the method itself.
+#
+# ```{admonition} Run this chapter
+# :class: tip
+# From `notebooks/`: `papermill 00_ace_planted_system.ipynb out.ipynb -p PRESET ci -p N_SAMPLES 2000 -p DIM 32 -p R_CORE 3`
+# (any knob of the parameters cell can be set with `-p NAME VALUE`; a bad value stops the run in its
+# second cell with a `ValueError` naming the knob).
+# ```
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 PRESET = None  # "ci" | "book" | "paper"; None: $ACE_PRESET, else "book"
 N_SAMPLES = None  # number of activation rows
 DIM = None  # activation dimension D
@@ -33,7 +41,7 @@ ENERGY = None  # cumulative-energy threshold of the ACE rank rule
 SEED = None  # seed of the planted system
 OUTPUT_DIR = None  # where results.json goes; None: outputs/00_ace_planted_system
 
-# %%
+# %% tags=["hide-input"]
 from IPython.display import Markdown, display
 
 from ace_helpers import artifacts, params
@@ -62,6 +70,10 @@ print("cumulative energy:       ", [f"{e:.4f}" for e in res["energy_fraction"]])
 fig = plots.planted_summary(res["overlap"], res["acc_keep"], res["acc_remove"], res["chance_acc"])
 
 # %% [markdown]
+# *Figure (ours). A: overlap of each method's subspace with each planted block — look for the one
+# cell near 1 in each row (ACE: core; PCA: active only; Jacobian: relevant only). B: readout accuracy
+# with each subspace kept alone or removed — only ACE both keeps the accuracy and drops it to chance.*
+#
 # ACE's subspace coincides with the planted core (overlap ≈ 1) and with nothing else; PCA's is the
 # active-only block and the Jacobian's the relevant-only block. Only the ACE core is both
 # **sufficient** (keeping it alone keeps the readout's answers) and **necessary** (removing it

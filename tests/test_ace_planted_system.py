@@ -25,3 +25,15 @@ def test_ace_finds_the_planted_core_and_claims_hold() -> None:
     broken = dict(res, ace_rank=4, acc_remove={**res["acc_remove"], "ace": 0.9})
     bad = chapter.build_claims(broken, cfg)
     assert sum(not r.passed for r in bad.rows) == 2
+
+
+@pytest.mark.parametrize(
+    ("knobs", "named"),
+    [({"N_SAMPLES": 10**9}, "N_SAMPLES"), ({"DIM": 10**6}, "DIM"), ({"N_SAMPLES": 10**9, "DIM": 10**6}, "N_SAMPLES")],
+)
+def test_sizes_that_cannot_fit_are_refused_before_compute(knobs, named) -> None:
+    """Regression: DIM = 10**6 or N_SAMPLES = 10**9 passed the check (and failed in the middle of the run)."""
+    with pytest.raises(ValueError, match=r"would need ~\S+ [KMGT]iB .*the limit is 8 GiB") as err:
+        chapter.PARAMS.resolve(PRESET="ci", **knobs)
+    assert named in str(err.value) and f"lower {named}" in str(err.value)
+    assert chapter.memory_estimate(8000, 32) < chapter.MEMORY_LIMIT  # the book preset fits

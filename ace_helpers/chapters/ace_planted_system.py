@@ -39,11 +39,41 @@ N_CLASSES = 4
 METHODS = ("ace", "pca", "jacobian")
 BLOCKS = ("core", "active_only", "relevant_only")
 
+#: Memory a run may need, at most (ours: a quarter of the 32 GiB of a typical laptop or CI runner).
+MEMORY_LIMIT = 8 * 2**30
+#: (N, D) float64 arrays alive at once: sources, their QR, the activations H, their centred copy,
+#: the float32 tensor and one keep/remove output (counted as float64 to round up).
+ACTIVATION_COPIES = 6
+#: (D, D) float64 arrays: the rotation, Cov, Obs, their product and eigendecomposition.
+GRAMIAN_COPIES = 8
+
+
+def memory_estimate(n_samples: int, dim: int) -> int:
+    """Bytes a run needs, roughly: ``N·D·8·6`` for the activations + ``D²·8·8`` for the Gramians."""
+    return n_samples * dim * 8 * ACTIVATION_COPIES + dim * dim * 8 * GRAMIAN_COPIES
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes / 2**10:.3g} KiB"
+
 
 def check(cfg: dict[str, Any]) -> None:
-    """Validate every knob (``ValueError`` naming it)."""
+    """Validate every knob (``ValueError`` naming it), including the run's memory estimate
+    (:func:`memory_estimate` must stay under :data:`MEMORY_LIMIT`)."""
     cfg["N_SAMPLES"] = params.check_int("N_SAMPLES", cfg["N_SAMPLES"], low=100)
     cfg["DIM"] = params.check_int("DIM", cfg["DIM"], low=12)
+    need = memory_estimate(cfg["N_SAMPLES"], cfg["DIM"])
+    if need > MEMORY_LIMIT:
+        acts = cfg["N_SAMPLES"] * cfg["DIM"] * 8 * ACTIVATION_COPIES
+        names = "N_SAMPLES" if acts >= need - acts else "DIM"
+        raise ValueError(
+            f"N_SAMPLES={cfg['N_SAMPLES']}, DIM={cfg['DIM']} would need ~{_size(need)} "
+            f"({_size(acts)} for {ACTIVATION_COPIES} copies of the N_SAMPLES × DIM float64 activations, "
+            f"{_size(need - acts)} for the DIM × DIM Gramians); the limit is {_size(MEMORY_LIMIT)}: lower {names}"
+        )
     cfg["R_CORE"] = params.check_int("R_CORE", cfg["R_CORE"], low=1, high=cfg["DIM"] // 3)
     params.check_range("ACTIVE_STD", cfg["ACTIVE_STD"], low=1.0)
     params.check_range("RELEVANT_WEIGHT", cfg["RELEVANT_WEIGHT"], low=1.0)

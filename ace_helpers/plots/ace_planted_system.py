@@ -19,15 +19,15 @@ def planted_summary(overlap: dict, acc_keep: dict, acc_remove: dict, chance: flo
     grid = np.array([[overlap[m][b] for b in blocks] for m in methods])
     sns.heatmap(grid, annot=True, fmt=".2f", vmin=0, vmax=1, cmap="mako", ax=ax1,
                 xticklabels=[b.replace("_", " ") for b in blocks], yticklabels=[m.upper() for m in methods], cbar=False)
-    ax1.set_title("Projector overlap with the planted blocks")
+    ax1.set_title("A (ours)  Projector overlap with the planted blocks", fontsize=10)
     x = np.arange(len(methods))
     ax2.bar(x - 0.2, [acc_keep[m] for m in methods], 0.4, label="keep only", color=PALETTE["keep"])
     ax2.bar(x + 0.2, [acc_remove[m] for m in methods], 0.4, label="remove", color=PALETTE["remove"])
     ax2.axhline(chance, ls="--", color=PALETTE["chance"], label="chance")
     ax2.set_xticks(x, [m.upper() for m in methods])
     ax2.set_ylim(0, 1.05)
-    ax2.set_ylabel("readout accuracy")
-    ax2.set_title("Necessity and sufficiency")
+    ax2.set_ylabel("readout accuracy (fraction correct)")
+    ax2.set_title("B (ours)  Necessity and sufficiency", fontsize=10)
     ax2.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     return fig
