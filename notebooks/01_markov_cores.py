@@ -11,7 +11,7 @@
 # %% [markdown]
 # # Chapter 1: Markov-chain transformers converge to the same 3-D core
 #
-# The paper's first experiment (spec §2) trains small transformers to predict the next state of a
+# The paper's first experiment (its Markov-chain figure, panels A–E) trains small transformers to predict the next state of a
 # 4-state Markov chain. Each model has one post-LN encoder layer with d_model = 64. ACE then finds,
 # in every seed, a **3-dimensional core** inside the 64-dimensional residual stream. The core is
 # sufficient (keeping only it keeps the accuracy) and necessary (removing it drops accuracy to
@@ -27,8 +27,16 @@
 #   uses the raw logits.
 # * `ABLATION="mean"` keeps or removes the core about the activation mean. The paper's `"zero"`
 #   projects the raw activation.
+#
+# ```{admonition} Run this chapter
+# :class: tip
+# From `notebooks/`: `papermill 01_markov_cores.ipynb out.ipynb -p PRESET ci -p N_SEEDS 2 -p EPOCHS 8 -p TAIL centered -p ABLATION mean`
+# Your own chain: add `-y "T: [[0.9, 0.1], [0.2, 0.8]]"` (2 to
+# 64 states, rows summing to 1); a bad value stops the run in its second cell with a `ValueError`
+# naming the knob.
+# ```
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 PRESET = None  # "ci" | "book" | "paper"; None: $ACE_PRESET, else "book" (the paper settings)
 T = None  # transition matrix as a list of rows (row: current state); None: the 4-state paper chain
 N_SEEDS = None  # number of models; model m uses seed SEED + 100·m (paper: 3)
@@ -50,7 +58,7 @@ EXTRA_SEEDS = None  # models trained per extra chain
 EXTRA_EPOCHS = None  # training epochs for the extra chains
 OUTPUT_DIR = None  # where results.json goes; None: outputs/01_markov_cores
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -110,8 +118,8 @@ print("full-model test accuracy per seed:", np.round(results["base_acc"], 4).tol
 # %% [markdown]
 # ## A. Different weights
 #
-# The paper describes the seeds as having "different weights". The rerun of the official code
-# found cosine similarities of 0.03–0.05 between the flattened parameter vectors.
+# The paper describes the seeds as having "different weights". Our reruns of the official code
+# release on this CPU found cosine similarities of 0.03–0.05 between the flattened parameter vectors.
 
 # %%
 n_seeds = len(results["seeds"])
@@ -121,6 +129,9 @@ plt.show()
 print("weight cosine per pair:", np.round(results["weight_cosine"], 4).tolist())
 
 # %% [markdown]
+# *Panel A (paper): cosine similarity of the seeds' flattened parameter vectors — look at the
+# off-diagonal cells: near 0, far from the diagonal's 1.*
+#
 # The seeds end up with nearly orthogonal weight vectors. Training did not carry them to one
 # shared solution.
 #
@@ -143,6 +154,9 @@ print("core removed:", np.round(results["remove_acc"], 4).tolist(), "| paper var
 print(f"chance {results['chance_acc']:.4f}, Bayes {results['bayes_acc']:.4f}")
 
 # %% [markdown]
+# *Panel B (paper): next-state accuracy of the full model, the core alone and the model without its
+# core (dots: seeds) — look at "Core only" matching "Full model" and "Core removed" at "Chance".*
+#
 # A few dimensions carry everything the model needs. With them alone the model predicts as well
 # as with all 64. Without them it falls to the level of always guessing one state.
 #
@@ -156,10 +170,11 @@ print(f"chance {results['chance_acc']:.4f}, Bayes {results['bayes_acc']:.4f}")
 #
 # The raw-logit Jacobian W_U also sees the **softmax-invariant direction**, the one that moves
 # every logit by the same amount. It carries no information, but it does carry balanced energy.
-# On the paper's chain that energy sits right at the 0.999 cut. The spec's rerun of the official
-# code found a share of 0.00088 for model 0, just below 1 − 0.999 = 0.001, so the rank was 3. With
-# five seeds, two landed just above the cut and got rank 4 (spec, Appendix B). The centered tail J = (I − 11ᵀ/K) W_U has this direction in its null space.
-# With it, the rank rule sees only the n − 1 chain modes.
+# On the paper's chain that energy sits right at the 0.999 cut. Our reruns of the official code
+# release (`joshseth/cores`, `markov.py`) on this CPU, five seeds: model 0 has a share of 0.00088,
+# just below 1 − 0.999 = 0.001, so its rank is 3; two of the five seeds land just above the cut and
+# get rank 4. The centered tail J = (I − 11ᵀ/K) W_U has this direction in its null space. With it,
+# the rank rule sees only the n − 1 chain modes.
 
 # %%
 n = results["n_states"]
@@ -174,6 +189,10 @@ plots.plot_energy_cut({"logits": results["energy_shares_logits"], "centered": re
 plt.show()
 
 # %% [markdown]
+# *Figure (ours): energy left after the first k balanced directions, per seed and tail, on a log
+# scale — look at where each curve crosses the dashed cut: the centered tail at k = n − 1, the raw
+# logits near it.*
+#
 # The n-th balanced direction of the raw-logit core maps to a logit change almost parallel to
 # the all-ones vector, so it only shifts every logit by the same amount. Its energy share is of
 # the same order as 1 − 0.999, so whether it enters the core is luck of the seed. With the
@@ -182,7 +201,7 @@ plt.show()
 # ## C. Cores lie in different subspaces
 #
 # Paper: the pairwise projector overlap is 0.02–0.04. Random 3-dimensional subspaces of R⁶⁴ give
-# r/D ≈ 0.047. The rerun measured principal angles of 76–89°.
+# r/D ≈ 0.047. Our reruns of the official code release on this CPU measured principal angles of 76–89°.
 
 # %%
 plots.plot_projector_overlap(plots.pair_matrix(results["projector_overlap"], n_seeds, pairs),
@@ -192,14 +211,18 @@ for (i, j), ov, ang in zip(pairs, results["projector_overlap"], results["princip
     print(f"seeds {i + 1}–{j + 1}: overlap {ov:.4f}, principal angles {np.round(ang, 1).tolist()}°")
 
 # %% [markdown]
+# *Panel C (paper): projector overlap between the seeds' cores — look at the off-diagonal cells
+# against the random level r/D in the title.*
+#
 # The overlap is at the level of random subspaces and all principal angles are large. Geometrically
 # the cores are unrelated.
 #
 # ## D. Core coordinates are the same up to a linear map
 #
 # Paper: the canonical correlations between two seeds' core coordinates, on the same 93,000
-# inputs, are 0.999, 0.999 and 0.93. We score the top n − 1 correlations, as Appendix B of the
-# spec advises. The paper keeps the top 3.
+# inputs, are 0.999, 0.999 and 0.93. The paper keeps the top 3. We score the top n − 1 (our
+# choice): a chain with n states has n − 1 core directions, so for any other chain a fixed 3 would
+# compare too many or too few.
 
 # %%
 cca_mean = [float(np.mean(c)) for c in results["cca"]]
@@ -209,6 +232,9 @@ for (i, j), c in zip(pairs, results["cca"]):
     print(f"seeds {i + 1}–{j + 1}: CCA {np.round(c, 4).tolist()}")
 
 # %% [markdown]
+# *Panel D (paper): mean of the top n − 1 canonical correlations between the seeds' core
+# coordinates (each pair's values under the plot) — look at the off-diagonal cells near 1.*
+#
 # Two directions match almost perfectly. These are the two big ones, carrying the rotation pair
 # 0.75 ± 0.25i. The third, the weak λ = 0.5 mode, matches less well but is still strongly
 # correlated. The seeds compute the same thing in different coordinates.
@@ -230,6 +256,9 @@ for s in range(n_seeds):
           f"R² {results['r2'][s]:.4f}, R²/R²_oracle {ratio_oracle[s]:.3f}, R²/r2_state {ratio_state[s]:.3f}")
 
 # %% [markdown]
+# *Panel E (paper): the chain's non-unit eigenvalues (circles) and each seed's fitted core-operator
+# eigenvalues (crosses) in the complex plane — look at the crosses sitting inside the circles.*
+#
 # The fitted operator reproduces the chain's non-trivial spectrum: the rotation pair and the real
 # mode. It also reaches the R² that the current state allows, so the core coordinates evolve as
 # the chain does.
@@ -281,12 +310,15 @@ if results["extra_n_states"]:
     last = len(results["extra_n_states"]) - 1
     ratio_last = [a / results["extra_r2_oracle"][last] for a in results["extra_r2"][last]]
     plots.plot_spectrum(results["extra_true_eigs"][last], results["extra_core_eigs"][last], ratio_last,
-                         title=f"Your chain: n = {results['extra_n_states'][last]} states")
+                         title=f"Your chain (ours): n = {results['extra_n_states'][last]} states")
     plt.show()
 else:
     print("no extra chains at this preset (EXTRA_CHAINS is empty)")
 
 # %% [markdown]
+# *Figure (ours, as panel E): the last extra chain's eigenvalues (circles) and its core operator's
+# (crosses) — look at the complex pairs being recovered too.*
+#
 # On these chains too the centered-tail core has n − 1 dimensions and carries the chain's spectrum.
 # The raw-logit tail (column "rank (logits)") often gives n: the softmax-invariant direction again.
 # On the 3-state chain, the zero ablation loses accuracy with either tail: the core alone, projected

@@ -249,16 +249,57 @@ def test_is_paper_chain_is_safe_for_any_shape():
     assert not is_paper_chain(np.roll(np.array(PAPER_CHAIN), 1, axis=1))
 
 
-def test_a_five_state_main_chain_builds_its_claims():
-    """Regression: the paper-chain rule once compared a (5, 5) T with the (4, 4) paper chain and crashed."""
+def _ring(n: int, stay: float = 0.7) -> list[list[float]]:
+    T = np.zeros((n, n))
+    for i in range(n):
+        T[i, i], T[i, (i + 1) % n] = stay, 1 - stay
+    return T.tolist()
+
+
+@pytest.mark.parametrize("tail", ["centered", "logits"])
+@pytest.mark.parametrize("T", [markov.CHAIN_3_NONCIRCULANT, markov.CHAIN_5_COMPLEX, _ring(6)], ids=["n3", "n5", "n6"])
+def test_main_chains_of_other_sizes_build_their_claims(T, tail):
+    """Regression: the paper-chain rule once compared a (5, 5) T with the (4, 4) paper chain and crashed.
+
+    Any size, either tail: the run and its claims complete (tiny, under-trained models: only the
+    claims' structure is checked, not whether they hold)."""
     torch.set_num_threads(1)
-    cfg = markov.PARAMS.resolve(PRESET="ci", T=markov.CHAIN_5_COMPLEX, N_SEEDS=2, EPOCHS=2, D_MODEL=16, N_TRAIN=64,
+    cfg = markov.PARAMS.resolve(PRESET="ci", T=T, TAIL=tail, N_SEEDS=2, EPOCHS=2, D_MODEL=16, N_TRAIN=64,
                                 N_TEST=16, SEQ_LEN=9, BATCH_SIZE=32, EXTRA_CHAINS=[])
+    n = len(T)
     results, _, _ = markov.run_chapter(cfg)
-    assert results["n_states"] == 5 and results["extra_n_states"] == []
+    assert results["n_states"] == n and results["extra_n_states"] == []
     claims = markov.build_claims(results, cfg)
     texts = [r.claim for r in claims.rows]
-    assert texts[0].startswith("core rank = n − 1 = 4")
+    assert texts[0].startswith(f"core rank = n − 1 = {n - 1}") and f"({tail} tail)" in texts[0]
     assert not any("paper chain" in t for t in texts)  # the paper-variant claim applies to the paper chain only
-    assert any(t.startswith("CCA: third") for t in texts)  # n − 1 = 4 ≥ 3
-    assert len(claims.rows) == 11
+    assert any(t.startswith("CCA: third") for t in texts) == (n - 1 >= 3)
+    assert len(claims.rows) == (11 if n - 1 >= 3 else 10)
+
+
+@pytest.mark.parametrize(
+    ("knobs", "message"),
+    [
+        ({"T": [[0.5, 0.6], [0.5, 0.4]]}, r"row 0 of T sums to 1\.1"),
+        ({"T": [[1.2, -0.2], [0.5, 0.5]]}, r"T\[0\]\[1\]=-0\.2 is negative"),
+        ({"T": [[0.5, 0.5]]}, r"T has shape \(1, 2\).*square"),
+        ({"T": _ring(65)}, r"T has 65 states: the chapter takes chains of 2\.\.64 states"),
+        ({"EXTRA_CHAINS": [markov.CHAIN_3_NONCIRCULANT, _ring(70)]}, r"EXTRA_CHAINS\[1\] has 70 states"),
+        ({"T": _ring(6), "D_MODEL": 4}, r"T has 6 states but D_MODEL=4"),
+        ({"EXTRA_CHAINS": [markov.CHAIN_5_COMPLEX], "D_MODEL": 4}, r"EXTRA_CHAINS\[0\] has 5 states but D_MODEL=4"),
+        ({"D_MODEL": 8192}, r"D_MODEL=8192 is not allowed"),
+        ({"N_TRAIN": 10**9}, r"would need ~\S+ GiB .*the limit is 8 GiB: lower N_TRAIN, N_TEST, SEQ_LEN"),
+        ({"N_TEST": 10**7}, r"would need ~\S+ GiB .*the limit is 8 GiB: lower N_TEST, SEQ_LEN, D_MODEL"),
+        ({"D_MODEL": 4092, "N_SEEDS": 16, "N_TEST": 2}, r"the limit is 8 GiB: lower D_MODEL, N_SEEDS, EXTRA_SEEDS"),
+    ],
+)
+def test_bad_chains_and_sizes_are_refused_before_compute(knobs, message):
+    """Regression: a 6-state T with D_MODEL = 4 crashed after training (IndexError); huge sizes were accepted."""
+    with pytest.raises(ValueError, match=message):
+        markov.PARAMS.resolve(PRESET="ci", **knobs)
+
+
+def test_the_presets_fit_the_memory_limit():
+    for preset in ("ci", "book", "paper"):
+        cfg = markov.PARAMS.resolve(PRESET=preset)
+        assert sum(markov.memory_estimate(dict(cfg)).values()) < markov.MEMORY_LIMIT / 20

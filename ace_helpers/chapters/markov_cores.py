@@ -1,24 +1,17 @@
 """Chapter 1 (notebooks/01_markov_cores): Markov-chain transformers converge to the same (n−1)-D core.
 
 The chapter's knobs (:data:`PARAMS`), its pipeline and its claims.  Steps (the paper's first
-experiment): sample train/test sequences from a chain ``T``; train ``N_SEEDS`` one-layer
-toy transformers (:func:`train_models`, all seeds as one vectorised ensemble by default,
-:func:`ace_helpers.ensemble.train_seeds`);
-capture the layer output at every position through ``nnsight.NNsight`` (93,000 × 64 rows at
-the paper's settings); run ACE with the tail's Jacobian; ablate the core through
-:mod:`ace_helpers.interventions`; fit a linear operator to the core coordinates over
-sequence steps; compare the seeds' cores.
+experiment): sample sequences from a chain ``T``; train ``N_SEEDS`` one-layer toy transformers
+as one vectorised ensemble (:func:`ace_helpers.ensemble.train_seeds`); capture the layer output
+at every position through ``nnsight.NNsight``; run ACE with the tail's Jacobian; ablate the core
+(:mod:`ace_helpers.interventions`); fit a linear operator to the core coordinates over sequence
+steps; compare the seeds' cores.  Two refinements, each computed beside the paper's variant:
 
-Two refinements beyond the paper, each computed beside the paper's variant:
-
-* ``TAIL``: ``"logits"`` (paper) takes J = W_U, the Jacobian of the raw logits.  Adding the
-  same number to every logit changes no prediction, yet the raw-logit Jacobian counts that
-  softmax-invariant direction; it carries 0.1–3 % of the balanced energy, right at the 0.999
-  cut.  ``"centered"`` takes J = (I − 11ᵀ/K) W_U, the Jacobian of the logits minus their mean,
-  which removes that direction, so the rank rule sees only the n − 1 chain modes.
-* ``ABLATION``: ``"zero"`` (paper) projects the raw activation (``h → QQᵀh`` /
-  ``h → h − QQᵀh``); ``"mean"`` projects about the activation mean μ (``h → μ + QQᵀ(h − μ)`` /
-  ``h → h − QQᵀ(h − μ)``), which keeps the mean's off-core component.
+* ``TAIL``: ``"logits"`` (paper) takes J = W_U; ``"centered"`` takes J = (I − 11ᵀ/K) W_U, the
+  Jacobian of the logits minus their mean, whose null space holds the softmax-invariant
+  direction (0.1–3 % of the balanced energy under the raw-logit tail, right at the 0.999 cut).
+* ``ABLATION``: ``"zero"`` (paper) projects the raw activation (``h → QQᵀh`` / ``h → h − QQᵀh``);
+  ``"mean"`` projects about the activation mean μ (``h → μ + QQᵀ(h − μ)`` / ``h → h − QQᵀ(h − μ)``).
 
 ``results.json`` keys (for the chosen ``TAIL``/``ABLATION``; the same key with suffix
 ``_paper`` holds the paper's variant, ``TAIL="logits"`` with ``ABLATION="zero"``):
@@ -175,20 +168,42 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-# --------------------------------------------------------------------------------------------
-# parameters
-# --------------------------------------------------------------------------------------------
+# -------------------- parameters ------------------------------------------------------------
+#: Largest chain (ours): at the paper's sizes (3000 sequences of 31 steps) a 64-state chain sees
+#: ~23 transitions per entry of T.  MEMORY_LIMIT (ours): a quarter of a 32 GiB laptop or CI runner.
+MAX_STATES, MEMORY_LIMIT = 64, 8 * 2**30
+
+
+def memory_estimate(p: dict[str, Any]) -> dict[str, int]:
+    """Rough bytes of a run's largest parts, from checked knobs: ``tokens`` (N_TRAIN + N_TEST)·SEQ_LEN
+    × 24 (int64 sequences, inputs, targets); ``activations`` N_TEST·(SEQ_LEN − 1)·D_MODEL × 28
+    (float32 capture + 3 float64 copies); ``models`` seeds × (12·D² + 2·n·D + 64·D) parameters × 16
+    (weights, gradients, two AdamW moments)."""
+    n_max, d = max(len(t) for t in [p["T"], *p["EXTRA_CHAINS"]]), p["D_MODEL"]
+    return {"tokens": (p["N_TRAIN"] + p["N_TEST"]) * p["SEQ_LEN"] * 24,
+            "activations": p["N_TEST"] * (p["SEQ_LEN"] - 1) * d * 28,
+            "models": max(p["N_SEEDS"], p["EXTRA_SEEDS"]) * (12 * d * d + 2 * n_max * d + 64 * d) * 16}
+
+
 def _check_chain(name: str, value: Any) -> list[list[float]]:
-    return validate_transition(value, name).tolist()
+    T = validate_transition(value, name)
+    if T.shape[0] > MAX_STATES:
+        raise ValueError(f"{name} has {T.shape[0]} states: the chapter takes chains of 2..{MAX_STATES} states")
+    return T.tolist()
 
 
 def check(p: dict[str, Any]) -> None:
-    """Validate every knob (``ValueError`` naming it); ``T`` and ``EXTRA_CHAINS`` become lists of float rows."""
+    """Validate every knob (``ValueError`` naming it); ``T`` and ``EXTRA_CHAINS`` become lists of float rows.
+
+    Every chain is square, non-negative, row-stochastic (rows sum to 1 within 1e-6), irreducible,
+    of 2..MAX_STATES states and at most D_MODEL (the core has n − 1 dimensions, the softmax check
+    reads the n-th); :func:`memory_estimate` must stay under MEMORY_LIMIT.
+    """
     p["T"] = _check_chain("T", p["T"])
     p["N_SEEDS"] = check_int("N_SEEDS", p["N_SEEDS"], low=2, high=16)
     p["EPOCHS"] = check_int("EPOCHS", p["EPOCHS"], low=1)
     p["EXTRA_EPOCHS"] = check_int("EXTRA_EPOCHS", p["EXTRA_EPOCHS"], low=1)
-    p["D_MODEL"] = check_int("D_MODEL", p["D_MODEL"], low=4)
+    p["D_MODEL"] = check_int("D_MODEL", p["D_MODEL"], low=4, high=4096)
     if p["D_MODEL"] % 4:
         raise ValueError(f"D_MODEL={p['D_MODEL']!r} is not allowed: D_MODEL must be divisible by the 4 heads")
     p["N_TRAIN"] = check_int("N_TRAIN", p["N_TRAIN"], low=1)
@@ -204,6 +219,16 @@ def check(p: dict[str, Any]) -> None:
     p["BATCH_SIZE"] = check_int("BATCH_SIZE", p["BATCH_SIZE"], low=1)
     p["EXTRA_CHAINS"] = check_list("EXTRA_CHAINS", p["EXTRA_CHAINS"], _check_chain, min_len=0)
     p["EXTRA_SEEDS"] = check_int("EXTRA_SEEDS", p["EXTRA_SEEDS"], low=1, high=16)
+    for name, T in [("T", p["T"])] + [(f"EXTRA_CHAINS[{i}]", t) for i, t in enumerate(p["EXTRA_CHAINS"])]:
+        if len(T) > p["D_MODEL"]:
+            raise ValueError(f"{name} has {len(T)} states but D_MODEL={p['D_MODEL']}: D_MODEL must be >= the number of states")
+    need, gib = memory_estimate(p), lambda b: f"{b / 2**30:.3g}"
+    if sum(need.values()) > MEMORY_LIMIT:
+        lower = {"tokens": "N_TRAIN, N_TEST, SEQ_LEN", "activations": "N_TEST, SEQ_LEN, D_MODEL",
+                 "models": "D_MODEL, N_SEEDS, EXTRA_SEEDS"}[max(need, key=need.get)]
+        raise ValueError(f"N_TRAIN={p['N_TRAIN']}, N_TEST={p['N_TEST']}, SEQ_LEN={p['SEQ_LEN']}, D_MODEL={p['D_MODEL']} "
+                         f"would need ~{gib(sum(need.values()))} GiB (" + ", ".join(f"{gib(v)} GiB for the {k}" for k, v in
+                         need.items()) + f"); the limit is {gib(MEMORY_LIMIT)} GiB: lower {lower}")
 
 
 #: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(N_SEEDS=3)`` elsewhere.
@@ -215,9 +240,7 @@ def model_seeds(seed: int, n: int) -> list[int]:
     return [int(seed) + SEED_STRIDE * m for m in range(n)]
 
 
-# --------------------------------------------------------------------------------------------
-# training
-# --------------------------------------------------------------------------------------------
+# -------------------- training --------------------------------------------------------------
 def toy_config(n_states: int, d_model: int) -> ToyConfig:
     """The paper's one-layer model for an n-state chain: 4 heads, d_ff = 4·d, dropout 0.1, max_len 64."""
     return ToyConfig(vocab=int(n_states), d_model=int(d_model), n_layers=1, n_heads=4, max_len=64, dropout=0.1)
@@ -244,9 +267,7 @@ def train_models(
                        epochs=epochs, batch_size=batch_size, lr=lr, method=method)
 
 
-# --------------------------------------------------------------------------------------------
-# per-model analysis
-# --------------------------------------------------------------------------------------------
+# -------------------- per-model analysis ----------------------------------------------------
 def tail_jacobian(model: ToyTransformer, tail: str) -> np.ndarray:
     """(K, D) Jacobian of the tail at the layer output: W_U (``logits``) or (I − 11ᵀ/K) W_U (``centered``)."""
     check_choice("TAIL", tail, TAILS)
@@ -254,7 +275,6 @@ def tail_jacobian(model: ToyTransformer, tail: str) -> np.ndarray:
     if tail == "centered":
         w = w - w.mean(axis=0, keepdims=True)
     return w
-
 
 
 @dataclass
@@ -365,9 +385,7 @@ def analyse_model(
     return SeedAnalysis(base, out, softmax_cos, float(frac[n - 2]), share, shares)
 
 
-# --------------------------------------------------------------------------------------------
-# one chain: train, analyse, compare
-# --------------------------------------------------------------------------------------------
+# -------------------- one chain: train, analyse, compare ------------------------------------
 @dataclass
 class ChainRun:
     """All results for one chain (several seeds)."""
@@ -520,14 +538,11 @@ def run_chapter(p: Params, *, method: str = "ensemble") -> tuple[dict[str, Any],
     return results, main, extras
 
 
-# --------------------------------------------------------------------------------------------
-# claims (read only the flat results dict, so a stored results.json checks the same)
-# --------------------------------------------------------------------------------------------
+# -------------------- claims (read only the flat results dict, so a stored results.json checks the same) 
 def r2_ratios(results: dict[str, Any], suffix: str = "") -> tuple[list[float], list[float]]:
     """Per seed ``(R²/R²_oracle, R²/r2_state)`` of a variant (``suffix`` "" or "_paper")."""
     r2, r2s = results[f"r2{suffix}"], results[f"r2_state{suffix}"]
     return [v / results["r2_oracle"] for v in r2], [a / b for a, b in zip(r2, r2s)]
-
 
 
 def build_claims(results: dict[str, Any], cfg: Params) -> Claims:

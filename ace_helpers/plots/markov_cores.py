@@ -173,7 +173,7 @@ def plot_energy_cut(
     ax.set_xlabel("k (balanced directions kept)")
     ax.set_ylabel("energy left, 1 − Σ$_{i≤k}$ w$_i$ / Σ w")
     ax.legend(fontsize=7)
-    ax.set_title("Where the rank rule cuts", fontsize=10)
+    ax.set_title("Where the rank rule cuts (ours)", fontsize=10)
     return ax
 
 

@@ -68,12 +68,12 @@ def validate_transition(T: Any, name: str = "T") -> np.ndarray:
         raise ValueError(f"{name} has non-finite entries: every entry must be a finite probability")
     if np.any(arr < 0):
         i, j = np.argwhere(arr < 0)[0]
-        raise ValueError(f"{name}[{i}][{j}]={arr[i, j]!r} is negative: transition probabilities must be >= 0")
+        raise ValueError(f"{name}[{i}][{j}]={float(arr[i, j])!r} is negative: transition probabilities must be >= 0")
     sums = arr.sum(axis=1)
     bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOL)
     if bad.size:
         raise ValueError(
-            f"row {int(bad[0])} of {name} sums to {sums[bad[0]]!r}: every row of {name} must sum to 1 "
+            f"row {int(bad[0])} of {name} sums to {float(sums[bad[0]])!r}: every row of {name} must sum to 1 "
             f"(rows are the current state; tolerance {ROW_SUM_TOL})"
         )
     reach = _reachability(arr > 0)
@@ -143,7 +143,10 @@ def chance_accuracy(T: Any, targets: torch.Tensor | np.ndarray | None = None) ->
 
 
 def oracle_r2(T: Any) -> float:
-    """Spec §1.4: ``1 − (1/n) Σ_j m_j / v_j``, ``m = (diag(π)(T∘(1−T)))ᵀ1``, ``v = π(1−π)``."""
+    """The paper's R²_oracle (0.5 on its chain): ``1 − (1/n) Σ_j m_j / v_j``, ``m = (diag(π)(T∘(1−T)))ᵀ1``, ``v = π(1−π)``.
+
+    It is the R² of the best one-step predictor of the one-hot next state from the one-hot current state.
+    """
     T = validate_transition(T)
     pi = stationary_distribution(T)
     m = (pi[:, None] * T * (1.0 - T)).sum(axis=0)
