@@ -1,7 +1,8 @@
 """The toy transformers of the paper: token + learned positional embedding, a stack of
 stock post-LN ``nn.TransformerEncoderLayer`` blocks under a causal mask, linear unembedding.
 
-One class covers all three toy settings (spec §2, §3.1, §3.4):
+One class covers the paper's three toy settings (the official code release `joshseth/cores`:
+`markov.py`, `modadd.py`, `grok_sweep.py`):
 
 * Markov chains:      ``ToyTransformer(vocab=4,  d_model=64,  n_layers=1, max_len=64)``
 * modular addition:   ``ToyTransformer(vocab=53, d_model=128, n_layers=2, max_len=2)``

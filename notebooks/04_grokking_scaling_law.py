@@ -28,8 +28,16 @@
 # accuracy ≥ 0.99, and **τ_grok = τ_test − τ_mem**. All seeds and ω values of one p train together
 # as one vectorised ensemble (`ace_helpers.ensemble`); a run leaves the ensemble once it has
 # grokked, or is *censored* at the step cap (reported, not dropped).
+#
+# ```{admonition} Run this chapter
+# :class: tip
+# From `notebooks/`: `papermill 04_grokking_scaling_law.ipynb out.ipynb -p PRESET ci -p N_SEEDS 1 -p MAX_STEPS 5000`
+# (lists with `-y`, e.g. `-y "OMEGAS: [0.5, 1.0, 3.0]"` or `-y "PRIMES: [31, 43, 53]"`). Each split
+# of the p² pairs must hold at least p pairs, and a modulus whose models would not fit in 8 GiB is
+# refused; a bad value stops the run in its second cell with a `ValueError` naming the knob.
+# ```
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 PRESET = None  # "ci" | "book" | "paper"; None: $ACE_PRESET, else "book"
 OMEGAS = None  # weight decays ω of the ω sweep
 PRIMES = None  # moduli p of the p sweep (primes)
@@ -45,7 +53,7 @@ OMEGA_P = None  # weight decay of the p sweep
 LR = None  # AdamW learning rate
 OUTPUT_DIR = None  # where results.json goes; None: outputs/04_grokking_scaling_law
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -131,11 +139,11 @@ print(sweeps.describe())
 # ## ω sweep: τ_grok ∝ ω^−1.02 (paper)
 #
 # The paper reports τ ∝ ω^−1.02 against the theory's ω^−1 at p = 53, batch 512, 12 seeds. All
-# ω × seeds below train as **one** ensemble; the progress bar counts the steps of the slowest run.
+# ω × seeds below train as **one** ensemble.
 
 # %%
 omega_runs = sweeps.omega()
-display(Markdown(chapter.setting_table(omega_runs, "omega")))
+display(Markdown(plots.setting_table(omega_runs, "omega")))
 
 # %%
 fits = chapter.fit_sweeps(omega_runs, [])
@@ -147,6 +155,10 @@ ax = plots.plot_omega_sweep(omega_runs, omega_fit)
 plt.show()
 
 # %% [markdown]
+# *Panel A of the paper's grokking-time figure: τ_grok against ω on log-log axes (dots: seeds; black:
+# mean ± sd; red: the fitted power law; dashed: the theory's ω⁻¹) — look at the red line's slope
+# against the dashed one.*
+#
 # The delay falls as a power of ω, to be compared with the theory's −1 (doubling the weight decay
 # halves the delay); memorisation itself, τ_mem, depends on ω far more weakly — it is the *delay*
 # between memorising and generalising that weight decay controls.
@@ -159,7 +171,7 @@ plt.show()
 
 # %%
 p_runs = sweeps.p()
-display(Markdown(chapter.setting_table(p_runs, "p")))
+display(Markdown(plots.setting_table(p_runs, "p")))
 
 # %%
 fits = chapter.fit_sweeps(omega_runs, p_runs)
@@ -173,6 +185,10 @@ ax = plots.plot_p_sweep(p_runs, p_fit)
 plt.show()
 
 # %% [markdown]
+# *Panel B of the paper's grokking-time figure: τ_grok against the modulus p (dots: seeds; black:
+# mean ± sd; red: the −Ω·log(1 − p_crit/p) fit; dashed: its 1/p asymptote) — look at τ falling with p
+# and rising steeply towards p_crit.*
+#
 # Larger moduli — more equivalent Fourier modes, more pairs per answer — grok sooner. Compare the
 # plain power in p printed above with the asymptotic −1: where p is not ≫ p_crit the log law is
 # locally steeper than its 1/p asymptote, so a power fit over a short range of primes overshoots −1.

@@ -15,10 +15,10 @@ from ace_helpers.chapters.grokking_scaling_law import (
     grok_times,
     run_grok_sweep,
     setting_stats,
-    setting_table,
     uncensored,
 )
 from ace_helpers.fits import fit_log_law, fit_power_law, log_law
+from ace_helpers.plots.grokking_scaling_law import setting_table
 from ace_helpers.params import set_threads
 
 set_threads(1)
@@ -103,6 +103,32 @@ def test_resolve_params_validates() -> None:
         PARAMS.resolve(PRESET="huge")
     with pytest.raises(ValueError, match="EVAL_EVERY"):
         PARAMS.resolve(PRESET="ci", MAX_STEPS=5, EVAL_EVERY=10)
+
+
+@pytest.mark.parametrize(
+    ("knobs", "message"),
+    [
+        ({"PRIMES": [1000003]}, r"PRIMES: p=1000003 would need ~\S+ GiB .*the limit is 8 GiB"),
+        ({"P_OMEGA": 20011}, r"P_OMEGA: p=20011 would need ~\S+ GiB .*OMEGAS × N_SEEDS"),
+        ({"PRIMES": [31, 503], "N_SEEDS": 12}, r"PRIMES: p=503 would need"),
+        ({"TRAIN_FRACTION": 0.001}, r"TRAIN_FRACTION=0.001 is not allowed at P_OMEGA p=53: it leaves 2 train .*at least p = 53"),
+        ({"TRAIN_FRACTION_P": 0.999}, r"TRAIN_FRACTION_P=0.999 is not allowed at PRIMES p=31: it leaves 960 train and 1 test"),
+        ({"TRAIN_FRACTION_P": 0.02, "PRIMES": [53, 31]}, r"TRAIN_FRACTION_P=0.02 is not allowed at PRIMES p=31"),
+        ({"MAX_STEPS": 10**7}, r"MAX_STEPS=10000000 is not allowed"),
+        ({"STOP_MARGIN": 6000}, r"STOP_MARGIN=6000 is not allowed"),
+    ],
+)
+def test_sizes_and_splits_that_cannot_run_are_refused_before_compute(knobs, message) -> None:
+    """Regression: PRIMES [1000003] passed the check and failed after the ω sweep; TRAIN_FRACTION 0.001
+    trained on 2 pairs up to the step cap."""
+    with pytest.raises(ValueError, match=message):
+        PARAMS.resolve(PRESET="ci", **knobs)
+
+
+def test_the_presets_and_the_paper_primes_fit() -> None:
+    for name in PRESETS:
+        PARAMS.resolve(PRESET=name)
+    PARAMS.resolve(PRESET="paper", PRIMES=[31, 101, 211], TRAIN_FRACTION=53 / 53**2)  # the smallest allowed split
 
 
 def test_run_grok_sweep_reports_censored_runs() -> None:

@@ -119,25 +119,58 @@ def sweep_config(p: int) -> ToyConfig:
     return ToyConfig(vocab=p, d_model=128, n_layers=1, n_heads=4, d_ff=512, max_len=2, dropout=0.1)
 
 
+#: Ours: MEMORY_LIMIT, a quarter of a 32 GiB laptop or CI runner; MAX_STEP_CAP, ~17x the paper's longest cap (60,000).
+MEMORY_LIMIT, MAX_STEP_CAP = 8 * 2**30, 1_000_000
+
+
+def sweep_memory(p: int, members: int, batch: int) -> int:
+    """Rough bytes of one sweep at modulus ``p``, ``members`` models trained together on ``batch`` pairs:
+    the p² pairs' tables (72 B per pair); per member the (batch, p) float32 logits with softmax and
+    gradient (12 B per entry), the 4096-row evaluation logits, and 2·128·p + 200,000 parameters with
+    gradients and two AdamW moments (16 B each)."""
+    return 72 * p * p + members * (12 * batch * p + 4 * min(4096, p * p) * p + 16 * (256 * p + 200_000))
+
+
 def check(p: dict) -> None:
-    """Validate every knob (``ValueError`` naming it); ``OMEGAS`` become floats, ``PRIMES`` ints."""
+    """Validate every knob (``ValueError`` naming it); ``OMEGAS`` become floats, ``PRIMES`` ints.
+
+    Each split of the p² pairs (TRAIN_FRACTION at P_OMEGA, TRAIN_FRACTION_P at every prime) must
+    hold at least p pairs, one per answer; each sweep's :func:`sweep_memory` must be <= MEMORY_LIMIT.
+    """
     p["OMEGAS"] = check_list("OMEGAS", p["OMEGAS"], lambda n, v: check_range(n, v, low=0.0, low_open=True, high=100.0))
     p["PRIMES"] = check_list("PRIMES", p["PRIMES"], lambda n, v: check_prime(n, v, low=5))
     for name in ("OMEGAS", "PRIMES"):
         if len(set(p[name])) != len(p[name]):
             raise ValueError(f"{name}={p[name]!r} is not allowed: {name} must not repeat values")
     p["N_SEEDS"] = check_int("N_SEEDS", p["N_SEEDS"], low=1, high=100)
-    p["MAX_STEPS"] = check_int("MAX_STEPS", p["MAX_STEPS"], low=1)
+    p["MAX_STEPS"] = check_int("MAX_STEPS", p["MAX_STEPS"], low=1, high=MAX_STEP_CAP)
     p["EVAL_EVERY"] = check_int("EVAL_EVERY", p["EVAL_EVERY"], low=1)
     if p["EVAL_EVERY"] > p["MAX_STEPS"]:
         raise ValueError(f"EVAL_EVERY={p['EVAL_EVERY']} is not allowed: EVAL_EVERY must be <= MAX_STEPS ({p['MAX_STEPS']})")
     for name in ("TRAIN_FRACTION", "TRAIN_FRACTION_P"):
         p[name] = check_range(name, p[name], low=0.0, high=1.0, low_open=True, high_open=True)
     p["BATCH_SIZE_OMEGA"] = check_int("BATCH_SIZE_OMEGA", p["BATCH_SIZE_OMEGA"], low=1)
-    p["STOP_MARGIN"] = check_int("STOP_MARGIN", p["STOP_MARGIN"], low=0)
+    p["STOP_MARGIN"] = check_int("STOP_MARGIN", p["STOP_MARGIN"], low=0, high=p["MAX_STEPS"])
     p["P_OMEGA"] = check_prime("P_OMEGA", p["P_OMEGA"], low=5)
     p["OMEGA_P"] = check_range("OMEGA_P", p["OMEGA_P"], low=0.0, low_open=True, high=100.0)
     p["LR"] = check_range("LR", p["LR"], low=0.0, low_open=True, high=1.0)
+    sweeps = [("TRAIN_FRACTION", "P_OMEGA", p["P_OMEGA"], len(p["OMEGAS"]) * p["N_SEEDS"], p["BATCH_SIZE_OMEGA"])]
+    sweeps += [("TRAIN_FRACTION_P", "PRIMES", q, p["N_SEEDS"], None) for q in p["PRIMES"]]
+    for frac_name, p_name, q, members, batch in sweeps:
+        n_train = int(p[frac_name] * q * q)
+        if min(n_train, q * q - n_train) < q:
+            raise ValueError(
+                f"{frac_name}={p[frac_name]} is not allowed at {p_name} p={q}: it leaves {n_train} train and "
+                f"{q * q - n_train} test pairs of {q * q}; each split needs at least p = {q} pairs (one per answer), "
+                f"i.e. {frac_name} in about [{1 / q:.3g}, {1 - 1 / q:.3g}]"
+            )
+        need = sweep_memory(q, members, min(batch or n_train, n_train))
+        if need > MEMORY_LIMIT:
+            what = "the OMEGAS × N_SEEDS models of the ω sweep" if batch else "the N_SEEDS full-batch models of the p sweep"
+            raise ValueError(
+                f"{p_name}: p={q} would need ~{need / 2**30:.3g} GiB for {what} ({members} models, vocabulary "
+                f"and p² = {q * q} pairs); the limit is {MEMORY_LIMIT / 2**30:.3g} GiB: lower {p_name} or N_SEEDS"
+            )
 
 
 #: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere.
@@ -331,7 +364,7 @@ def setting_stats(records: Sequence[GrokRecord], key: str, sweep: str) -> dict[s
 
 
 
-def run_omega_sweep(params: Params, progress: bool = True) -> list[GrokRecord]:
+def run_omega_sweep(params: Params, progress: bool = False) -> list[GrokRecord]:
     """The ω sweep of resolved ``params``: all ω × seeds at p = ``P_OMEGA`` as one ensemble."""
     seeds = [SEED0 + i for i in range(params["N_SEEDS"])]
     return run_grok_sweep(
@@ -341,7 +374,7 @@ def run_omega_sweep(params: Params, progress: bool = True) -> list[GrokRecord]:
     )
 
 
-def run_p_sweep(params: Params, progress: bool = True) -> list[GrokRecord]:
+def run_p_sweep(params: Params, progress: bool = False) -> list[GrokRecord]:
     """The p sweep of resolved ``params``: ω = ``OMEGA_P``, full batch, one ensemble per p."""
     seeds = [SEED0 + i for i in range(params["N_SEEDS"])]
     out: list[GrokRecord] = []
@@ -435,14 +468,14 @@ class Sweeps:
     def _stored(self, sweep: str) -> list[GrokRecord]:
         return [r for r in records_from_dicts(self.stored.data["runs"]) if r.sweep == sweep]
 
-    def omega(self, progress: bool = True) -> list[GrokRecord]:
+    def omega(self, progress: bool = False) -> list[GrokRecord]:
         """The ω sweep's records (stored, or trained now)."""
         start = time.perf_counter()
         self.omega_runs = self._stored("omega") if self.stored else run_omega_sweep(self.cfg, progress)
         self.omega_wall_s = time.perf_counter() - start
         return self.omega_runs
 
-    def p(self, progress: bool = True) -> list[GrokRecord]:
+    def p(self, progress: bool = False) -> list[GrokRecord]:
         """The p sweep's records (stored, or trained now)."""
         start = time.perf_counter()
         self.p_runs = self._stored("p") if self.stored else run_p_sweep(self.cfg, progress)
@@ -496,18 +529,6 @@ def fit_sweeps(omega_runs: Sequence[GrokRecord], p_runs: Sequence[GrokRecord]) -
         p_log=_try(fit_log_law, p, p_tau),
         p_pow=_try(fit_power_law, p, p_tau),
     )
-
-
-def setting_table(records: Sequence[GrokRecord], key: str) -> str:
-    """Markdown table of one sweep (``key`` "omega" or "p"): runs fitted, censored, mean/sd τ_grok, mean τ_mem."""
-    st = setting_stats(records, key, key)
-    label = "ω" if key == "omega" else "p"
-    rows = [f"| {label} | runs fitted | censored | mean τ_grok | sd | mean τ_mem |", "|---|---|---|---|---|---|"]
-    for x, n, c, m, s in zip(st["x"], st["n"], st["n_censored"], st["mean"], st["sd"]):
-        mem = np.mean([r.tau_mem for r in records if getattr(r, key) == x and r.tau_mem is not None])
-        rows.append(f"| {x:g} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |" if key == "omega"
-                    else f"| {int(x)} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |")
-    return "\n".join(rows)
 
 
 def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params) -> Claims:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib import ticker
 
 from ace_helpers.chapters.grokking_scaling_law import GrokRecord, setting_stats
 from ace_helpers.fits import LogLawFit, PowerLawFit
+from ace_helpers.plots.style import step_axis
 
 
 def _runs(records: Sequence[GrokRecord], sweep: str, key: str):
@@ -18,8 +20,21 @@ def _runs(records: Sequence[GrokRecord], sweep: str, key: str):
     return x, tau, cens
 
 
+def setting_table(records: Sequence[GrokRecord], key: str) -> str:
+    """Markdown table of one sweep (``key`` "omega" or "p"): runs fitted, censored, mean/sd τ_grok, mean τ_mem."""
+    st = setting_stats(records, key, key)
+    label = "ω" if key == "omega" else "p"
+    rows = [f"| {label} | runs fitted | censored | mean τ_grok | sd | mean τ_mem |", "|---|---|---|---|---|---|"]
+    for x, n, c, m, s in zip(st["x"], st["n"], st["n_censored"], st["mean"], st["sd"]):
+        mem = np.mean([r.tau_mem for r in records if getattr(r, key) == x and r.tau_mem is not None])
+        rows.append(f"| {x:g} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |" if key == "omega"
+                    else f"| {int(x)} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |")
+    return "\n".join(rows)
+
+
 def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=None):
-    """τ_grok vs ω on log-log axes: seeds as points, mean ± sd, the fitted power law and ω⁻¹.
+    """Panel A of the paper's grokking-time figure: τ_grok vs ω on log-log axes, seeds as points,
+    mean ± sd, the fitted power law and ω⁻¹.
 
     Censored runs (lower bounds) are drawn as open triangles and are not in the fit.
     Returns the Axes.
@@ -48,16 +63,21 @@ def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=
         ax.plot(grid, anchor / grid, "--", color="0.4", label="theory ω⁻¹")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("weight decay ω")
+    omegas = sorted({r.omega for r in records if r.sweep == "omega"})
+    ax.set_xticks(omegas, [f"{w:g}" for w in omegas])
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    step_axis(ax.yaxis, log=True)
+    ax.set_xlabel("weight decay ω (AdamW, decoupled)")
     ax.set_ylabel("τ_grok (optimizer steps)")
-    ax.set_title("Grok delay vs weight decay (p = 53, batch 512)")
+    primes = sorted({r.p for r in records if r.sweep == "omega"})
+    ax.set_title("A  Grok Time vs. Weight Decay" + (f" (p = {primes[0]})" if len(primes) == 1 else ""))
     ax.legend(fontsize=7)
     return ax
 
 
 def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None):
-    """τ_grok vs modulus p: seeds as points, mean ± sd, the −Ω·log(1 − p_crit/p) fit and its
-    1/p asymptote Ω·p_crit/p.  Returns the Axes."""
+    """Panel B of the paper's grokking-time figure: τ_grok vs modulus p, seeds as points, mean ± sd,
+    the −Ω·log(1 − p_crit/p) fit and its 1/p asymptote Ω·p_crit/p.  Returns the Axes."""
     import matplotlib.pyplot as plt
 
     ax = ax or plt.subplots(figsize=(5.2, 4))[1]
@@ -76,8 +96,10 @@ def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None):
         ax.plot(grid, fit.predict(grid), color="#C44E52",
                 label=f"−Ω·log(1 − p_crit/p): Ω={fit.Omega:.3g}, p_crit={fit.p_crit:.3g}, R²={fit.r2:.2f}")
         ax.plot(grid, fit.Omega * fit.p_crit / grid, "--", color="0.4", label="asymptote Ω·p_crit/p")
-    ax.set_xlabel("Modulus p")
+    step_axis(ax.yaxis)
+    ax.set_xlabel("modulus p (≈ p/2 equivalent Fourier modes)")
     ax.set_ylabel("τ_grok (optimizer steps)")
-    ax.set_title("Grok Time vs. Redundancy (ω = 1, full batch)")
+    omegas = sorted({r.omega for r in records if r.sweep == "p"})
+    ax.set_title("B  Grok Time vs. Redundancy" + (f" (ω = {omegas[0]:g}, full batch)" if len(omegas) == 1 else ""))
     ax.legend(fontsize=7)
     return ax

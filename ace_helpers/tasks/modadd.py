@@ -1,6 +1,6 @@
 """Modular addition a + b = c (mod p): all p^2 pairs, inputs [a, b], target c at the last position.
 
-There is no "=" token: vocabulary = p, context length 2 (spec §3.1).  The split is a fixed
+There is no "=" token: vocabulary = p, context length 2 (as in the official code release's `modadd.py`).  The split is a fixed
 permutation of the p^2 pairs drawn from ``numpy.random.RandomState(seed)`` (paper: seed 42,
 train fraction 0.5 -> 1404 train / 1405 test for p = 53).
 """
