@@ -75,3 +75,32 @@ def test_chapter_3_refuses_what_chapter_2_refuses():
         PARAMS.resolve(PRESET="ci", P=1000003)
     with pytest.raises(ValueError, match=r"TRAIN_FRACTION=0.001 .*leaves 2 train pairs"):
         PARAMS.resolve(PRESET="book", TRAIN_FRACTION=0.001)
+
+
+def test_long_epoch_axes_have_few_thousands_ticks_and_panel_names():
+    # a 20 000-epoch axis used to print nine run-together labels ("1000012500")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ace_helpers.plots import core_inflation as plots
+
+    epochs = np.r_[np.arange(0, 2001, 100), np.arange(2500, 20001, 500)]
+    core = np.tile(np.linspace(40, 60, len(epochs)), (2, 1))
+    fig = plots.plot_inflation_overview(epochs, core, core / 2, core / 3, epochs[11:], core[:, 11:], core[:, 11:] / 3, 1100, 53, 1000)
+    fig.canvas.draw()
+    for ax, panel in zip(fig.axes, ("Fig. 2A", "Fig. 2B", "Fig. 2D")):
+        assert ax.get_title().startswith(panel)
+        labels = [t.get_text() for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        lo, hi = ax.get_xlim()
+        shown = [t for t, x in zip(ax.get_xticklabels(), ax.get_xticks()) if lo <= x <= hi]
+        assert len(shown) <= 7, labels
+        assert all(s.get_text() == "0" or s.get_text().endswith("k") for s in shown), labels
+        assert ax.get_legend() is not None and ax.get_xlabel() == "epoch"
+    short = plots.plot_core_inflation(epochs[:15], core[:, :15], epochs[11:15], core[:, 11:15], 1100, 1000)
+    short.figure.canvas.draw()
+    assert [t.get_text() for t in short.get_xticklabels()][1:-1] and not any(
+        t.get_text().endswith("k") for t in short.get_xticklabels()
+    )  # under 5000 epochs: plain numbers
+    plt.close("all")

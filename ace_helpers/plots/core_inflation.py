@@ -1,8 +1,9 @@
-"""Panels of chapter 3, core inflation under weight decay (paper Fig. 2A, 2B, 2D; the clocks of 2C are chapter 2's).
+"""Panels of chapter 3, core inflation under weight decay (paper Fig. 2A-D; 2C reuses chapter 2's clock panels).
 
 Every function takes plain arrays — per-checkpoint values stacked over models, shape
 (M, C) for M models and C checkpoints — draws the mean over models with a min–max band,
-and returns the matplotlib ``Axes`` (or ``Figure``) it drew.
+and returns the matplotlib ``Axes`` (or ``Figure``) it drew.  Titles carry the paper's panel
+names; epoch axes and legends as in :mod:`ace_helpers.plots.modadd_grokking`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,16 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ace_helpers.plots.modadd_grokking import COLORS, _band, _grok_line
-from ace_helpers.plots.modadd_grokking import plot_clocks  # noqa: F401 - Fig. 2C, shared with chapter 2
+from ace_helpers.plots.modadd_grokking import COLORS, _band, _grok_line, epoch_axis, legend_below
+from ace_helpers.plots.modadd_grokking import plot_clocks as _plot_clocks
+
+#: Title of chapter 3's clock figure.
+CLOCKS_TITLE = "Fig. 2C: shift-operator eigenvalues on the core, with and without weight decay"
+
+
+def plot_clocks(eigenvalues: Sequence[np.ndarray], titles: Sequence[str], p: int, notes: Sequence[str] | None = None) -> Figure:
+    """Fig. 2C: chapter 2's clock panels (:func:`ace_helpers.plots.modadd_grokking.plot_clocks`) under this figure's title."""
+    return _plot_clocks(eigenvalues, titles, p, notes, title=CLOCKS_TITLE)
 
 
 def plot_core_inflation(
@@ -31,12 +40,12 @@ def plot_core_inflation(
     ax = ax or plt.subplots(figsize=(6, 3.5))[1]
     _band(ax, np.asarray(epochs_wd), core_wd, COLORS["wd"], "WD = 1", marker="o", markersize=3)
     _band(ax, np.asarray(epochs_nowd), core_nowd, COLORS["nowd"], "WD 1 → 0", marker="s", markersize=3)
-    ax.axvline(fork_epoch, color=COLORS["nowd"], linestyle="--", linewidth=1)
+    ax.axvline(fork_epoch, color=COLORS["nowd"], linestyle="--", linewidth=1, label=f"fork (epoch {fork_epoch})")
     _grok_line(ax, grok)
-    ax.set_xlabel("epoch")
+    epoch_axis(ax)
     ax.set_ylabel("core size (dimension)")
-    ax.set_title("Mod-add core inflates after grokking")
-    ax.legend(fontsize=8)
+    ax.set_title("Fig. 2A: the core inflates under weight decay")
+    legend_below(ax)
     return ax
 
 
@@ -52,10 +61,10 @@ def plot_redundancy(
     ax.plot(x, s, color=COLORS["suff"], marker="s", markersize=3, label="sufficient (keep → base)")
     ax.fill_between(x, s, c, where=c >= s, interpolate=True, color="0.6", alpha=0.3, label="redundancy")
     _grok_line(ax, grok)
-    ax.set_xlabel("epoch")
+    epoch_axis(ax)
     ax.set_ylabel("dimension")
-    ax.set_title("Core inflation is driven by redundancy")
-    ax.legend(fontsize=8)
+    ax.set_title("Fig. 2B: inflation is redundancy")
+    legend_below(ax)
     return ax
 
 
@@ -74,10 +83,10 @@ def plot_rotational_modes(
     top = p // 2 + 1
     ax.axhline(top, color="0.5", linestyle=":", label=f"⌊p/2⌋ + 1 = {top}")
     ax.set_ylim(0, top + 1)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("rotational modes")
-    ax.set_title("Cyclic operator saturates with core inflation")
-    ax.legend(fontsize=8)
+    epoch_axis(ax)
+    ax.set_ylabel("rotational modes (frequency bins)")
+    ax.set_title("Fig. 2D: the cyclic operator saturates")
+    legend_below(ax)
     return ax
 
 

@@ -1,8 +1,10 @@
-"""Panels of chapter 2, grokking on modular addition (paper Fig. 1; the clocks also serve chapter 3's Fig. 2C).
+"""Panels of chapter 2, grokking on modular addition (paper Fig. 1A-C; the clocks also serve chapter 3's Fig. 2C).
 
 Every function takes plain arrays — per-checkpoint values stacked over models, shape
 (M, C) for M models and C checkpoints — draws the mean over models with a min–max band,
-and returns the matplotlib ``Axes`` (or ``Figure``) it drew.
+and returns the matplotlib ``Axes`` (or ``Figure``) it drew.  Titles carry the paper's panel
+names; epoch axes get at most six ticks, in thousands ("10k") on long runs; legends sit below
+the axes so they never cover a curve.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ace_helpers.plots.style import PALETTE
 
@@ -28,10 +31,34 @@ def _band(ax: Axes, x: np.ndarray, y: np.ndarray, color: str, label: str, **kw) 
 
 
 def _grok_line(ax: Axes, grok: int | None) -> None:
+    """Dotted vertical line at the grok epoch, named in the legend."""
     if grok is not None:
-        ax.axvline(grok, color="0.3", linestyle=":", linewidth=1)
-        ax.annotate(f"grok {grok}", (grok, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -12),
-                    textcoords="offset points", fontsize=8, color="0.3")  # fmt: skip
+        ax.axvline(grok, color="0.3", linestyle=":", linewidth=1, label=f"grokking (epoch {grok})")
+
+
+#: Epoch axes reaching this far are labelled in thousands ("10k").
+THOUSANDS_FROM = 5000
+
+
+def epoch_axis(ax: Axes) -> None:
+    """At most six integer epoch ticks, labelled in thousands ("2.5k", "10k") when the axis reaches
+    :data:`THOUSANDS_FROM` epochs (long runs: no run-together labels like "1000012500")."""
+
+    def label(x: float, _pos: int) -> str:
+        if x and max(abs(v) for v in ax.get_xlim()) >= THOUSANDS_FROM:
+            return f"{x / 1000:g}k"
+        return f"{x:g}"
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True, min_n_ticks=3))
+    ax.xaxis.set_major_formatter(FuncFormatter(label))
+    ax.set_xlabel("epoch")
+
+
+def legend_below(ax: Axes, handles: Sequence | None = None, labels: Sequence[str] | None = None, ncol: int = 2) -> None:
+    """The legend under the axes (below the x label), so that it covers no curve."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=8, frameon=False)
 
 
 def plot_accuracy_and_core_dim(
@@ -42,7 +69,7 @@ def plot_accuracy_and_core_dim(
     x = np.asarray(epochs)
     _band(ax, x, test_acc, COLORS["acc"], "test accuracy", marker="o", markersize=3)
     ax.set_ylim(-0.02, 1.05)
-    ax.set_xlabel("epoch")
+    epoch_axis(ax)
     ax.set_ylabel("test accuracy", color=COLORS["acc"])
     twin = ax.twinx()
     _band(twin, x, core_dim, COLORS["core"], "core dim", marker="s", markersize=3)
@@ -50,10 +77,10 @@ def plot_accuracy_and_core_dim(
     twin.set_ylim(0, max(float(np.max(core_dim)) * 1.1, 1))
     twin.grid(False)
     _grok_line(ax, grok)
-    ax.set_title("Mod-add core forms at grokking")
+    ax.set_title("Fig. 1A: the core forms at grokking")
     lines = ax.get_legend_handles_labels()
     lines2 = twin.get_legend_handles_labels()
-    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="center right", fontsize=8)
+    legend_below(ax, lines[0] + lines2[0], lines[1] + lines2[1], ncol=3)
     return ax
 
 
@@ -75,10 +102,10 @@ def plot_keep_remove(
     ax.axhline(1.0 / p, color=PALETTE["chance"], linestyle=":", label=f"chance 1/p = {1 / p:.3f}")
     _grok_line(ax, grok)
     ax.set_ylim(-0.02, 1.05)
-    ax.set_xlabel("epoch")
+    epoch_axis(ax)
     ax.set_ylabel("test accuracy")
-    ax.set_title("Core is necessary and sufficient")
-    ax.legend(fontsize=8, loc="center right")
+    ax.set_title("Fig. 1B: the core is necessary and sufficient")
+    legend_below(ax, ncol=3)
     return ax
 
 
@@ -99,15 +126,23 @@ def plot_grokking_overview(
     return fig
 
 
+#: Title of the clock figure (chapter 2's Fig. 1C; chapter 3 passes its own, Fig. 2C).
+CLOCKS_TITLE = "Fig. 1C: shift-operator eigenvalues on the core (on the unit circle = cyclic)"
+
+
 def plot_clocks(
-    eigenvalues: Sequence[np.ndarray], titles: Sequence[str], p: int, notes: Sequence[str] | None = None
+    eigenvalues: Sequence[np.ndarray],
+    titles: Sequence[str],
+    p: int,
+    notes: Sequence[str] | None = None,
+    title: str = CLOCKS_TITLE,
 ) -> Figure:
     """Fig. 1C / 2C: shift-operator eigenvalues in the complex plane, one panel per checkpoint.
 
     Args:
         eigenvalues: one (k,) complex array per panel.  titles: panel titles.  p: modulus
             (the p-th roots of unity are drawn faintly, the band ||λ| − 1| ≤ sin(π/p) shaded).
-        notes: optional text per panel (e.g. accuracy, R_h², core dim).
+        notes: optional text per panel (e.g. accuracy, R_h², core dim).  title: the figure's title.
     """
     n = len(eigenvalues)
     fig, axes = plt.subplots(1, n, figsize=(2.6 * n, 2.9), squeeze=False)
@@ -127,8 +162,11 @@ def plot_clocks(
         ax.set_xticks([-1, 0, 1])
         ax.set_yticks([-1, 0, 1])
         ax.set_title(titles[i], fontsize=9)
+        ax.set_xlabel("Re λ", fontsize=8)
+        if i == 0:
+            ax.set_ylabel("Im λ", fontsize=8)
         if notes is not None:
             ax.text(0.02, 0.02, notes[i], transform=ax.transAxes, fontsize=7, va="bottom")
-    fig.suptitle("Shift-operator eigenvalues on the core (unit circle = cyclic)", fontsize=10)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
