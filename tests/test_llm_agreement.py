@@ -124,6 +124,88 @@ def test_params_resolve_and_check():
         A.layer_list([4], 3)
 
 
+def test_models_must_be_loadable_here(monkeypatch, tmp_path):
+    """A model name that cannot be loaded here is refused by name in the check, not after minutes of loading."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert A.PARAMS.resolve(PRESET="ci", MODELS="smollm2-135m").MODELS == ["smollm2-135m"]  # a bare name: a one-model list
+    for bad, match in (("abc", r"MODELS\[0\]='abc'.*bundled offline model"),
+                       (["smollm2-135m", "no-such-org/no-such-model"], r"MODELS\[1\]"),
+                       (str(tmp_path), r"MODELS\[0\].*config.json")):
+        with pytest.raises(ValueError, match=match):
+            A.PARAMS.resolve(PRESET="ci", MODELS=bad)
+    with pytest.raises(ValueError, match=r"MODELS\[0\]='gpt2'.*weights are missing.*huggingface-cli download gpt2"):
+        A.PARAMS.resolve(PRESET="paper")  # the paper's GPT-2 weights are not in this (empty) cache
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"num_hidden_layers": 4, "hidden_size": 16, "max_position_embeddings": 32}))
+    assert A.PARAMS.resolve(PRESET="ci", MODELS=[str(folder)], LAYERS=[1, 4], GEN_TOKENS=8).MODELS == [str(folder)]
+    with pytest.raises(ValueError, match=r"LAYERS=\[1, 5\].*layers 1..4"):
+        A.PARAMS.resolve(PRESET="ci", MODELS=[str(folder)], LAYERS=[1, 5])
+    with pytest.raises(ValueError, match="GEN_TOKENS=30 .*context of 32"):
+        A.PARAMS.resolve(PRESET="ci", MODELS=[str(folder)], LAYERS=[1])
+    monkeypatch.delenv("NDIF_API_KEY", raising=False)
+    for remote in (True, 1, "yes"):
+        with pytest.raises(ValueError, match="REMOTE"):
+            A.PARAMS.resolve(PRESET="ci", REMOTE=remote)
+    monkeypatch.setenv("NDIF_API_KEY", "x")
+    assert A.PARAMS.resolve(PRESET="ci", REMOTE=True, MODELS="openai-community/gpt2").REMOTE is True
+    with pytest.raises(ValueError, match=r"MODELS\[0\].*NDIF serves Hub models only"):
+        A.PARAMS.resolve(PRESET="ci", REMOTE=True)
+
+
+def _prompts_csv(path, n_singular, n_plural, extra=""):
+    rows = [f"The key near the doors {i},singular" for i in range(n_singular)] + [f"The keys near the door {i},plural" for i in range(n_plural)]
+    path.write_text("prompt,number\n" + "\n".join(rows) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+def test_prompts_file_is_checked_and_read_once(tmp_path):
+    """PROMPTS_FILE: exists, UTF-8 (else the byte offset), parses, >= 4 prompts of each number; the run uses what was read."""
+    good = _prompts_csv(tmp_path / "p.csv", 6, 6)
+    cfg = A.PARAMS.resolve(PRESET="ci", PROMPTS_FILE=str(good))
+    assert cfg.PROMPTS_FILE == str(good) and not cfg.is_preset_run()
+    good.write_text("prompt,number\nchanged,plural\n")  # edited after the check: the run keeps what was checked
+    data = ag.agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
+    assert len(data.train_prompts) + len(data.test_prompts) == 12 and "changed" not in data.test_prompts + data.train_prompts
+    import pickle
+
+    again = pickle.loads(pickle.dumps(cfg))
+    assert again.PROMPTS_FILE.prompts == cfg.PROMPTS_FILE.prompts and cfg.replace(SEED=1).PROMPTS_FILE.prompts == cfg.PROMPTS_FILE.prompts
+    assert json.loads(json.dumps({"f": cfg.PROMPTS_FILE})) == {"f": str(good)}
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("prompt,number\nThe caf\u00e9 key,singular\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"PROMPTS_FILE='.*latin.csv'.*not UTF-8 text \(byte 21 is b.\\xe9"):
+        A.PARAMS.resolve(PRESET="ci", PROMPTS_FILE=str(latin))
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + _prompts_csv(tmp_path / "x.csv", 4, 4).read_bytes())
+    assert len(A.PARAMS.resolve(PRESET="ci", PROMPTS_FILE=str(bom)).PROMPTS_FILE.prompts) == 8
+    for bad, match in ((tmp_path / "missing.csv", "existing"), (tmp_path, "existing"),
+                       (_prompts_csv(tmp_path / "few.csv", 3, 9), "3 singular and 9 plural.*at least 4 of each"),
+                       (_prompts_csv(tmp_path / "row.csv", 4, 4, "The man,many\n"), "row 10.*'number'"),
+                       (_prompts_csv(tmp_path / "p.txt", 4, 4), r"\.csv or \.json")):
+        with pytest.raises(ValueError, match=f"PROMPTS_FILE=.*{match}"):
+            A.PARAMS.resolve(PRESET="ci", PROMPTS_FILE=str(bad))
+
+
+def test_sizes_are_estimated_before_compute(monkeypatch):
+    """Sizes whose memory estimate exceeds the limit are refused by name, with the estimate and the limit."""
+    assert A.PARAMS.resolve(PRESET="ci").is_preset_run() and A.PARAMS.resolve(PRESET="book").is_preset_run()
+    monkeypatch.setattr(A, "_memory_budget", lambda: 5 * 2**29)  # a 5 GiB machine: the ci run (~2.0 GiB per batch) still fits
+    assert A.PARAMS.resolve(PRESET="ci").BATCH_SIZE == 50
+    for bad, match in ((dict(N_PROMPTS=20_000, LAYERS="all"), r"N_PROMPTS=20000 would need ~3.9 GiB .*30 layers.*the limit is 2.5 GiB"),
+                       (dict(BATCH_SIZE=100), r"BATCH_SIZE=100 would need ~4.0 GiB .*smollm2-135m.*the limit is 2.5 GiB"),
+                       (dict(MODELS=["gemma3-270m"], N_PROMPTS=24_000, LAYERS="all"), "N_PROMPTS=24000 .*gemma3-270m.*18 layers")):
+        with pytest.raises(ValueError, match=match):
+            A.PARAMS.resolve(PRESET="ci", **bad)
+    monkeypatch.setattr(A, "_memory_budget", lambda: 2**40)
+    for bad, match in ((dict(N_PROMPTS=10), "N_PROMPTS=10"), (dict(N_PROMPTS=100_002), "N_PROMPTS"), (dict(BATCH_SIZE=4097), "BATCH_SIZE"),
+                       (dict(GEN_TOKENS=513), "GEN_TOKENS"), (dict(LAYERS=[31]), r"LAYERS=\[31\].*layers 1..30")):
+        with pytest.raises(ValueError, match=match):
+            A.PARAMS.resolve(PRESET="ci", **bad)
+
+
 def test_known_gap_applies_only_to_the_presets_own_run():
     book = A.PARAMS.resolve(PRESET="book")
     assert "RMSNorm" in A.KNOWN_GAPS.reason(book, "gemma3-270m:knob_r2")
@@ -326,5 +408,6 @@ def test_notebook_source_carries_no_execution_metadata():
     from pathlib import Path
 
     source = (Path(__file__).resolve().parents[1] / "notebooks" / "05_llm_agreement.py").read_text()
-    assert "papermill" not in source and "jupytext_version" not in source
+    header = source.split("# ---\n")[1]  # the jupytext header (the prose may name papermill in its run box)
+    assert "papermill" not in header and "jupytext_version" not in source
     assert "chapter.PARAMS.resolve(globals())" in source

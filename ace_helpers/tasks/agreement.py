@@ -1,19 +1,24 @@
-"""Subject–verb agreement prompts (spec §4): the synthetic set, a loader for your own, verb tokens.
+"""Subject–verb agreement prompts: the synthetic set, a loader for your own, verb tokens.
 
 Every prompt ends right before the verb; its label is the number of the head noun
 (``1`` = plural, ``0`` = singular).  The behaviour is the tense-agnostic logit margin
 ``m = L[" are"] + L[" were"] − L[" is"] − L[" was"]`` at the last token (plural minus singular).
 
-* :func:`synthetic_prompts` — the spec's generator: 9 singular / 9 plural heads, an attractor of
+The word lists, templates, demo and generation prompts are those of the official code release's
+``src/cores/SVA_uni.py`` (``joshseth/cores``: ``build_sva_dataset`` and its flip / generation demos),
+the code behind the paper's subject–verb agreement experiment (Schiffman 2026, arXiv 2602.22600).
+
+* :func:`synthetic_prompts` — the generator (the same lists, drawn in our own order): 9 singular / 9 plural heads, an attractor of
   the **opposite** number, 6 connectors, 5 templates (base, front pad, back pad, "There", relative
   clause), an optional "In the past," prefix (probability 1/2); exactly half singular heads;
   texts shuffled with ``numpy.random.default_rng(seed)``.
 * :func:`split` — the seeded 50/50 train/test split (train: Cov, Obs, μ; test: evaluation).
-* :func:`load_prompts` — a CSV with columns ``prompt,number`` or a JSON list of
-  ``{"prompt": ..., "number": ...}``, ``number`` being ``singular`` or ``plural``; a malformed row
-  raises ``ValueError`` naming the row.
+* :func:`read_prompts_file` / :func:`load_prompts` — a UTF-8 CSV with columns ``prompt,number`` or
+  a JSON list of ``{"prompt": ..., "number": ...}``, ``number`` being ``singular`` or ``plural``; a
+  malformed row raises ``ValueError`` naming the row (a non-UTF-8 file: the byte offset).  The
+  file is read once into a :class:`PromptsFile`, which carries its prompts to :func:`agreement_split`.
 * :func:`verb_token_ids` — the ids of `` is / are / was / were`` for a tokenizer (a word that
-  splits into several tokens uses its last token, as the spec's code does).
+  splits into several tokens uses its last token, as the official code's ``get_token_id`` does).
 * :func:`margin` / :func:`copula_margin` — the behaviour read from logits: the summed margin, and
   the logsumexp copula margin that steered generation calibrates against.
 """
@@ -21,6 +26,7 @@ Every prompt ends right before the verb; its label is the number of the head nou
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from dataclasses import dataclass
@@ -50,14 +56,14 @@ DEMO_PROMPTS = (
     ("There key near the boxes", 0),
     ("There keys near the box", 1),
 )
-"""The six prompts of the spec's flip demo (Fig. C), with their labels (1 = plural)."""
+"""The six prompts of the official code release's flip demo (the paper's SVA figure, panel C), with their labels (1 = plural)."""
 
 GENERATION_PROMPTS = (
     "As a new field of research, artificial intelligence",
     "We hold these truths to be self-evident:",
     "Scientific research",
 )
-"""The spec's three prompts for steered generation."""
+"""The three prompts of the official code release's generation demo."""
 
 NUMBERS = {"singular": 0, "plural": 1}
 
@@ -128,7 +134,10 @@ def split(prompts: list[str], labels: np.ndarray, seed: int = 0) -> AgreementSpl
 
 
 def agreement_split(n: int, seed: int = 0, prompts_file: str | os.PathLike | None = None) -> AgreementSplit:
-    """The synthetic set of ``n`` prompts (or the prompts of ``prompts_file``), split 50/50 with ``seed``."""
+    """The synthetic set of ``n`` prompts (or the prompts of ``prompts_file``), split 50/50 with ``seed``.
+
+    A :class:`PromptsFile` (what the chapter's check read) is used as it is, not read again.
+    """
     if prompts_file is not None:
         prompts, labels = load_prompts(prompts_file)
     else:
@@ -147,41 +156,85 @@ def _parse_row(where: str, row: object) -> tuple[str, int]:
     return prompt.strip(), NUMBERS[number.strip().lower()]
 
 
-def load_prompts(path: str | os.PathLike) -> tuple[list[str], np.ndarray]:
-    """Read your own prompts: ``.csv`` (header ``prompt,number``) or ``.json`` (list of objects).
+class PromptsFile(str):
+    """A prompts-file path (it compares, prints and serialises as the path) carrying the prompts read from it.
 
-    Each prompt must end right before the verb; ``number`` is ``singular`` or ``plural``.
+    Made by :func:`read_prompts_file`; :func:`agreement_split` uses the carried prompts instead of
+    reading the file again, so what was checked is what runs.
+    """
+
+    prompts: tuple[str, ...]
+    labels: tuple[int, ...]
+
+    def __new__(cls, path: str, prompts, labels) -> "PromptsFile":
+        self = super().__new__(cls, path)
+        self.prompts = tuple(prompts)
+        self.labels = tuple(int(v) for v in labels)
+        return self
+
+    def __reduce__(self):
+        return (PromptsFile, (str(self), self.prompts, self.labels))
+
+
+def _decode(path: Path) -> str:
+    """The file's text as UTF-8 (a leading byte-order mark dropped); ValueError naming the byte offset if not."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"PROMPTS_FILE={str(path)!r} is not allowed: it is not UTF-8 text (byte {exc.start} is "
+            f"{data[exc.start:exc.start + 1]!r}: {exc.reason}); save it as UTF-8"
+        ) from None
+
+
+def read_prompts_file(path: str | os.PathLike) -> PromptsFile:
+    """Read your own prompts once: ``.csv`` (header ``prompt,number``) or ``.json`` (list of objects).
+
+    Each prompt must end right before the verb; ``number`` is ``singular`` or ``plural``.  The file
+    must be UTF-8.  Raises ``ValueError`` naming the file and the bad row (or byte offset).
 
     Returns:
-        ``(prompts, labels)`` with labels 1 = plural. Raises ``ValueError`` naming the bad row.
+        a :class:`PromptsFile`: the path as given, with ``.prompts`` and ``.labels`` (1 = plural).
     """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"PROMPTS_FILE={str(path)!r} is not allowed: it must be an existing .csv or .json file")
+    if path.suffix.lower() not in (".csv", ".json"):
+        raise ValueError(f"PROMPTS_FILE={str(path)!r} is not allowed: the file must end in .csv or .json")
+    try:
+        text = _decode(path)
+    except OSError as exc:
+        raise ValueError(f"PROMPTS_FILE={str(path)!r} is not allowed: it cannot be read ({exc.strerror or exc})") from None
     rows: list[tuple[str, int]] = []
     if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            if reader.fieldnames is None or not {"prompt", "number"} <= set(reader.fieldnames):
-                raise ValueError(f"{path}: the CSV header must contain the columns 'prompt,number'; got {reader.fieldnames}")
-            for i, row in enumerate(reader, start=2):
-                if None in row or any(v is None for v in row.values()):
-                    raise ValueError(f"{path}, row {i}: wrong number of fields: {row!r}")
-                rows.append(_parse_row(f"{path}, row {i}", row))
-    elif path.suffix.lower() == ".json":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if reader.fieldnames is None or not {"prompt", "number"} <= set(reader.fieldnames):
+            raise ValueError(f"{path}: the CSV header must contain the columns 'prompt,number'; got {reader.fieldnames}")
+        for i, row in enumerate(reader, start=2):
+            if None in row or any(v is None for v in row.values()):
+                raise ValueError(f"{path}, row {i}: wrong number of fields: {row!r}")
+            rows.append(_parse_row(f"{path}, row {i}", row))
+    else:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not valid JSON ({exc})") from exc
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of {{'prompt': ..., 'number': ...}} objects")
         rows = [_parse_row(f"{path}, item {i}", row) for i, row in enumerate(data)]
-    else:
-        raise ValueError(f"PROMPTS_FILE={str(path)!r} is not allowed: the file must end in .csv or .json")
     if len(rows) < 4:
         raise ValueError(f"{path}: need at least 4 prompts, found {len(rows)}")
-    prompts = [p for p, _ in rows]
-    return prompts, np.array([n for _, n in rows])
+    return PromptsFile(str(path), [p for p, _ in rows], [n for _, n in rows])
+
+
+def load_prompts(path: str | os.PathLike) -> tuple[list[str], np.ndarray]:
+    """``(prompts, labels)`` of a prompts file (labels 1 = plural); a :class:`PromptsFile` is not read again.
+
+    See :func:`read_prompts_file` for the format; raises ``ValueError`` naming the bad row.
+    """
+    found = path if isinstance(path, PromptsFile) else read_prompts_file(path)
+    return list(found.prompts), np.array(found.labels)
 
 
 def verb_token_ids(tokenizer) -> dict[str, int]:

@@ -16,9 +16,12 @@ is re-exported here:
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from ace_helpers import params
+import numpy as np
+
+from ace_helpers import llm, params
 from ace_helpers.chapters.llm_agreement.generation import (
     Generation,
     copula_disagreements,
@@ -51,6 +54,7 @@ from ace_helpers.chapters.llm_agreement.sweep import (
     last_token_probs,
     sweep_margins,
 )
+from ace_helpers.tasks.agreement import GENERATION_PROMPTS, PromptsFile, read_prompts_file, split, synthetic_prompts
 
 PRESETS: dict[str, dict[str, Any]] = {
     "ci": {
@@ -70,45 +74,161 @@ PRESETS: dict[str, dict[str, Any]] = {
         "GEN_EPS": 1.0, "N_PERMUTATIONS": 10000,
     },
 }
-"""Knobs per preset. ``paper`` uses the paper's GPT-2 models (need downloaded weights)."""
+"""Knobs per preset. ``paper`` uses the paper's GPT-2 models: their weights must be in the local Hugging
+Face cache (``huggingface-cli download gpt2`` etc. once, with network access), else resolving it is refused."""
 
 
-def _check_name(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name}={value!r} is not allowed: {name} must be a model name such as 'smollm2-135m'")
-    return value.strip()
+MIN_PROMPTS_PER_NUMBER = 4
+"""A prompts file needs at least this many prompts of each number (singular and plural)."""
+
+MAX_PROMPTS = 100_000
+"""At most this many prompts (synthetic or from a file)."""
+
+STATE_BYTES = 12
+"""Bytes kept per prompt, swept layer and residual dimension at the peak of the state collection: float32
+train H and G plus test H (6 bytes per prompt of the whole set), doubled while the batches are joined."""
+
+ACTIVATION_FLOATS = 28
+"""Float32 numbers per token, block and residual dimension that one forward + backward batch needs
+(residual, norms, q/k/v, attention and MLP activations and their gradients): measured here as ~26 on
+SmolLM2-135M (peak memory growth 1.42 GB for 50 prompts of 16 tokens, all 30 layers), rounded up."""
+
+
+def _memory_budget() -> int:
+    """Half of this machine's physical memory, in bytes (the limit of the size estimates)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _check_model(remote: bool):
+    def check_one(name: str, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{name}={value!r} is not allowed: {name} must be a model name such as 'smollm2-135m'")
+        value = value.strip()
+        why = llm.unavailable_reason(value, remote=remote)
+        if why is not None:
+            raise ValueError(f"{name}={value!r} is not allowed: {why}")
+        return value
+
+    return check_one
+
+
+def _check_prompts_file(value: Any, seed: int) -> PromptsFile:
+    """Read the prompts file once and apply the chapter's rule; the returned value carries the prompts."""
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+        raise ValueError(f"PROMPTS_FILE={value!r} is not allowed: it must be None or a path string")
+    if not isinstance(value, PromptsFile):
+        try:
+            value = read_prompts_file(value)
+        except ValueError as exc:
+            text = str(exc)
+            raise ValueError(text if text.startswith("PROMPTS_FILE=") else f"PROMPTS_FILE={str(value)!r} is not allowed: {text}") from None
+    labels = np.array(value.labels)
+    counts = {"singular": int((labels == 0).sum()), "plural": int((labels == 1).sum())}
+    if min(counts.values()) < MIN_PROMPTS_PER_NUMBER or len(labels) > MAX_PROMPTS:
+        raise ValueError(
+            f"PROMPTS_FILE={str(value)!r} is not allowed: it has {counts['singular']} singular and {counts['plural']} plural "
+            f"prompts; it needs at least {MIN_PROMPTS_PER_NUMBER} of each number (so that the 50/50 train/test split can "
+            f"give both halves both numbers) and at most {MAX_PROMPTS} prompts in all"
+        )
+    try:
+        split(list(value.prompts), labels, seed)
+    except ValueError as exc:
+        raise ValueError(f"PROMPTS_FILE={str(value)!r} is not allowed with SEED={seed}: {exc}") from None
+    return value
+
+
+def _check_sizes(cfg: dict[str, Any]) -> None:
+    """Refuse LAYERS beyond a model's depth and sizes whose memory estimate exceeds :func:`_memory_budget`.
+
+    Each model's shape comes from its local ``config.json`` (:func:`ace_helpers.llm.model_config`);
+    a model whose config is not found here (remote runs) is not estimated.
+    """
+    prompts = list(cfg["PROMPTS_FILE"].prompts) if cfg["PROMPTS_FILE"] is not None else None
+    n = len(prompts) if prompts is not None else cfg["N_PROMPTS"]
+    n_knob = f"PROMPTS_FILE={str(cfg['PROMPTS_FILE'])!r} ({n} prompts)" if prompts is not None else f"N_PROMPTS={n}"
+    longest = max(len(p) for p in prompts) if prompts is not None else max(len(p) for p in synthetic_prompts(200, 0)[0])
+    tokens = longest // 4 + 4  # English BPE: ~4 characters per token, plus room for odd splits
+    budget = _memory_budget()
+    for model in cfg["MODELS"]:
+        config = None if cfg["REMOTE"] else llm.model_config(model)
+        if not config or not all(isinstance(config.get(k), int) for k in ("num_hidden_layers", "hidden_size")):
+            continue
+        depth, width = config["num_hidden_layers"], config["hidden_size"]
+        if cfg["LAYERS"] != "all" and cfg["LAYERS"][-1] > depth:
+            raise ValueError(f"LAYERS={cfg['LAYERS']!r} is not allowed: {model} has layers 1..{depth}")
+        swept = depth if cfg["LAYERS"] == "all" else len(cfg["LAYERS"])
+        states = STATE_BYTES * n * swept * width
+        if states > budget:
+            raise ValueError(
+                f"{n_knob} would need ~{_gib(states)} for the states of {model} ({swept} layers × {width} "
+                f"dims × {STATE_BYTES} bytes per prompt); the limit is {_gib(budget)} (half this machine's memory): "
+                "use fewer prompts or fewer LAYERS"
+            )
+        batch = 4 * ACTIVATION_FLOATS * min(cfg["BATCH_SIZE"], n - n // 2) * tokens * depth * width
+        if batch > budget:
+            raise ValueError(
+                f"BATCH_SIZE={cfg['BATCH_SIZE']} would need ~{_gib(batch)} for one backward batch of {model} ({tokens} tokens × "
+                f"{depth} blocks × {width} dims × {ACTIVATION_FLOATS} floats per prompt); the limit is {_gib(budget)} "
+                "(half this machine's memory): use a smaller BATCH_SIZE"
+            )
+        context = config.get("max_position_embeddings")
+        gen_prompt = max(len(p) for p in GENERATION_PROMPTS) // 4 + 4
+        if isinstance(context, int) and gen_prompt + cfg["GEN_TOKENS"] > context:
+            raise ValueError(
+                f"GEN_TOKENS={cfg['GEN_TOKENS']} is not allowed for {model}: a generation prompt (~{gen_prompt} tokens) plus "
+                f"GEN_TOKENS new tokens exceeds its context of {context} positions"
+            )
 
 
 def check(cfg: dict[str, Any]) -> None:
     """Validate every knob (``ValueError`` naming the knob) and normalise in place.
 
-    MODELS: a name or a list of distinct names; REMOTE: bool; N_PROMPTS: even, 8..100 000;
-    PROMPTS_FILE: None or a path string; LAYERS: ``"all"`` or 1-based layers (sorted, deduplicated);
-    SEED >= 0; BATCH_SIZE; GEN_TOKENS; GEN_SAMPLES; GEN_REFINE (extra secant steps of the generation
-    calibration, 0 = one step); GEN_EPS (target copula margin on the other side, nats); N_PERMUTATIONS.
+    MODELS: a name or a list of distinct names, each loadable here without network
+    (:func:`ace_helpers.llm.unavailable_reason`: a bundled offline model, a local folder, or a Hub
+    id whose weights are in the local Hugging Face cache; with REMOTE any Hub id); REMOTE: bool
+    (True needs ``$NDIF_API_KEY``); N_PROMPTS: even, 20..100 000; PROMPTS_FILE: None or a UTF-8
+    .csv / .json file, read here once (the run uses what was read), with at least 4 prompts of
+    each number and both numbers in both halves of the seeded split; LAYERS: ``"all"`` or 1-based
+    layers (sorted, deduplicated; at most each model's depth); SEED >= 0; BATCH_SIZE; GEN_TOKENS
+    (prompt + new tokens within each model's context); GEN_SAMPLES; GEN_REFINE (extra secant steps
+    of the generation calibration, 0 = one step); GEN_EPS (target copula margin on the other side,
+    nats); N_PERMUTATIONS.  Memory estimates of the states (prompts × layers × width) and of one
+    backward batch must stay under half this machine's memory.
     """
+    if not isinstance(cfg["REMOTE"], bool):
+        raise ValueError(f"REMOTE={cfg['REMOTE']!r} is not allowed: REMOTE must be True or False")
+    if cfg["REMOTE"] and not os.environ.get("NDIF_API_KEY"):
+        raise ValueError("REMOTE=True is not allowed here: it needs an NDIF API key in $NDIF_API_KEY "
+                         "(get one at https://login.ndif.us)")
     models = cfg["MODELS"]
     if isinstance(models, str):
         models = [models]
-    cfg["MODELS"] = params.check_list("MODELS", models, _check_name)
+    cfg["MODELS"] = params.check_list("MODELS", models, _check_model(cfg["REMOTE"]))
     if len(set(cfg["MODELS"])) != len(cfg["MODELS"]):
         raise ValueError(f"MODELS={cfg['MODELS']!r} is not allowed: MODELS must not repeat a model")
-    params.check_choice("REMOTE", cfg["REMOTE"], (True, False))
-    cfg["N_PROMPTS"] = params.check_int("N_PROMPTS", cfg["N_PROMPTS"], low=8, high=100_000)
+    cfg["N_PROMPTS"] = params.check_int("N_PROMPTS", cfg["N_PROMPTS"], low=20, high=MAX_PROMPTS)
     if cfg["N_PROMPTS"] % 2:
         raise ValueError(f"N_PROMPTS={cfg['N_PROMPTS']!r} is not allowed: N_PROMPTS must be even (half singular)")
-    if cfg["PROMPTS_FILE"] is not None and not isinstance(cfg["PROMPTS_FILE"], str):
-        raise ValueError(f"PROMPTS_FILE={cfg['PROMPTS_FILE']!r} is not allowed: it must be None or a path string")
+    cfg["SEED"] = params.check_int("SEED", cfg["SEED"], low=0)
+    if cfg["PROMPTS_FILE"] is not None:
+        cfg["PROMPTS_FILE"] = _check_prompts_file(cfg["PROMPTS_FILE"], cfg["SEED"])
     layers = cfg["LAYERS"]
     if layers != "all":
         cfg["LAYERS"] = sorted(set(params.check_list("LAYERS", layers, lambda n, v: params.check_int(n, v, low=1))))
-    cfg["SEED"] = params.check_int("SEED", cfg["SEED"], low=0)
     cfg["BATCH_SIZE"] = params.check_int("BATCH_SIZE", cfg["BATCH_SIZE"], low=1, high=4096)
     cfg["GEN_TOKENS"] = params.check_int("GEN_TOKENS", cfg["GEN_TOKENS"], low=1, high=512)
     cfg["GEN_SAMPLES"] = params.check_int("GEN_SAMPLES", cfg["GEN_SAMPLES"], low=1, high=64)
     cfg["GEN_REFINE"] = params.check_int("GEN_REFINE", cfg["GEN_REFINE"], low=0, high=10)
     cfg["GEN_EPS"] = params.check_range("GEN_EPS", cfg["GEN_EPS"], low=0.0, high=50.0, low_open=True)
     cfg["N_PERMUTATIONS"] = params.check_int("N_PERMUTATIONS", cfg["N_PERMUTATIONS"], low=100, high=10**6)
+    _check_sizes(cfg)
 
 
 PARAMS = params.ChapterParams("05_llm_agreement", PRESETS, check)
