@@ -31,7 +31,18 @@
 # not from HF's `hidden_states`, so that at the last layer the core is estimated *before* the final
 # norm — where the edits are applied.
 
-# %% tags=["parameters"]
+# %% [markdown]
+# ```{admonition} Run this chapter
+# :class: tip
+# From `notebooks/`: `papermill 05_llm_agreement.ipynb out.ipynb -p PRESET ci` (SmolLM2 only, 300
+# prompts, every other layer: a few minutes on a CPU). Change the main knobs with `-p`, e.g.
+# `-p MODELS gemma3-270m -p N_PROMPTS 400 -p LAYERS all -p GEN_TOKENS 40`; several models as a list:
+# `-y "MODELS: [smollm2-135m, gemma3-270m]"`; your own prompts: `-p PROMPTS_FILE my_prompts.csv`
+# (UTF-8, columns `prompt,number`). A model that cannot be loaded here, or sizes that would not fit
+# in memory, are refused in the second cell, before any compute.
+# ```
+
+# %% tags=["parameters", "hide-input"]
 PRESET = None  # "ci" | "book" | "paper"; None: $ACE_PRESET, else "book"
 MODELS = None  # model names: "smollm2-135m", "gemma3-270m", or Hub ids ("gpt2", "meta-llama/Llama-3.1-8B", ...)
 REMOTE = None  # True: run the traces on NDIF (needs NDIF_API_KEY; no generation section)
@@ -43,11 +54,11 @@ BATCH_SIZE = None  # prompts per forward/backward batch
 GEN_TOKENS = None  # new tokens per steered generation (paper: 50)
 GEN_SAMPLES = None  # sampled generations per generation prompt
 GEN_REFINE = None  # extra secant steps in the per-step flip calibration (0: a single secant step)
-GEN_EPS = None  # target copula margin on the other side at every step, in nats (spec: 1.0)
+GEN_EPS = None  # target copula margin on the other side at every step, in nats (official code: 1.0)
 N_PERMUTATIONS = None  # permutations for the cross-model alignment p-value
 OUTPUT_DIR = None  # where results.json goes; None: outputs/05_llm_agreement
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import numpy as np
@@ -65,9 +76,11 @@ params.begin(cfg)
 # %% [markdown]
 # ## Data
 #
-# The spec's synthetic set: 9 singular and 9 plural heads, an opposite-number attractor, six
-# connectors, five templates (plain, front pad, back pad, the ungrammatical "There …", a relative
-# clause), "In the past," in front of half of them; split 50/50 with the seed.
+# The synthetic set of the official code release (`build_sva_dataset` in `joshseth/cores`'s
+# `src/cores/SVA_uni.py`, drawn here in our own order): 9 singular and 9 plural heads, an
+# opposite-number attractor, six connectors, five templates (plain, front pad, back pad, the
+# ungrammatical "There …", a relative clause), "In the past," in front of half of them; split 50/50
+# with the seed. `PROMPTS_FILE` replaces it with your own prompts (read once, in the check).
 
 # %%
 data = agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
@@ -91,11 +104,11 @@ results = chapter.run_chapter(cfg)
 # %% [markdown]
 # ## A. Where the agreement core lives: AUC vs depth
 #
-# **Paper:** a single axis in GPT-2 S/M/L; keeping it keeps agreement, removing it destroys it,
-# flipping it inverts it (AUC < 0.5). Per-model AUCs were not retrievable; our own quick port on
-# the same two offline models (spec Appendix B, 200/200 prompts) gave SmolLM2: base 0.90, layers
-# 28–29 keep 0.94, remove 0.47, flip 0.14–0.15; Gemma: base 0.88, layers 14–15 keep 0.93,
-# remove 0.56–0.63, flip 0.28–0.34.
+# **Paper (SVA figure, panel A):** a single axis in GPT-2 S/M/L; keeping it keeps agreement,
+# removing it destroys it, flipping it inverts it (AUC < 0.5). Per-model AUCs were not retrievable;
+# our own earlier quick port of the official code on the same two offline models (200 train / 200
+# test prompts) gave SmolLM2: base 0.90, layers 28–29 keep 0.94, remove 0.47, flip 0.14–0.15;
+# Gemma: base 0.88, layers 14–15 keep 0.93, remove 0.56–0.63, flip 0.28–0.34.
 
 # %%
 rows = []
@@ -109,6 +122,10 @@ curves = [{"name": n, "layers": r.layers, "n_layers": r.n_layers, "base": r.auc_
 fig = plots.plot_auc_depth(curves, chosen={n: r.chosen_layer for n, r in results.items()})
 
 # %% [markdown]
+# *Fig. A (paper's panel A, layer sweep):* look at the last few layers, where the green (core only)
+# line stays at or above the base AUC, orange (core removed) drops towards 0.5 and red (core
+# flipped) falls below 0.5; the dotted vertical line is the chosen layer.
+#
 # In both models nothing happens in the early and middle layers — the number of the subject has
 # not reached the last token yet, so a last-token edit cannot touch it — and in the last few layers
 # a single direction becomes necessary and sufficient and its reflection inverts agreement, with the
@@ -118,7 +135,7 @@ fig = plots.plot_auc_depth(curves, chosen={n: r.chosen_layer for n, r in results
 # %% [markdown]
 # ## B. The knob: core coordinate vs margin
 #
-# **Paper (Fig. B):** the margin is an affine function of the single core coordinate z = qᵀ(h − μ)
+# **Paper (SVA figure, panel B):** the margin is an affine function of the single core coordinate z = qᵀ(h − μ)
 # (values not retrieved). We fit m ≈ a·z + b on the test prompts at the chosen layer.
 
 # %%
@@ -130,15 +147,18 @@ fig = plots.plot_knob({n: {"z": r.knob.z, "m": r.knob.m, "labels": data.test_lab
                        for n, r in results.items()})
 
 # %% [markdown]
+# *Fig. B (paper's panel B, the knob):* look at how tightly the points follow the black affine
+# fit (R² in the legend), with plural prompts (red) to the right of singular ones (blue).
+#
 # One number per prompt, read off one direction, carries much of the variance of the model's
 # agreement decision. When the chosen layer is the last block (Gemma), the final RMS norm still
 # sits between the coordinate and the logits and divides by each prompt's residual norm, so the
 # relation need not be affine there; the line above prints the layer where the fit is tightest.
 
 # %% [markdown]
-# ## C. Flip demo: the spec's six prompts
+# ## C. Flip demo: the six prompts of the official code release's flip demo
 #
-# P(is / are / was / were) at the chosen layer under clean / core removed / core flipped, with the
+# **Paper (SVA figure, panel C).** P(is / are / was / were) at the chosen layer under clean / core removed / core flipped, with the
 # score log(P(correct pair)/max of the four) and one-sided paired Wilcoxon tests
 # (base > removed, base > flipped, removed > flipped), Fisher-combined over models. With six
 # prompts the smallest possible one-sided p-value is 1/64 ≈ 0.016.
@@ -150,26 +170,31 @@ for name, r in results.items():
 fig = plots.plot_flip_demo({n: r.demo_probs for n, r in results.items()}, [p for p, _ in DEMO_PROMPTS])
 
 # %% [markdown]
+# *Fig. C (paper's panel C, flip demo):* compare the colours across the three columns — the share of
+# the singular verbs (dark blue *is*, light blue *was*) against the plural ones (red *are*, light
+# red *were*) on each prompt, clean, with the core removed, and with it flipped.
+#
 # Flipping moves the probability mass to the other number's verbs on every prompt, including the
 # ungrammatical "There key/keys" frames.
 
 # %% [markdown]
-# ## D. Steered generation
+# ## D. Steered generation (panel D is ours)
 #
 # **Paper:** the flip "inverts grammatical number throughout generation". At every step, at the
-# chosen layer and the last position, the spec's *calibrated* flip h + s·(−2qqᵀ(h − μ)) is applied,
+# chosen layer and the last position, the official code's *calibrated* flip h + s·(−2qqᵀ(h − μ)) is applied,
 # with s chosen per step so that the copula margin logsumexp(are, were) − logsumexp(is, was) lands
 # on the other side (sampling at temperature 1, top-k 50, the same seed for the clean and steered
 # runs). We score a generation as changed when most of its number-marked verbs (is/are, was/were,
 # has/have, does/do) are the form the **clean** model likes less than the other-number form in
 # that very context (teacher-forced), and show the same statistic for the clean texts.
 #
-# **Where we differ, and why.** The spec's rule (one secant step from s₀ = 0.2 to a target of
-# 1 nat) undershoots in both offline models: the margin grows faster than linearly in s, so the
+# **Where we differ, and why.** The official code release's rule (`generate_surgical` in
+# `SVA_uni.py`: one secant step from s₀ = 0.2 to a target of 1 nat) undershoots in both offline
+# models, as we measured here: the margin grows faster than linearly in s, so the
 # achieved margin often stays on the clean side; and even a margin of exactly 1 nat leaves the
 # clean number's copula a 27 % chance when sampling at temperature 1. So the book preset adds
 # `GEN_REFINE` secant steps (the target is then met to ±0.05 nat) and a target of `GEN_EPS` nats;
-# the spec's exact rule is run as well and reported beside it.
+# the official code's exact rule is run as well and reported beside it.
 
 # %%
 if any(r.generation is not None for r in results.values()):
@@ -178,11 +203,11 @@ if any(r.generation is not None for r in results.values()):
         if r.generation is None:
             continue
         (rate, scored), (base, _) = r.generation.flip_rate(), r.generation.baseline_rate()
-        spec_rate = (r.generation_spec or r.generation).flip_rate()[0]
+        official_rate = (r.generation_spec or r.generation).flip_rate()[0]
         rates[name] = {"clean": base, "steered": rate}
         print(f"{name}: changed {rate:.2f} of {scored} steered generations with a number-marked verb "
               f"(target {cfg.GEN_EPS} nat, {cfg.GEN_REFINE} refinements); clean texts {base:.2f}; "
-              f"spec's one-step 1-nat rule {spec_rate:.2f}")
+              f"official code's one-step 1-nat rule {official_rate:.2f}")
         for prompt, clean, steered in list(zip(r.generation.prompts, r.generation.clean, r.generation.steered))[:: cfg.GEN_SAMPLES]:
             print(f"  PROMPT  {prompt!r}\n  clean   {clean!r}\n  flipped {steered!r}")
     fig = plots.plot_generation(rates)
@@ -190,7 +215,11 @@ else:
     print("no generation in remote mode")
 
 # %% [markdown]
-# ## E. Cross-model alignment of the core coordinate
+# *Fig. D (ours, steered generation):* look at the red bars (calibrated flip) against the grey ones
+# (clean texts, sampling noise) and the dotted line at 0.7, our acceptance line for the claim below.
+
+# %% [markdown]
+# ## E. Cross-model alignment (panel E is ours) of the core coordinate
 #
 # **Paper ("Table 6"):** sign-aligned Spearman correlations of per-prompt core coordinates between
 # models, "up to 0.93" across families (values not retrieved). The p-value is from random pairings
@@ -206,13 +235,19 @@ else:
     print("only one model: no cross-model alignment")
 
 # %% [markdown]
+# *Fig. E (ours, cross-model alignment; drawn with two or more models):* look at how closely the
+# points follow the diagonal — the same prompts sit at the same place along both models' axes.
+#
 # Two models of different families, sizes and tokenizers order the same prompts along their
 # agreement axes in much the same way.
 
 # %% [markdown]
 # ## Claims
 #
-# The thresholds state the paper's claim: one axis, necessary and sufficient, flip inverts. At the
+# The claims are the paper's: one axis, necessary and sufficient, flip inverts, and steered
+# generation changes verb number. The paper states them in words, so the numeric lines (base AUC
+# ≥ 0.85, core-only ≥ 0.88, removed ≤ 0.75, flipped ≤ 0.25, knob R² ≥ 0.5, generations ≥ 0.70)
+# are ours: each sits well on the far side of chance (0.5) or of the clean texts' rate. At the
 # `ci` preset (SmolLM2 only, fewer prompts, every other layer) the same thresholds apply; the
 # cross-model claim needs two models and is not checked there. A claim measured not to reproduce is
 # listed with its reason (`chapter.KNOWN_GAPS`) and does not stop the run.

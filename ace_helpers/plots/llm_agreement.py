@@ -1,4 +1,9 @@
-"""Chapter 5 panels (subject–verb agreement in LLMs). Each function returns the Figure it drew."""
+"""Chapter 5 panels (subject–verb agreement in LLMs). Each function returns the Figure it drew.
+
+Panel names follow the paper's subject–verb agreement figure (Schiffman 2026, arXiv 2602.22600):
+A the layer sweep, B the knob, C the flip demo; D (steered generation) and E (cross-model
+alignment) are ours.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ _MODE_STYLE = {
 
 
 def plot_auc_depth(curves: Sequence[Mapping], *, chosen: Mapping[str, int] | None = None):
-    """Panel A: test ROC-AUC vs normalised depth ℓ/n_layers, one axes per model.
+    """Panel A (paper): test ROC-AUC vs normalised depth ℓ/n_layers, one axes per model.
 
     Args:
         curves: per model ``{"name", "layers" (L,), "n_layers", "base" (float), "keep"/"remove"/"flip" (L,)}``.
@@ -34,11 +39,12 @@ def plot_auc_depth(curves: Sequence[Mapping], *, chosen: Mapping[str, int] | Non
             label, color, ls = _MODE_STYLE[mode]
             ax.plot(depth, c[mode], color=color, ls=ls, marker=".", label=label)
         if chosen and c["name"] in chosen:
-            ax.axvline(chosen[c["name"]] / c["n_layers"], color="0.6", lw=1, ls=":")
-        ax.axhline(0.5, color="0.8", lw=1)
-        ax.set(title=c["name"], xlabel="normalised depth ℓ / n_layers", ylim=(-0.02, 1.02))
+            ax.axvline(chosen[c["name"]] / c["n_layers"], color="0.6", lw=1, ls=":", label=f"chosen ℓ = {chosen[c['name']]}")
+        ax.axhline(0.5, color="0.8", lw=1, label="chance (0.5)")
+        ax.set(title=f"A (paper): layer sweep, {c['name']}", xlabel="normalised depth ℓ / n_layers", ylim=(-0.02, 1.02))
     axes[0][0].set_ylabel("ROC-AUC of margin (plural = 1)")
-    axes[0][-1].legend(loc="lower left", fontsize=8)
+    for ax in axes[0]:
+        ax.legend(loc="lower left", fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -49,7 +55,7 @@ def _z(x: np.ndarray) -> np.ndarray:
 
 
 def plot_knob(knobs: Mapping[str, Mapping]):
-    """Panel B: z-scored core coordinate vs z-scored margin, plural above singular, affine fit and R².
+    """Panel B (paper): z-scored core coordinate vs z-scored margin, plural above singular, affine fit and R².
 
     Args:
         knobs: model name -> ``{"z" (N,), "m" (N,), "labels" (N,), "r2"}``.
@@ -65,14 +71,15 @@ def plot_knob(knobs: Mapping[str, Mapping]):
         slope, intercept = np.polyfit(z, m, 1)
         grid = np.linspace(z.min(), z.max(), 50)
         ax.plot(grid, slope * grid + intercept, color="k", lw=1.2, label=f"affine fit, R² = {k['r2']:.2f}")
-        ax.set(title=name, xlabel="core coordinate z (z-scored)", ylabel="margin m (z-scored)")
+        ax.set(title=f"B (paper): the knob, {name}", xlabel="core coordinate z (z-scored, SD units)",
+               ylabel="margin m (z-scored, SD units)")
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
 def plot_flip_demo(probs: Mapping[str, Mapping[str, np.ndarray]], prompts: Sequence[str]):
-    """Panel C: P(is/are/was/were) per demo prompt under clean / removed / flipped, per model.
+    """Panel C (paper): P(is/are/was/were) per demo prompt under clean / removed / flipped, per model.
 
     Args:
         probs: model name -> condition (``base``, ``removed``, ``flipped``) -> (P, 4) probabilities.
@@ -94,36 +101,37 @@ def plot_flip_demo(probs: Mapping[str, Mapping[str, np.ndarray]], prompts: Seque
             ax.set_yticks(np.arange(len(prompts)))
             ax.set_yticklabels(prompts if col == 0 else [""] * len(prompts), fontsize=7)
             ax.invert_yaxis()
-            ax.set_title(f"{name}: {cond}", fontsize=9)
+            ax.set_title(f"C (paper): flip demo, {name}, {cond}", fontsize=9)
     axes[-1][1].set_xlabel("share of the four verbs' probability")
-    axes[0][-1].legend(loc="lower right", fontsize=7, ncol=4)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", fontsize=8, ncol=4, frameon=False)
+    fig.tight_layout(rect=(0, 0.4 / fig.get_figheight(), 1, 1))  # room for the legend below the panels
     return fig
 
 
 def plot_generation(rates: Mapping[str, Mapping[str, float]]):
-    """Panel D: fraction of generations whose copulas mostly disagree with the clean model's number.
+    """Panel D (ours): fraction of generations whose copulas mostly disagree with the clean model's number.
 
     Args:
         rates: model name -> ``{"clean": rate, "steered": rate}``.
     """
     set_style()
-    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(rates), 3.4))
+    fig, ax = plt.subplots(figsize=(3.9 + 1.6 * len(rates), 3.4))
     names = list(rates)
     x = np.arange(len(names))
     ax.bar(x - 0.18, [rates[n]["clean"] for n in names], width=0.36, color="0.6", label="clean")
     ax.bar(x + 0.18, [rates[n]["steered"] for n in names], width=0.36, color="tab:red", label="calibrated flip")
-    ax.axhline(0.7, color="k", lw=1, ls=":", label="must reach 0.7")
+    ax.axhline(0.7, color="k", lw=1, ls=":", label="our acceptance line (0.7)")
     ax.set_xticks(x)
     ax.set_xticklabels(names)
-    ax.set(ylim=(0, 1.05), ylabel="generations with verb number changed")
-    ax.legend(fontsize=8)
+    ax.set(ylim=(0, 1.05), ylabel="share of generations\nwith verb number changed", title="D (ours): steered generation")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the bars, never over them
     fig.tight_layout()
     return fig
 
 
 def plot_alignment(coords: Mapping[str, np.ndarray], labels: np.ndarray):
-    """Panel E: per-prompt core coordinates of one model against another (sign-aligned), per pair."""
+    """Panel E (ours): per-prompt core coordinates of one model against another (sign-aligned), per pair."""
     set_style()
     names = list(coords)
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
@@ -135,7 +143,8 @@ def plot_alignment(coords: Mapping[str, np.ndarray], labels: np.ndarray):
             zb = -zb
         for value, color, text in ((0, "tab:blue", "singular"), (1, "tab:red", "plural")):
             ax.scatter(za[labels == value], zb[labels == value], s=10, alpha=0.6, color=color, label=text)
-        ax.set(xlabel=f"{a} core coordinate", ylabel=f"{b} core coordinate (sign-aligned)")
+        ax.set(title=f"E (ours): cross-model alignment, {a} vs {b}", xlabel=f"{a} core coordinate (z-scored, SD units)",
+               ylabel=f"{b} core coordinate (z-scored, sign-aligned)")
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

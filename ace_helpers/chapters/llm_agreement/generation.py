@@ -98,7 +98,8 @@ def generate_with_flip(
     one token: clean (m0, and the cache for the next step), with s0 (m1), then with
     s* = clip((−sign(m0)·eps − m0)/g, ±clip), g = (m1 − m0)/s0, and samples from that last run.
     ``refine`` > 0 adds that many secant steps towards the target (one single-token run each):
-    the spec's one-step rule (``refine=0``) undershoots when the margin grows faster than
+    the official code release's one-step rule (``generate_surgical`` in ``SVA_uni.py``: ``refine=0``,
+    s0 = 0.2, eps = 1) undershoots when the margin grows faster than
     linearly in s, which it does in the last layers of both offline models.
     ``core=None`` samples clean. All runs go through :func:`ace_helpers.interventions.run_with_edit`.
 
