@@ -408,3 +408,15 @@ def test_stored_book_run_loads_without_training():
     paper_cfg, lrun, through = found
     assert paper_cfg["PRESET"] == "paper" and through["wd"] >= 1400 and lrun.n_models >= 1
     assert long_run.continues(paper_cfg, cfg)
+
+
+def test_two_workers_share_the_cores_when_torch_threads_is_unset(tmp_path, monkeypatch):
+    from ace_helpers.params import cpu_cores
+
+    monkeypatch.delenv("TORCH_THREADS", raising=False)  # as a user runs `make book`
+    cfg = _tiny_cfg(tmp_path, EPOCHS=2, FORK_EPOCH=1)
+    lines: list[str] = []
+    run_mod.load_or_train(cfg, workers=2, log=lines.append)
+    budget = max(1, cpu_cores() // 2)
+    reports = [ln for ln in lines if "worker processes with" in ln]
+    assert len(reports) == 2 and all(f"with {budget} torch thread(s)" in ln for ln in reports), reports

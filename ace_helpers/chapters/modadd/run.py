@@ -235,13 +235,16 @@ def train_one_model(
     return results
 
 
-def _train_worker(job: tuple[Mapping[str, Any], int, str | None, bool]) -> tuple[dict[str, np.ndarray], float]:
-    """Process-pool entry point: train one model, return its arrays and wall time."""
-    cfg, m, snapshot_dir, wd_first = job
-    P_.set_threads()
+def _train_worker(job: tuple[Mapping[str, Any], int, str | None, bool, int]) -> tuple[dict[str, np.ndarray], float, int]:
+    """Process-pool entry point: train one model, return its arrays, wall time and torch threads.
+
+    The worker is one of ``n_workers``: it takes its share of the cores (``params.set_threads``),
+    so workers × threads ≤ cores unless ``TORCH_THREADS`` says otherwise."""
+    cfg, m, snapshot_dir, wd_first, n_workers = job
+    threads = P_.set_threads(workers=n_workers)
     start = time.perf_counter()
     arrays = train_one_model(cfg, m, snapshot_dir=snapshot_dir, log=print, wd_first=wd_first)
-    return arrays, time.perf_counter() - start
+    return arrays, time.perf_counter() - start, threads
 
 
 def load_or_train(
@@ -258,7 +261,7 @@ def load_or_train(
     parameters, commit, versions, wall time), one per model: a run with more models reuses the
     stored ones, an interrupted run keeps the finished ones.  ``snapshot_dir`` (default: none)
     also resumes inside a model (see :func:`train_one_model`).  ``workers > 1`` trains the
-    missing models in that many processes (one torch thread each; results are identical).
+    missing models in that many processes (each with its share of the cores; results are identical).
     ``wd_first`` trains each model's weight-decay arm to the end before its WD-off arm (see
     :func:`train_one_model`; same numbers).
     """
@@ -271,18 +274,22 @@ def load_or_train(
     missing = [m for m, a in enumerate(found) if a is None]
     snap = None if snapshot_dir is None else str(snapshot_dir)
     if missing:
-        jobs = [(cfg, m, snap, wd_first) for m in missing]
-        if workers > 1 and len(missing) > 1:
+        n_workers = min(workers, len(missing))
+        jobs = [(cfg, m, snap, wd_first, n_workers) for m in missing]
+        if n_workers > 1:
             import multiprocessing as mp
 
-            with mp.get_context("spawn").Pool(min(workers, len(missing))) as pool:
+            with mp.get_context("spawn").Pool(n_workers) as pool:
                 outs = pool.map(_train_worker, jobs)
+            if log is not None:
+                for m, (_, _, threads) in zip(missing, outs):
+                    log(f"model {m}: trained in one of {n_workers} worker processes with {threads} torch thread(s)")
         else:
             outs = []
-            for cfg_m, m, s, first in jobs:
+            for cfg_m, m, s, first, _ in jobs:
                 t = time.perf_counter()
-                outs.append((train_one_model(cfg_m, m, snapshot_dir=s, log=log, wd_first=first), time.perf_counter() - t))
-        for m, (arrays, wall) in zip(missing, outs):
+                outs.append((train_one_model(cfg_m, m, snapshot_dir=s, log=log, wd_first=first), time.perf_counter() - t, 0))
+        for m, (arrays, wall, _) in zip(missing, outs):
             save_artifact(directory, names[m], params=keys[m], data={"model_index": m}, arrays=arrays, wall_s=wall)
             if snapshot_dir is not None:  # the model is stored: its resume snapshots are no longer needed
                 for f in Path(snapshot_dir).glob(f".snapshot_{tag}_m{m}_*"):
