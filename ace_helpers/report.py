@@ -166,3 +166,16 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['chapter']} | {cell(r['section'])} | {cell(r['claim'])} | {cell(r['paper'])} | {cell(r['ours'])} "
                      f"| **{r['verdict']}** | {cell(r['note'])} |")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def verdict_summary(records: list[dict[str, Any]]) -> str:
+    """One markdown paragraph for a chapter's summary box: the verdict counts of ``records``
+    (:meth:`Claims.records`) and which claims did not reproduce, with their notes."""
+    counts = {v: sum(r["verdict"] == v for r in records) for v in VERDICTS}
+    sections = sorted({r["section"] for r in records}, key=[r["section"] for r in records].index)
+    text = (f"{counts[REPRODUCED]} of {len(records)} claims **reproduced**, {counts[NOT_REPRODUCED]} **not reproduced**, "
+            f"{counts[NOT_TESTED]} **not tested** ({'; '.join(sections)}).")  # fmt: skip
+    missed = [r for r in records if r["verdict"] == NOT_REPRODUCED]
+    if missed:
+        text += " Not reproduced: " + "; ".join(f"{r['claim']}" + (f" ({r['note']})" if r["note"] else "") for r in missed) + "."
+    return text

@@ -23,6 +23,15 @@
 # at once (the balanced weights are the eigenvalues of Cov·Obs) and should return exactly the core.
 # This chapter is ours (the paper starts with trained transformers); it checks the method itself.
 #
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** ACE keeps the directions that are both active (activation variance) and relevant (output sensitivity), as balanced truncation does; activity alone (PCA) or relevance alone (Jacobian directions) does not find them (the method of the paper, Sec. 2; this planted test with known ground truth is ours).
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # ```{admonition} Run this chapter
 # :class: tip
 # From `notebooks/`: `papermill 00_ace_planted_system.ipynb out.ipynb -p PRESET ci -p N_SAMPLES 2000 -p DIM 32 -p R_CORE 3`
@@ -44,7 +53,9 @@ OUTPUT_DIR = None  # where results.json goes; None: outputs/00_ace_planted_syste
 # %% tags=["hide-input"]
 from IPython.display import Markdown, display
 
-from ace_helpers import artifacts, params
+from myst_nb import glue
+
+from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import ace_planted_system as chapter
 from ace_helpers.plots import ace_planted_system as plots
 from ace_helpers.plots.style import set_style
@@ -88,6 +99,8 @@ fig = plots.planted_summary(res["overlap"], res["acc_keep"], res["acc_remove"], 
 
 # %%
 claims = chapter.build_claims(res, cfg)
+records = claims.records(f"{cfg.PRESET} preset")
+glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 display(Markdown(claims.table()))
 
 # %%
@@ -96,5 +109,5 @@ print(claims.summary())
 claims.assert_all()
 
 # %%
-path = artifacts.write_results(cfg.OUTPUT_DIR, res, cfg)
+path = artifacts.write_results(cfg.OUTPUT_DIR, res, cfg, claims=records)
 print(f"wrote {path}")

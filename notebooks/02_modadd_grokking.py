@@ -27,6 +27,15 @@
 # Chapter 3.
 
 # %% [markdown]
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** In modular addition (p = 53) a cyclic core of about 15 dimensions forms at grokking (epoch ~800): necessary and sufficient, with a shift operator whose eigenvalues move from inside the unit disk onto the unit circle (Fig. 1).
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # ```{admonition} Run this chapter
 # :class: tip
 # From `notebooks/`: `papermill 02_modadd_grokking.ipynb out.ipynb -p PRESET ci -p P 31 -p TRAIN_FRACTION 0.6 -p EPOCHS 500 -p N_MODELS 1`
@@ -64,7 +73,9 @@ import time
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from ace_helpers import artifacts, params
+from myst_nb import glue
+
+from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import modadd_grokking as chapter
 from ace_helpers.plots import modadd_grokking as plots
 from ace_helpers.plots.style import set_style
@@ -285,7 +296,12 @@ results = chapter.results(
     long_claims if long is not None else None, long_numbers if long is not None else None,
     wall_s=time.perf_counter() - T0,
 )  # fmt: skip
-print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg))
+records = claims.records(f"{cfg.PRESET} preset") + report.not_tested_records(not_tested, f"{cfg.PRESET} preset")
+if long is not None:
+    section = f"stored paper-preset run, through epoch {through['wd']}"
+    records += long_claims.records(section)
+glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
+print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records))
 claims.assert_all()  # after writing results.json, so a failed claim is recorded there too
 if long is not None:
     long_claims.assert_all()

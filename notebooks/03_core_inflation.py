@@ -24,6 +24,15 @@
 # artifact; run either notebook first).
 
 # %% [markdown]
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** Under continued weight decay the core inflates from ~15 to ~60 dimensions through redundancy (the necessary dimension grows while the sufficient one stays flat) and fills up to ⌊p/2⌋ + 1 = 27 frequency bins; without weight decay it does not (Fig. 2).
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # ```{admonition} Run this chapter
 # :class: tip
 # From `notebooks/`: `papermill 03_core_inflation.ipynb out.ipynb -p PRESET ci -p P 31 -p EPOCHS 500 -p FORK_EPOCH 450 -p N_MODELS 1`
@@ -63,7 +72,9 @@ import time
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from ace_helpers import artifacts, params
+from myst_nb import glue
+
+from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.plots import core_inflation as plots
 from ace_helpers.plots.style import set_style
@@ -322,7 +333,12 @@ results = chapter.results(
     *((long_claims, long_not_tested, long_numbers) if long is not None else (None, None, None)),
     wall_s=time.perf_counter() - T0,
 )  # fmt: skip
-print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg))
+records = claims.records(f"{cfg.PRESET} preset") + report.not_tested_records(not_tested, f"{cfg.PRESET} preset")
+if long is not None:
+    section = f"stored paper-preset run, through epoch {through['wd']}"
+    records += long_claims.records(section) + report.not_tested_records(long_not_tested, section)
+glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
+print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records))
 claims.assert_all()  # after writing results.json, so a failed claim is recorded there too
 if long is not None:
     long_claims.assert_all()

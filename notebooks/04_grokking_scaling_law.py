@@ -29,6 +29,15 @@
 # as one vectorised ensemble (`ace_helpers.ensemble`); a run leaves the ensemble once it has
 # grokked, or is *censored* at the step cap (reported, not dropped).
 #
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** Grokking time follows τ ∝ 1/(ω·p): against weight decay ω, τ ∝ ω^−1.02; against the modulus p, τ(p) = −Ω·log(1 − p_crit/p), with τ ∝ p^−1 at high redundancy.
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # ```{admonition} Run this chapter
 # :class: tip
 # From `notebooks/`: `papermill 04_grokking_scaling_law.ipynb out.ipynb -p PRESET ci -p N_SEEDS 1 -p MAX_STEPS 5000`
@@ -59,7 +68,9 @@ import time
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from ace_helpers import artifacts, params
+from myst_nb import glue
+
+from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import grokking_scaling_law as chapter
 from ace_helpers.plots import grokking_scaling_law as plots
 from ace_helpers.plots.style import set_style
@@ -220,6 +231,8 @@ print(chapter.linked_redundancy())
 
 # %%
 claims = chapter.build_claims(fits, p_runs, cfg)
+records = claims.records(f"{cfg.PRESET} preset")
+glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 display(Markdown(claims.table()))
 n_cens = sum(r.censored for r in sweeps.runs)
 print(f"censored runs (reported, not fitted): {n_cens} of {len(sweeps.runs)}")
@@ -244,4 +257,4 @@ claims.assert_all()
 # %%
 sweeps.save()  # a paper-preset run stores its sweeps as the artifact; other presets store nothing
 results = chapter.results(sweeps, claims, wall_s=time.perf_counter() - T0)
-print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg))
+print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records))

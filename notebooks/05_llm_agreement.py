@@ -32,6 +32,15 @@
 # norm — where the edits are applied.
 
 # %% [markdown]
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** Subject–verb agreement in language models runs through one axis per model: keeping it preserves agreement, removing it destroys it, flipping it inverts grammatical number (also throughout generation), and the axes of different models are aligned (Spearman up to 0.93).
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # ```{admonition} Run this chapter
 # :class: tip
 # From `notebooks/`: `papermill 05_llm_agreement.ipynb out.ipynb -p PRESET ci` (SmolLM2 only, 300
@@ -64,7 +73,9 @@ import time
 import numpy as np
 from IPython.display import Markdown, display
 
-from ace_helpers import artifacts, params
+from myst_nb import glue
+
+from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import llm_agreement as chapter
 from ace_helpers.plots import llm_agreement as plots
 from ace_helpers.tasks.agreement import DEMO_PROMPTS, agreement_split
@@ -254,6 +265,8 @@ else:
 
 # %%
 claims = chapter.build_claims(cfg, results, pairs)
+records = claims.records(f"{cfg.PRESET} preset")
+glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 display(Markdown(claims.table()))
 
 # %% [markdown]
@@ -263,7 +276,7 @@ display(Markdown(claims.table()))
 # %%
 out = chapter.flat_results(results, pairs, claims)
 out["wall_s"] = time.perf_counter() - T0
-artifacts.write_results(cfg.OUTPUT_DIR, out, cfg)
+artifacts.write_results(cfg.OUTPUT_DIR, out, cfg, claims=records)
 print(f"wrote {cfg.OUTPUT_DIR}/results.json ({out['wall_s']:.0f} s)")
 
 # %%
