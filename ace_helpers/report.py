@@ -2,12 +2,14 @@
 
 A chapter builds a :class:`Claims`, calls :meth:`Claims.check` once per claim (the threshold
 comes from the paper, loosened only as far as the preset forces), shows :meth:`Claims.table`
-and ends with :meth:`Claims.assert_all`, so a chapter that no longer reproduces fails its
-notebook test instead of quietly printing a worse number.
+and prints :meth:`Claims.verdict` in a cell that the notebook tests compare, so a chapter that
+no longer reproduces fails the test suite instead of quietly printing a worse number, while a
+run with a reader's own parameters always finishes and shows its verdicts.  Its claim records
+(:meth:`Claims.records`) go into ``results.json`` and, at the ``book`` preset, the scorecard.
 
 A claim we have measured *not* to reproduce at a given preset is recorded with
-``known_gap="why"``: it still shows as not holding (with the reason) in the table, but does not
-fail the notebook.  Every other failure does.  Known gaps are stated per preset by the chapter
+``known_gap="why"``: it shows as not reproduced, with the reason, and is expected by the tests.
+Every other failure fails them.  Known gaps are stated per preset by the chapter
 module in one :class:`KnownGaps` table, next to the evidence, never added to make a run pass;
 a gap applies only to that preset's exact run (:meth:`KnownGaps.reason`).
 """

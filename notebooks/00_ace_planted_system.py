@@ -104,9 +104,11 @@ glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # sh
 display(Markdown(claims.table()))
 
 # %%
-# NBVAL_CHECK_OUTPUT
 print(claims.summary())
-claims.assert_all()
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
 
 # %%
 path = artifacts.write_results(cfg.OUTPUT_DIR, res, cfg, claims=records)

@@ -227,8 +227,8 @@ print(claims.verdict())
 
 # %% [markdown]
 # **Rows marked "known gap"** did not reproduce at this preset's exact parameters (seeds included):
-# the reason is given in the row and recorded in `chapters.modadd_grokking.KNOWN_GAPS`; any other failure
-# stops the notebook. Compare with the model-by-model table above. At the `book` preset the
+# the reason is given in the row and recorded in `chapters.modadd_grokking.KNOWN_GAPS`. Any other failure
+# is marked **NO** in the table and fails the book's tests (the notebook itself always finishes). Compare with the model-by-model table above. At the `book` preset the
 # failing checkpoints are not an effect of the short run: they lie inside the paper's schedule,
 # and a paper-preset run with the same seeds trains exactly the same first `EPOCHS` epochs. A model
 # that groks late is still sharpening its clock at its grok checkpoint, and once the core starts
@@ -302,6 +302,3 @@ if long is not None:
     records += long_claims.records(section)
 glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records))
-claims.assert_all()  # after writing results.json, so a failed claim is recorded there too
-if long is not None:
-    long_claims.assert_all()

@@ -238,9 +238,11 @@ n_cens = sum(r.censored for r in sweeps.runs)
 print(f"censored runs (reported, not fitted): {n_cens} of {len(sweeps.runs)}")
 
 # %%
-# NBVAL_CHECK_OUTPUT
 print(claims.summary())
-claims.assert_all()
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
 
 # %% [markdown]
 # ## Results

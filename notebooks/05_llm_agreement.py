@@ -281,5 +281,4 @@ print(f"wrote {cfg.OUTPUT_DIR}/results.json ({out['wall_s']:.0f} s)")
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(claims.verdict())
-claims.assert_all()
+print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
