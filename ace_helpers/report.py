@@ -109,6 +109,14 @@ class Claims:
         bad = [r.claim for r in self.rows if r.unexpected]
         return "no unexpected claim failures" if not bad else f"unexpected claim failures: {bad}"
 
+    def counts(self) -> dict[str, Any]:
+        """``results.json`` entries: ``claims_passed``, ``claims_total`` and ``claims_failed`` (those not holding)."""
+        return {
+            "claims_passed": sum(r.passed for r in self.rows),
+            "claims_total": len(self.rows),
+            "claims_failed": [r.claim for r in self.rows if not r.passed],
+        }
+
     def records(self, section: str) -> list[dict[str, Any]]:
         """The rows as plain dicts for ``results.json`` and the scorecard (``section`` names the run).
 

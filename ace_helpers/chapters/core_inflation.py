@@ -185,9 +185,7 @@ def results(
         "grok_epoch": grok_epoch(wd.epochs, wd["test_acc"]),
         "fork_epoch": cfg["FORK_EPOCH"],
         "not_tested": [r.claim for r in not_tested],
-        "claims_passed": sum(r.passed for r in claims.rows),
-        "claims_total": len(claims.rows),
-        "claims_failed": [r.claim for r in claims.rows if not r.passed],
+        **claims.counts(),
         "models_from_artifact": run.cached,
         "train_wall_s": run.wall_s,
         "long_run": None,
@@ -197,6 +195,6 @@ def results(
         _, lrun, through = long
         out["long_run"] = {
             "preset": "paper", "n_models": lrun.n_models, "through_epoch": through, "numbers": long_numbers,
-            "not_tested": [r.claim for r in long_not_tested], "claims_failed": [r.claim for r in long_claims.rows if not r.passed],
+            "not_tested": [r.claim for r in long_not_tested], "claims_failed": long_claims.counts()["claims_failed"],
         } | arm_results(lrun.wd) | arm_results(lrun.nowd, prefix="nowd_")  # fmt: skip
     return out

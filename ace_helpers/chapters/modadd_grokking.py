@@ -151,9 +151,7 @@ def results(
     out = arm_results(wd) | {
         "grok_epoch": grok_epoch(wd.epochs, wd["test_acc"]),
         "clock_epochs": list(clock_epochs),
-        "claims_passed": sum(r.passed for r in claims.rows),
-        "claims_total": len(claims.rows),
-        "claims_failed": [r.claim for r in claims.rows if not r.passed],
+        **claims.counts(),
         "models_from_artifact": run.cached,
         "train_wall_s": run.wall_s,
         "long_run": None,
@@ -162,5 +160,5 @@ def results(
     if long is not None:
         _, lrun, through = long
         out["long_run"] = {"preset": "paper", "n_models": lrun.n_models, "through_epoch": through, "numbers": long_numbers,
-                           "claims_failed": [r.claim for r in long_claims.rows if not r.passed]}  # fmt: skip
+                           "claims_failed": long_claims.counts()["claims_failed"]}  # fmt: skip
     return out
