@@ -91,9 +91,30 @@ def test_page_loads_cleanly(browser, site_url, screenshots, path):
         assert not broken, f"{path}: images that did not load {broken}"
         raw = RAW_TABLE.findall(visible_text_outside_code(page))
         assert not raw, f"{path}: markdown table text left unrendered ({len(raw)} separator rows)"
+        wide = page.evaluate(
+            "Array.from(document.querySelectorAll('main pre')).filter(e => e.scrollWidth > e.clientWidth + 1).length"
+        )
+        assert not wide, f"{path}: {wide} code blocks do not fit the column (they scroll sideways)"
         if path in CHAPTERS:
             assert page.locator("main table").count() >= 1, f"{path}: a chapter page without an HTML table"
             page.screenshot(path=str(screenshots / f"{Path(path).stem}.png"), full_page=True)
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_notebook_download_link_serves_the_notebook(browser, site_url, path):
+    import json
+
+    page, _ = open_page(browser, site_url + path)
+    try:
+        links = page.eval_on_selector_all("a[href$='.ipynb']", "els => [...new Set(els.map(e => e.href))]")
+        assert links, f"{path}: no download link for the notebook"
+        for link in links:
+            response = page.request.get(link)
+            assert response.status == 200, f"{path}: {link} answers HTTP {response.status}"
+            nb = json.loads(response.body())
+            assert nb["cells"] and nb["nbformat"] == 4, f"{path}: {link} is not a notebook"
     finally:
         page.context.close()
 
