@@ -180,12 +180,16 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
 
 def verdict_summary(records: list[dict[str, Any]]) -> str:
     """One markdown paragraph for a chapter's summary box: the verdict counts of ``records``
-    (:meth:`Claims.records`) and which claims did not reproduce, with their notes."""
-    counts = {v: sum(r["verdict"] == v for r in records) for v in VERDICTS}
-    sections = sorted({r["section"] for r in records}, key=[r["section"] for r in records].index)
-    text = (f"{counts[REPRODUCED]} of {len(records)} claims **reproduced**, {counts[NOT_REPRODUCED]} **not reproduced**, "
-            f"{counts[NOT_TESTED]} **not tested** ({'; '.join(sections)}).")  # fmt: skip
-    missed = [r for r in records if r["verdict"] == NOT_REPRODUCED]
+    (:meth:`Claims.records`) per run, and which claims did not reproduce (their causes are in the
+    claims tables and the scorecard)."""
+    parts = []
+    for section in dict.fromkeys(r["section"] for r in records):
+        rows = [r for r in records if r["section"] == section]
+        counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+        parts.append(f"{counts[REPRODUCED]} of {len(rows)} claims **reproduced**, {counts[NOT_REPRODUCED]} **not reproduced**, "
+                     f"{counts[NOT_TESTED]} **not tested** ({section})")  # fmt: skip
+    text = "; ".join(parts) + "."
+    missed = list(dict.fromkeys(r["claim"] for r in records if r["verdict"] == NOT_REPRODUCED))
     if missed:
-        text += " Not reproduced: " + "; ".join(f"{r['claim']}" + (f" ({r['note']})" if r["note"] else "") for r in missed) + "."
+        text += " Not reproduced: " + "; ".join(missed) + " (the measured causes are in the claims tables below)."
     return text
