@@ -4,11 +4,12 @@ The chapter's knobs (:data:`PARAMS`), its pipeline (:func:`run`) and its claims
 (:func:`build_claims`).
 
 Results keys (``results.json``):
-    overlap: {method: {block: projector overlap}} for methods ace/pca/jacobian and blocks
-        core/active_only/relevant_only.
-    ace_rank: rank chosen by the energy rule.  weights_top: leading balanced weights.
-    acc_base, acc_keep, acc_remove: {method: readout accuracy} (keep/remove the method's subspace).
-    chance_acc: 1 / n_classes.  wall_s: seconds.
+
+* ``overlap``: {method: {block: projector overlap}} for methods ace/pca/jacobian and blocks
+  core/active_only/relevant_only;
+* ``ace_rank``: rank chosen by the energy rule; ``weights_top``: leading balanced weights;
+* ``acc_base``, ``acc_keep``, ``acc_remove``: {method: readout accuracy} (keep/remove the method's subspace);
+* ``chance_acc``: 1 / n_classes; ``wall_s``: seconds.
 """
 
 from __future__ import annotations

@@ -321,7 +321,7 @@ def arm_results(arm: ArmResult, prefix: str = "") -> dict[str, Any]:
 
 
 def clock_panels(arm: ArmResult, epochs: Sequence[int], model: int = 0, label: str = "") -> tuple[list, list, list]:
-    """Eigenvalues, titles and notes (acc, R_h², core dim) for :func:`ace_helpers.plots.modadd_grokking.plot_clocks`."""
+    """Eigenvalues, titles and notes (acc, R_h², core dim) for ``ace_helpers.plots.modadd_grokking.plot_clocks``."""
     eigs, titles, notes = [], [], []
     for e in epochs:
         i = arm.index(int(e))
