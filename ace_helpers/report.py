@@ -171,10 +171,10 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| [{stem}](../notebooks/{stem}.ipynb) | " + " | ".join(str(c) for c in counts) + " |")
     total = [sum(r["verdict"] == v for r in rows) for v in VERDICTS]
     lines.append("| **all chapters** | " + " | ".join(f"**{c}**" for c in total) + " |")
-    lines += ["", "| chapter | run | claim | paper | ours | verdict | note |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| ch. | claim | verdict | paper | ours | run | note |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['chapter']} | {cell(r['section'])} | {cell(r['claim'])} | {cell(r['paper'])} | {cell(r['ours'])} "
-                     f"| **{r['verdict']}** | {cell(r['note'])} |")  # fmt: skip
+        lines.append(f"| {r['chapter'][:2]} | {cell(r['claim'])} | **{r['verdict']}** | {cell(r['paper'])} | {cell(r['ours'])} "
+                     f"| {cell(r['section'])} | {cell(r['note'])} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
