@@ -270,8 +270,9 @@ def offline_model_path(name: str, *, cache: str | os.PathLike | None = None) -> 
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         out = work / "model"
-        model.save_pretrained(str(out))
-        tok.save_pretrained(str(out))
+        with quiet_loading():  # "Writing model shards" is a transformers progress bar too
+            model.save_pretrained(str(out))
+            tok.save_pretrained(str(out))
         del model
         if target.exists():  # a concurrent build finished first
             return target
