@@ -110,9 +110,9 @@ class Params(Mapping[str, Any]):
 
     def is_preset_run(self, knobs: Iterable[str] | None = None) -> bool:
         """Whether ``knobs`` (default: all the chapter's knobs) equal the values of the preset in force."""
-        table = self._chapter.presets[self._values["PRESET"]]
+        preset = self._chapter.check_copy(self._chapter.presets[self._values["PRESET"]])  # validated once
         names = self._chapter.knobs if knobs is None else tuple(knobs)
-        return all(self._values[k] == self._chapter.check_copy(table)[k] for k in names)
+        return all(self._values[k] == preset[k] for k in names)
 
     def knob_values(self) -> dict[str, Any]:
         """The chapter's knobs with their values (no ``PRESET`` / ``OUTPUT_DIR``), as a new dict."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's analysis, for the notebook
+    run_entries,
     GrokRun,
     arm_results,
     clock_panels,
@@ -182,15 +183,9 @@ def results(
     """The chapter's ``results.json`` entries (keys listed in the notebook's Results section)."""
     wd, nowd = run.wd, run.nowd
     out = arm_results(wd) | arm_results(nowd, prefix="nowd_") | {
-        "grok_epoch": grok_epoch(wd.epochs, wd["test_acc"]),
         "fork_epoch": cfg["FORK_EPOCH"],
         "not_tested": [r.claim for r in not_tested],
-        **claims.counts(),
-        "models_from_artifact": run.cached,
-        "train_wall_s": run.wall_s,
-        "long_run": None,
-        "wall_s": wall_s,
-    }
+    } | run_entries(run, claims.counts(), wall_s)
     if long is not None:
         _, lrun, through = long
         out["long_run"] = {

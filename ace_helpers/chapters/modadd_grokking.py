@@ -15,6 +15,7 @@ import numpy as np
 
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's analysis, for the notebook
+    run_entries,
     ArmResult,
     GrokRun,
     arm_results,
@@ -149,14 +150,8 @@ def results(
     """The chapter's ``results.json`` entries (keys listed in the notebook's Results section)."""
     wd = run.wd
     out = arm_results(wd) | {
-        "grok_epoch": grok_epoch(wd.epochs, wd["test_acc"]),
         "clock_epochs": list(clock_epochs),
-        **claims.counts(),
-        "models_from_artifact": run.cached,
-        "train_wall_s": run.wall_s,
-        "long_run": None,
-        "wall_s": wall_s,
-    }
+    } | run_entries(run, claims.counts(), wall_s)
     if long is not None:
         _, lrun, through = long
         out["long_run"] = {"preset": "paper", "n_models": lrun.n_models, "through_epoch": through, "numbers": long_numbers,

@@ -310,6 +310,20 @@ def default_clock_epochs(epochs: Sequence[int], grok: int | None) -> list[int]:
     return sorted(set(picks))
 
 
+def run_entries(run: GrokRun, counts: Mapping[str, Any], wall_s: float) -> dict[str, Any]:
+    """The ``results.json`` entries both modadd chapters share: the weight-decay arm's grok epoch,
+    the claim ``counts`` (:meth:`ace_helpers.report.Claims.counts`), where the models came from, the
+    training wall times, ``long_run`` (None until a chapter fills it) and this notebook's ``wall_s``."""
+    return {
+        "grok_epoch": grok_epoch(run.wd.epochs, run.wd["test_acc"]),
+        **counts,
+        "models_from_artifact": run.cached,
+        "train_wall_s": run.wall_s,
+        "long_run": None,
+        "wall_s": wall_s,
+    }
+
+
 def arm_results(arm: ArmResult, prefix: str = "") -> dict[str, Any]:
     """Flat results.json entries of one arm: per-checkpoint arrays as (M, C) nested lists."""
     keys = ("test_acc", "core_dim", "suff_dim", "keep_acc", "remove_acc", "r2_holdout", "frac_unit_circle",
