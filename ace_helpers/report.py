@@ -1,11 +1,17 @@
 """Claims tables: each chapter states the paper's claims, our numbers, and checks them.
 
-A chapter builds a :class:`Claims`, calls :meth:`Claims.check` once per claim (the threshold
-comes from the paper, loosened only as far as the preset forces), shows :meth:`Claims.table`
+A chapter builds a :class:`Claims`, calls :meth:`Claims.check` once per claim, shows :meth:`Claims.table`
 and prints :meth:`Claims.verdict` in a cell that the notebook tests compare, so a chapter that
 no longer reproduces fails the test suite instead of quietly printing a worse number, while a
 run with a reader's own parameters always finishes and shows its verdicts.  Its claim records
 (:meth:`Claims.records`) go into ``results.json`` and, at the ``book`` preset, the scorecard.
+
+Each claim carries the paper's statement and value (``paper``), where the paper states it
+(``where``: a figure or section of arXiv 2602.22600, or the official code release
+``joshseth/cores`` where the value comes from the code), our acceptance rule and why it differs
+from the paper's wording where it does (``rule``), the measured value (``ours``) and a verdict:
+reproduced (the rule holds), partly (only the weaker form stated in the rule holds), not
+reproduced, or not tested at this preset.
 
 A claim we have measured *not* to reproduce at a given preset is recorded with
 ``known_gap="why"``: it shows as not reproduced, with the reason, and is expected by the tests.
@@ -23,13 +29,16 @@ from typing import Any
 
 @dataclass
 class Claim:
-    """One checked claim: what the paper says, what we measured, whether it holds."""
+    """One checked claim: what the paper says and where, our rule, what we measured, whether it holds."""
 
     claim: str
     paper: str
     ours: str
     passed: bool
     known_gap: str | None = None
+    where: str = ""
+    rule: str = ""
+    partly: bool = False
 
     @property
     def unexpected(self) -> bool:
@@ -38,13 +47,13 @@ class Claim:
 
     @property
     def verdict(self) -> str:
-        """``"reproduced"`` when the claim holds, else ``"not reproduced"``."""
-        return REPRODUCED if self.passed else NOT_REPRODUCED
+        """``"reproduced"`` when the claim holds, ``"partly"`` when only its weaker form does, else ``"not reproduced"``."""
+        return REPRODUCED if self.passed else (PARTLY if self.partly else NOT_REPRODUCED)
 
 
-REPRODUCED, NOT_REPRODUCED, NOT_TESTED = "reproduced", "not reproduced", "not tested"
+REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTED = "reproduced", "partly", "not reproduced", "not tested"
 #: Verdicts a claim record may carry (the scorecard counts them per chapter).
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTED)
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTED)
 
 
 def _fmt(value: Any) -> str:
@@ -82,21 +91,37 @@ class Claims:
 
     rows: list[Claim] = field(default_factory=list)
 
-    def check(self, claim: str, paper: str, ours: Any, passed: bool, known_gap: str | None = None) -> bool:
-        """Record a claim; ``passed`` is the caller's comparison of ``ours`` to the threshold.
+    def check(
+        self, claim: str, paper: str, ours: Any, passed: bool, known_gap: str | None = None, *,
+        where: str = "", rule: str = "", partly: bool = False,
+    ) -> bool:  # fmt: skip
+        """Record a claim; ``passed`` is the caller's comparison of ``ours`` to the rule.
 
-        ``known_gap``: why this claim is known not to reproduce here (only used if it fails).
+        ``paper``: the paper's statement and value; ``where``: its figure or section (or the code
+        release); ``rule``: our acceptance rule, and why it departs from the paper's wording where
+        it does; ``partly``: the weaker form the rule names holds (used only if ``passed`` is
+        false); ``known_gap``: the measured cause when this claim is known not to hold here.
         """
-        self.rows.append(Claim(claim, paper, _fmt(ours), bool(passed), known_gap))
+        self.rows.append(Claim(claim, paper, _fmt(ours), bool(passed), known_gap, where, rule, bool(partly)))
         return bool(passed)
 
     def table(self) -> str:
-        """Markdown table of all claims (render with ``IPython.display.Markdown``)."""
-        lines = ["| claim | paper | ours | holds |", "|---|---|---|---|"]
-        cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731 - keep pipes inside their cell
+        """Markdown table of all claims (render with ``IPython.display.Markdown``; MyST renders tables).
+
+        Columns: claim, paper (statement and place), our rule, ours, verdict; an unexpected
+        failure shows in bold capitals, a known one with its measured cause.
+        """
+        lines = ["| claim | paper | our rule | ours | verdict |", "|---|---|---|---|---|"]
+        cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731 - keep pipes inside their cell
         for r in self.rows:
-            verdict = "yes" if r.passed else ("**NO**" if r.unexpected else f"no — known gap: {r.known_gap}")
-            lines.append(f"| {cell(r.claim)} | {cell(r.paper)} | {cell(r.ours)} | {cell(verdict)} |")
+            if r.passed:
+                verdict = r.verdict
+            elif r.unexpected:
+                verdict = f"**{r.verdict.upper()}** (unexpected)"
+            else:
+                verdict = f"{r.verdict}: {r.known_gap}"
+            paper = f"{r.paper} ({r.where})" if r.where else r.paper
+            lines.append(f"| {cell(r.claim)} | {cell(paper)} | {cell(r.rule)} | {cell(r.ours)} | {cell(verdict)} |")
         return "\n".join(lines)
 
     def summary(self) -> str:
@@ -120,12 +145,12 @@ class Claims:
     def records(self, section: str) -> list[dict[str, Any]]:
         """The rows as plain dicts for ``results.json`` and the scorecard (``section`` names the run).
 
-        Keys: ``section``, ``claim``, ``paper``, ``ours``, ``verdict`` (see :data:`VERDICTS`),
-        ``note`` (the known gap's reason, or ``""``).
+        Keys: ``section``, ``claim``, ``paper``, ``where``, ``rule``, ``ours``, ``verdict`` (see
+        :data:`VERDICTS`), ``note`` (the known gap's measured cause, or ``""``).
         """
         return [
-            {"section": section, "claim": r.claim, "paper": r.paper, "ours": r.ours, "verdict": r.verdict,
-             "note": r.known_gap or ""}
+            {"section": section, "claim": r.claim, "paper": r.paper, "where": r.where, "rule": r.rule, "ours": r.ours,
+             "verdict": r.verdict, "note": r.known_gap or ""}
             for r in self.rows
         ]  # fmt: skip
 
@@ -140,11 +165,12 @@ class Claims:
 
 def not_tested_records(rows: Any, section: str) -> list[dict[str, Any]]:
     """Records (as :meth:`Claims.records`) of claims a run cannot test: objects with ``claim``,
-    ``paper``, ``ours`` and ``why`` (the reason becomes the note)."""
+    ``paper``, ``ours``, ``why`` (the reason becomes the note) and optionally ``where`` and ``rule``."""
     return [
-        {"section": section, "claim": r.claim, "paper": r.paper, "ours": str(r.ours), "verdict": NOT_TESTED, "note": r.why}
+        {"section": section, "claim": r.claim, "paper": r.paper, "where": getattr(r, "where", ""),
+         "rule": getattr(r, "rule", ""), "ours": str(r.ours), "verdict": NOT_TESTED, "note": r.why}
         for r in rows
-    ]
+    ]  # fmt: skip
 
 
 def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -171,9 +197,10 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| [{stem}](../notebooks/{stem}.ipynb) | " + " | ".join(str(c) for c in counts) + " |")
     total = [sum(r["verdict"] == v for r in rows) for v in VERDICTS]
     lines.append("| **all chapters** | " + " | ".join(f"**{c}**" for c in total) + " |")
-    lines += ["", "| ch. | claim | verdict | paper | ours | run | note |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| ch. | claim | verdict | paper | where | our rule | ours | run | note |", "|---|" + "---|" * 8]
     for r in rows:
-        lines.append(f"| {r['chapter'][:2]} | {cell(r['claim'])} | **{r['verdict']}** | {cell(r['paper'])} | {cell(r['ours'])} "
+        lines.append(f"| {r['chapter'][:2]} | {cell(r['claim'])} | **{r['verdict']}** | {cell(r['paper'])} "
+                     f"| {cell(r.get('where', ''))} | {cell(r.get('rule', ''))} | {cell(r['ours'])} "
                      f"| {cell(r['section'])} | {cell(r['note'])} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -186,10 +213,13 @@ def verdict_summary(records: list[dict[str, Any]]) -> str:
     for section in dict.fromkeys(r["section"] for r in records):
         rows = [r for r in records if r["section"] == section]
         counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-        parts.append(f"{counts[REPRODUCED]} of {len(rows)} claims **reproduced**, {counts[NOT_REPRODUCED]} **not reproduced**, "
-                     f"{counts[NOT_TESTED]} **not tested** ({section})")  # fmt: skip
+        parts.append(f"{counts[REPRODUCED]} of {len(rows)} claims **reproduced**, {counts[PARTLY]} **partly**, "
+                     f"{counts[NOT_REPRODUCED]} **not reproduced**, {counts[NOT_TESTED]} **not tested** ({section})")  # fmt: skip
     text = "; ".join(parts) + "."
-    missed = list(dict.fromkeys(r["claim"] for r in records if r["verdict"] == NOT_REPRODUCED))
-    if missed:
-        text += " Not reproduced: " + "; ".join(missed) + " (the measured causes are in the claims tables below)."
+    for verdict, label in ((PARTLY, "Partly reproduced"), (NOT_REPRODUCED, "Not reproduced")):
+        missed = list(dict.fromkeys(r["claim"] for r in records if r["verdict"] == verdict))
+        if missed:
+            text += f" {label}: " + "; ".join(missed) + "."
+    if any(r["verdict"] in (PARTLY, NOT_REPRODUCED) for r in records):
+        text += " The measured causes are in the claims tables below."
     return text

@@ -103,7 +103,7 @@ def test_claims_table_and_assert():
     c = Claims()
     c.check("rank", "3", 3, True)
     c.check("cca", ">= 0.99", 0.5, False)
-    assert "**NO**" in c.table() and c.summary() == "1 of 2 claims hold"
+    assert "**NOT REPRODUCED** (unexpected)" in c.table() and c.summary() == "1 of 2 claims hold"
     with pytest.raises(AssertionError, match="cca"):
         c.assert_all()
     assert c.verdict().startswith("unexpected claim failures")
@@ -113,7 +113,7 @@ def test_known_gaps_are_shown_but_do_not_fail():
     c = Claims()
     c.check("rank", "3", 3, True, known_gap="irrelevant when it holds")
     c.check("r2", ">= 0.9", 0.8, False, known_gap="late grokker")
-    assert "known gap: late grokker" in c.table() and "yes" in c.table()
+    assert "not reproduced: late grokker" in c.table() and "| reproduced |" in c.table()
     assert c.summary() == "1 of 2 claims hold"
     assert c.verdict() == "no unexpected claim failures"
     c.assert_all()
@@ -231,8 +231,12 @@ def test_claim_records_and_the_scorecard_table(tmp_path):
     claims = Claims()
     claims.check("holds | with a pipe", "paper 1", 1.0, True)
     claims.check("fails", "paper 2", 0.5, False, known_gap="measured cause")
+    claims.check("weaker form", "all on the circle", 0.7, False, known_gap="short run", where="Fig. 1D",
+                 rule="share ≥ 0.9; partly: ≥ 0.5", partly=0.7 >= 0.5)
+    assert "| all on the circle (Fig. 1D) | share ≥ 0.9; partly: ≥ 0.5 | 0.7 | partly: short run |" in claims.table()
     recs = claims.records("book run")
-    assert [r["verdict"] for r in recs] == ["reproduced", "not reproduced"] and recs[1]["note"] == "measured cause"
+    assert [r["verdict"] for r in recs] == ["reproduced", "not reproduced", "partly"] and recs[1]["note"] == "measured cause"
+    assert recs[2]["where"] == "Fig. 1D" and recs[2]["rule"].startswith("share")
 
     class Row:
         claim, paper, ours, why = "late", "~60", 42, "needs 20 000 epochs"
@@ -240,7 +244,7 @@ def test_claim_records_and_the_scorecard_table(tmp_path):
     recs += not_tested_records([Row()], "book run")
     assert recs[-1]["verdict"] == NOT_TESTED
     table = scorecard_markdown(scorecard_rows({"01_x": {"claims": recs}}))
-    assert "| [01_x](../notebooks/01_x.ipynb) | 1 | 1 | 1 |" in table and "holds \\| with a pipe" in table
+    assert "| [01_x](../notebooks/01_x.ipynb) | 1 | 1 | 1 | 1 |" in table and "holds \\| with a pipe" in table
     with pytest.raises(ValueError, match="verdict 'maybe'"):
         scorecard_rows({"01_x": {"claims": [dict(recs[0], verdict="maybe")]}})
     path = artifacts.write_results(tmp_path, {"x": 1}, {"SEED": 0}, claims=recs)
