@@ -105,6 +105,16 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
     return start
 
 
+def display_path(path: str | os.PathLike) -> str:
+    """``path`` as a reader should see it: relative to the project root when inside it (so printed
+    outputs and stored parameters carry no machine-specific absolute path), else as given."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(project_root()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def default_output_dir(notebook: str) -> Path:
     """``$ACE_OUTPUT_ROOT/<notebook>`` if set, else ``<project root>/outputs/<notebook>``."""
     root = os.environ.get("ACE_OUTPUT_ROOT")
@@ -154,9 +164,15 @@ def write_results(
         raise ValueError(f"results may not use the reserved keys {sorted(reserved)}")
     payload = dict(results)
     payload["params"] = dict(params)
+    if "OUTPUT_DIR" in payload["params"]:
+        payload["params"]["OUTPUT_DIR"] = display_path(payload["params"]["OUTPUT_DIR"])
     payload["versions"] = versions()
     payload["claims"] = list(claims or [])
-    return write_json(Path(output_dir) / "results.json", payload)
+    path = write_json(Path(output_dir) / "results.json", payload)
+    root = project_root()
+    if display_path(path) != str(path) and Path.cwd().resolve().is_relative_to(root):
+        return Path(os.path.relpath(path.resolve(), Path.cwd().resolve()))
+    return path
 
 
 @dataclass(frozen=True)

@@ -311,17 +311,18 @@ def begin(cfg: Params) -> None:
     """A chapter's validation-cell side effects: set torch threads, remove the previous run's
     ``OUTPUT_DIR/results.json`` (so an interrupted run never leaves an older result looking like
     its own), print the knobs in force and the versions."""
-    from ace_helpers.artifacts import clear_results
+    from ace_helpers.artifacts import clear_results, display_path
 
     set_threads()
+    shown = display_path(cfg["OUTPUT_DIR"])
     if clear_results(cfg["OUTPUT_DIR"]):
-        print(f"removed the previous run's {cfg['OUTPUT_DIR']}/results.json (this run writes a new one at its end)")
+        print(f"removed the previous run's {shown}/results.json (this run writes a new one at its end)")
 
     def short(value: Any) -> Any:
         text = repr(value)
         return value if len(text) <= 80 else text[:77] + "..."
 
-    print({k: short(v) for k, v in cfg.items()})
+    print({k: (shown if k == "OUTPUT_DIR" else short(v)) for k, v in cfg.items()})
     print(versions())
 
 

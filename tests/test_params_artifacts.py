@@ -1,6 +1,7 @@
 """Parameter validation, preset resolution and atomic, checksummed artifacts."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -268,3 +269,17 @@ def test_thread_budget_in_parallel_workers(monkeypatch):
     monkeypatch.setenv("TORCH_THREADS", "1")
     with mp.get_context("spawn").Pool(2) as pool:  # the variable still wins
         assert pool.map(_threads_in_worker, [2, 2]) == [1, 1]
+
+
+def test_printed_and_stored_paths_name_no_machine(tmp_path, monkeypatch, capsys):
+    """Inside the project, results.json stores OUTPUT_DIR relative to the root and the returned path
+    is relative to the working folder; outside it, paths stay as given."""
+    root = tmp_path / "book"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "_toc.yml").write_text("format: jb-book\n")
+    monkeypatch.chdir(root / "notebooks")
+    out = root / "outputs" / "00_x"
+    path = artifacts.write_results(out, {"x": 1}, {"OUTPUT_DIR": out})
+    assert path == Path("../outputs/00_x/results.json")
+    assert json.loads(path.read_text())["params"]["OUTPUT_DIR"] == "outputs/00_x"
+    assert artifacts.display_path(tmp_path / "elsewhere") == str(tmp_path / "elsewhere")
