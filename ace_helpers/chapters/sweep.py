@@ -1,0 +1,95 @@
+"""A chapter's sweep as independent tasks on Dask: ``python -m ace_helpers.chapters.sweep CHAPTER``.
+
+Chapter 4's grokking-time sweeps are dozens of independent training runs (one per ω or prime,
+and seed).  Here each run is one :class:`ace_helpers.sweeps.Task` (:func:`grok_tasks`), run by
+:func:`ace_helpers.sweeps.run_sweep` on a local cluster, on a running Dask cluster, or
+in-process, and stored as a checksummed artifact keyed by its parameters, so an interrupted
+sweep resumes where it stopped (on any machine that has the store folder).
+
+Examples::
+
+    python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --workers 16
+    dask scheduler &  dask worker tcp://HOST:8786 --nthreads 1 --nworkers 8 &
+    python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --scheduler tcp://HOST:8786
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ace_helpers.artifacts import project_root
+from ace_helpers.chapters import grokking_scaling_law as gsl
+from ace_helpers.params import Params
+from ace_helpers.sweeps import SweepReport, Task, run_sweep
+
+#: Chapters whose sweep this command runs.
+CHAPTERS = ("04_grokking_scaling_law",)
+
+
+def grok_unit(
+    sweep: str, p: int, omega: float, seed: int, *, batch_size: int | None, max_steps: int, eval_every: int,
+    train_fraction: float, stop_margin: int, lr: float,
+) -> dict[str, Any]:  # fmt: skip
+    """One grokking run (modulus ``p``, weight decay ``omega``, ``seed``): its :class:`GrokRecord` as a dict."""
+    (record,) = gsl.run_grok_sweep(
+        p, [omega], [seed], batch_size=batch_size, max_steps=max_steps, eval_every=eval_every,
+        train_fraction=train_fraction, stop_margin=stop_margin, lr=lr, sweep=sweep, progress=False,
+    )  # fmt: skip
+    return record.to_dict()
+
+
+def grok_tasks(cfg: Params) -> list[Task]:
+    """One task per run of chapter 4's two sweeps under resolved ``cfg`` (ω sweep first, then p)."""
+    seeds = [gsl.SEED0 + i for i in range(cfg["N_SEEDS"])]
+    common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"]}
+    fn = f"{__name__}:grok_unit"
+    tasks = [
+        Task(fn, {"sweep": "omega", "p": cfg["P_OMEGA"], "omega": float(w), "seed": s, "batch_size": cfg["BATCH_SIZE_OMEGA"],
+                  "train_fraction": cfg["TRAIN_FRACTION"], **common})
+        for w in cfg["OMEGAS"] for s in seeds
+    ]  # fmt: skip
+    tasks += [
+        Task(fn, {"sweep": "p", "p": int(q), "omega": float(cfg["OMEGA_P"]), "seed": s, "batch_size": None,
+                  "train_fraction": cfg["TRAIN_FRACTION_P"], **common})
+        for q in cfg["PRIMES"] for s in seeds
+    ]  # fmt: skip
+    return tasks
+
+
+def grok_records(tasks: Sequence[Task], report: SweepReport) -> list[gsl.GrokRecord]:
+    """The finished runs of ``tasks`` as :class:`GrokRecord` s, in task order."""
+    return gsl.records_from_dicts([report.results[t.name] for t in tasks if t.name in report.results])
+
+
+def default_store(chapter: str, preset: str) -> Path:
+    """Where a chapter's sweep is stored: ``book/artifacts/<chapter>_sweep/<preset>`` in the project."""
+    return project_root() / "book" / "artifacts" / f"{chapter}_sweep" / preset
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a chapter's sweep; exit status 1 if any task failed (each failure is printed with its arguments)."""
+    ap = argparse.ArgumentParser(prog="python -m ace_helpers.chapters.sweep", description=__doc__.splitlines()[0])
+    ap.add_argument("chapter", choices=CHAPTERS)
+    ap.add_argument("--preset", default="paper", choices=sorted(gsl.PRESETS))
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, help="local worker processes (default: the CPU cores)")
+    where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
+    where.add_argument("--in-process", action="store_true", help="run the tasks here, one after another")
+    ap.add_argument("--store", type=Path, help="folder of the stored runs (default: book/artifacts/<chapter>_sweep/<preset>)")
+    args = ap.parse_args(argv)
+    cfg = gsl.PARAMS.resolve(PRESET=args.preset)
+    tasks = grok_tasks(cfg)
+    report = run_sweep(
+        tasks, args.store or default_store(args.chapter, args.preset), workers=args.workers, scheduler=args.scheduler,
+        in_process=args.in_process, desc=f"{args.chapter} ({args.preset})",
+    )  # fmt: skip
+    print(f"{len(report.results)} of {len(tasks)} runs stored ({report.skipped} already, {report.ran} now, "
+          f"{len(report.failed)} failed) in {report.wall_s:.0f} s")  # fmt: skip
+    return 1 if report.failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

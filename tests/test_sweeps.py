@@ -1,0 +1,78 @@
+"""Sweeps on Dask: the same numbers in-process and on a 2-worker cluster, resumable, failures reported."""
+
+import json
+
+import pytest
+
+from ace_helpers.chapters import grokking_scaling_law as gsl
+from ace_helpers.chapters.sweep import CHAPTERS, grok_records, grok_tasks, main
+from ace_helpers.sweeps import Task, run_sweep, stored
+
+UNIT = "ace_helpers.chapters.sweep:grok_unit"
+SMALL = {"batch_size": None, "max_steps": 60, "eval_every": 10, "train_fraction": 0.8, "stop_margin": 0, "lr": 1e-3}
+
+
+def small_tasks() -> list[Task]:
+    return [
+        Task(UNIT, {"sweep": "omega", "p": 11, "omega": 1.0, "seed": 42, **SMALL}),
+        Task(UNIT, {"sweep": "omega", "p": 11, "omega": 3.0, "seed": 43, **SMALL}),
+        Task(UNIT, {"sweep": "p", "p": 13, "omega": 1.0, "seed": 42, **SMALL}),
+    ]
+
+
+def test_a_sweep_gives_the_same_numbers_in_process_and_on_a_two_worker_cluster(tmp_path):
+    tasks = small_tasks()
+    here = run_sweep(tasks, tmp_path / "here", in_process=True, progress=False, log=None)
+    there = run_sweep(tasks, tmp_path / "there", workers=2, progress=False, log=None)
+    assert here.ran == there.ran == 3 and not here.failed and not there.failed
+    assert here.results == there.results  # stored numbers, bit for bit
+    for name in here.results:  # and the files on disk are the same
+        assert (tmp_path / "here" / f"{name}.json").read_bytes() == (tmp_path / "there" / f"{name}.json").read_bytes()
+    direct = gsl.run_grok_sweep(11, [3.0], [43], sweep="omega", progress=False, **SMALL)
+    assert grok_records(tasks, here)[1] == direct[0]  # a task is the chapter's own run, alone
+
+
+def test_a_rerun_skips_stored_tasks_and_recomputes_a_corrupt_one(tmp_path):
+    tasks = small_tasks()[:2]
+    first = run_sweep(tasks, tmp_path, in_process=True, progress=False, log=None)
+    again = run_sweep(tasks, tmp_path, in_process=True, progress=False, log=None)
+    assert (again.skipped, again.ran) == (2, 0) and again.results == first.results
+    (tmp_path / f"{tasks[0].name}.json").write_text('{"tau_grok": 1')  # a half-written file
+    assert stored(tasks[0], tmp_path) is None
+    healed = run_sweep(tasks, tmp_path, in_process=True, progress=False, log=None)
+    assert (healed.skipped, healed.ran) == (1, 1) and healed.results == first.results
+
+
+def test_a_failing_task_is_reported_with_its_arguments_and_the_others_go_on(tmp_path):
+    bad = Task(UNIT, {"sweep": "p", "p": 12, "omega": 1.0, "seed": 42, **SMALL})
+    lines: list[str] = []
+    report = run_sweep([small_tasks()[0], bad], tmp_path, in_process=True, progress=False, log=lines.append)
+    assert report.ran == 1 and len(report.results) == 1
+    (task, error), = report.failed
+    assert task == bad and "p=12" in error and "prime" in error
+    assert any("'p': 12" in line and "failed" in line for line in lines)
+
+
+def test_bad_sweeps_are_refused_before_any_compute(tmp_path):
+    t = small_tasks()[0]
+    with pytest.raises(ValueError, match="same task twice"):
+        run_sweep([t, t], tmp_path, in_process=True)
+    with pytest.raises(ValueError, match="cannot be imported"):
+        run_sweep([Task("ace_helpers.nothing:here", {})], tmp_path, in_process=True)
+    with pytest.raises(ValueError, match="'package.module:function'"):
+        run_sweep([Task("no_colon", {})], tmp_path, in_process=True)
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        run_sweep([t], tmp_path, workers=0)
+    assert not list(tmp_path.iterdir())
+
+
+def test_chapter_four_sweep_has_one_task_per_run():
+    cfg = gsl.PARAMS.resolve(PRESET="paper")
+    tasks = grok_tasks(cfg)
+    n = cfg["N_SEEDS"]
+    assert len(tasks) == (len(cfg["OMEGAS"]) + len(cfg["PRIMES"])) * n == len({t.name for t in tasks})
+    assert {t.kwargs["train_fraction"] for t in tasks} == {0.5} and {t.kwargs["eval_every"] for t in tasks} == {1}
+    assert json.dumps(tasks[0].params)  # plain, so the store key is stable
+    assert CHAPTERS == ("04_grokking_scaling_law",)
+    with pytest.raises(SystemExit):
+        main(["04_grokking_scaling_law", "--workers", "2", "--in-process"])
