@@ -1,0 +1,160 @@
+"""Chapter 7 (ace_helpers.chapters.core_stitching) and the stitching method (ace_helpers.stitching)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ace_helpers import stitching as st
+from ace_helpers.artifacts import to_plain
+from ace_helpers.chapters import core_stitching as chapter
+from ace_helpers.core import Core
+from ace_helpers.report import NOT_REPRODUCED, REPRODUCED
+
+ROOT = Path(__file__).resolve().parents[1]
+STORED = ROOT / "book" / "results" / f"{chapter.NOTEBOOK}.json"
+
+
+# -------------------- the method -----------------------------------------------------------
+def test_replace_sets_the_chart_coordinates_and_keeps_the_rest() -> None:
+    rng = np.random.default_rng(0)
+    chart = st.random_chart(12, 3, rng.standard_normal(12), seed=1)
+    h = torch.as_tensor(rng.standard_normal((5, 7, 12)))
+    z = torch.as_tensor(rng.standard_normal((5, 7, 3)))
+    out = chart.replace(h, z)
+    assert np.allclose(chart.coords(out), z.numpy())
+    q = chart.basis
+    off = lambda x: x.numpy() - x.numpy() @ q @ q.T  # noqa: E731 - the part outside the chart
+    assert np.allclose(off(out), off(h))
+    full = st.full_chart(np.ones(12))
+    assert np.allclose(full.replace(h, z.new_zeros(5, 7, 12) + 2.0).numpy(), 3.0)  # μ + z
+    with pytest.raises(ValueError, match="expected"):
+        chart.replace(h, z[..., :2])
+
+
+def test_least_squares_recovers_a_linear_map_and_maps_compose() -> None:
+    rng = np.random.default_rng(1)
+    za = rng.standard_normal((400, 3))
+    w, c = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    fit = st.fit_linear_map(za, za @ w + c)
+    assert np.allclose(fit.weight, w, atol=1e-6) and np.allclose(fit.bias, c, atol=1e-6)
+    assert st.map_r2(fit, za, za @ w + c) == pytest.approx(1.0)
+    other = st.fit_linear_map(za @ w + c, rng.standard_normal((400, 2)))
+    assert np.allclose(fit.then(other)(za), other(fit(za)))
+    assert np.allclose(st.identity_map(3)(za), za)
+    with pytest.raises(ValueError, match="ridge"):
+        st.fit_linear_map(za, za, ridge=-1.0)
+    with pytest.raises(ValueError, match="same N"):
+        st.fit_linear_map(za, za[:10])
+
+
+def test_charts_and_orders() -> None:
+    core = Core(full_basis=np.eye(6), weights=np.arange(6.0)[::-1], rank=2, mean=np.zeros(6))
+    assert st.core_chart(core).rank == 2 and st.core_chart(core, 4).rank == 4
+    with pytest.raises(ValueError, match="rank"):
+        st.core_chart(core, 7)
+    q = st.random_chart(20, 5, np.zeros(20), seed=3).basis
+    assert np.allclose(q.T @ q, np.eye(5))
+    order = st.crossed_order(50, seed=0)
+    assert sorted(order) == list(range(50)) and not np.any(order == np.arange(50))
+    assert st.ranks_up_to(3, 10, extra=[7]) == [1, 2, 3, 7]
+
+
+def test_key_frequencies_of_a_pure_rotation() -> None:
+    p, k = 13, 3
+    c = np.arange(p)
+    w_u = np.stack([np.cos(2 * np.pi * k * c / p), np.sin(2 * np.pi * k * c / p)], axis=1)  # (p, 2)
+    core = Core(full_basis=np.eye(2), weights=np.ones(2), rank=2, mean=np.zeros(2))
+    assert chapter.key_frequencies(core, w_u) == [k]
+
+
+# -------------------- knobs ----------------------------------------------------------------
+@pytest.mark.parametrize(("knobs", "named"), [
+    ({"MODADD": 1}, "MODADD"), ({"P": 33}, "P"), ({"P": 223}, "P"), ({"TRAIN_FRACTION": 0.01}, "TRAIN_FRACTION"),
+    ({"R_MAX": 65}, "R_MAX"), ({"MODADD_R_MAX": 129}, "MODADD_R_MAX"), ({"D_MODEL": 6}, "D_MODEL"),
+    ({"T": [[1.0, 0.0], [0.0, 1.0]]}, "T"), ({"N_TRAIN": 10**8}, "N_TRAIN"), ({"RIDGE": float("nan")}, "RIDGE"),
+])  # fmt: skip
+def test_bad_knobs_are_refused_by_name(knobs, named) -> None:
+    with pytest.raises(ValueError, match=named):
+        chapter.PARAMS.resolve(PRESET="ci", **knobs)
+
+
+def test_presets() -> None:
+    ci, book = chapter.PARAMS.resolve(PRESET="ci"), chapter.PARAMS.resolve(PRESET="book")
+    assert ci.MODADD is False and book.MODADD is True
+    assert chapter.memory_estimate(dict(book)) < chapter.MEMORY_LIMIT
+
+
+# -------------------- the pipeline ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_run():
+    cfg = chapter.PARAMS.resolve(PRESET="ci", N_TRAIN=300, N_TEST=100, EPOCHS=6, R_MAX=4, MODADD=True, P=11,
+                                 MODADD_MAX_STEPS=30, MODADD_R_MAX=3)
+    return chapter.run(cfg), cfg
+
+
+def test_run_gives_every_condition_regime_and_rank(small_run) -> None:
+    res, cfg = small_run
+    for key in ("markov", "modadd"):
+        s = res[key]
+        assert set(s["swap"]) == set(chapter.CONDITIONS)
+        assert all(set(s["swap"][c]) == set(chapter.REGIMES) for c in chapter.CONDITIONS)
+        assert all(len(v["agree"]) == len(s["ranks"]) for v in s["sweep"].values())
+        assert 0.0 <= s["floor"]["agree"] <= 1.0
+    assert set(res["markov"]["transfer"]) == {"core", "random", "full"}
+    claims, not_tested = chapter.build_claims(res, cfg)
+    assert len(claims.rows) == 9 + 7 and not not_tested  # the untrained mod-add models fail their claims
+    assert "Markov chain" in chapter.finding_text(res) and "Modular addition" in chapter.finding_text(res)
+    json.dumps(to_plain(res))  # results.json can hold it
+
+
+def test_claims_can_fail(small_run) -> None:
+    res, cfg = small_run
+    res = copy.deepcopy(res)
+    m = res["markov"]
+    m["swap"]["core"]["crossed"] = {"acc": 0.3, "agree": 0.3}
+    m["swap"]["random"]["crossed"] = {"acc": 0.75, "agree": 1.0}
+    m["sweep"]["core"]["agree"] = [0.3] * len(m["ranks"])
+    rows = {r.claim: r for r in chapter.build_claims(res, cfg)[0].rows}
+    assert not rows["Markov: the core-mapped swap carries A's computation into B (B on another input)"].passed
+    assert not rows["Markov: a random subspace of the same rank does not carry it"].passed
+    assert not rows["Markov: the core swap starts to work exactly at the core rank"].passed
+
+
+def test_without_modadd_its_claims_are_not_tested(small_run) -> None:
+    res, cfg = small_run
+    claims, not_tested = chapter.build_claims(dict(res, modadd=None), cfg)
+    assert len(claims.rows) == 9 and len(not_tested) == 3
+    assert "not run at this preset" in chapter.finding_text(dict(res, modadd=None))
+
+
+# -------------------- the stored book run --------------------------------------------------
+def _stored():
+    if not STORED.exists():
+        pytest.fail(f"{STORED} is missing: run the runbook at the book preset for {chapter.NOTEBOOK}")
+    stored = json.loads(STORED.read_text())
+    knobs = {k: stored["params"][k] for k in chapter.PARAMS.knobs}
+    return stored, chapter.PARAMS.resolve(PRESET="book", **knobs)
+
+
+def test_stored_verdicts_rebuild_from_the_stored_numbers() -> None:
+    from ace_helpers.report import not_tested_records
+
+    stored, cfg = _stored()
+    claims, not_tested = chapter.build_claims(stored, cfg)
+    section = stored["claims"][0]["section"]
+    assert claims.records(section) + not_tested_records(not_tested, section) == stored["claims"]
+
+
+def test_an_edited_stored_number_fails_the_rebuild() -> None:
+    stored, cfg = _stored()
+    edited = copy.deepcopy(stored)
+    edited["markov"]["swap"]["core"]["crossed"]["agree"] = 0.5
+    rows = {r.claim: r.verdict for r in chapter.build_claims(edited, cfg)[0].rows}
+    assert rows["Markov: the core-mapped swap carries A's computation into B (B on another input)"] == NOT_REPRODUCED
+    assert rows["Markov: the core-mapped swap keeps B's accuracy (same input)"] == REPRODUCED
