@@ -1,4 +1,6 @@
-"""Panels of chapter 2, grokking on modular addition (paper Fig. 1A-C; the clocks also serve chapter 3's Fig. 2C).
+"""Panels of chapter 2, grokking on modular addition (paper Fig. 1A-C and the unit-circle share per checkpoint).
+
+The clocks also serve chapter 3's Fig. 2C.
 
 Every function takes plain arrays — per-checkpoint values stacked over models, shape
 (M, C) for M models and C checkpoints — draws the mean over models with a min–max band,
@@ -124,6 +126,34 @@ def plot_grokking_overview(
     plot_keep_remove(epochs, test_acc, keep_acc, remove_acc, p, grok, ax=axes[1])
     fig.tight_layout()
     return fig
+
+
+def plot_unit_circle_share(
+    epochs: Sequence[int],
+    share_ols: np.ndarray,
+    share_ridge: np.ndarray,
+    r2_holdout: np.ndarray,
+    grok: int | None = None,
+    threshold: float = 0.8,
+    ax: Axes | None = None,
+    title: str = "Unit-circle share and R_h² per checkpoint (ours; Fig. 1C in numbers)",
+) -> Axes:
+    """Share of the shift operator's eigenvalues within sin(π/p) of the unit circle per checkpoint,
+    from the OLS fit on all class means (solid) and the ridge + holdout fit (dashed), with R_h²
+    (dotted) and the acceptance line ``threshold``; arrays (M, C), mean over models with a min–max band."""
+    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
+    x = np.asarray(epochs)
+    _band(ax, x, share_ols, COLORS["core"], "share on the circle, OLS (code release)", marker="o", markersize=3)
+    _band(ax, x, share_ridge, COLORS["wd"], "share on the circle, ridge + holdout (ours)", linestyle="--")
+    _band(ax, x, np.clip(np.asarray(r2_holdout, dtype=float), -0.2, None), COLORS["suff"], "R_h² (clipped at −0.2)", linestyle=":")
+    ax.axhline(threshold, color="0.4", linestyle="-.", linewidth=1, label=f"our threshold {threshold:g}")
+    _grok_line(ax, grok)
+    ax.set_ylim(-0.22, 1.05)
+    epoch_axis(ax)
+    ax.set_ylabel("share / R_h²")
+    ax.set_title(title)
+    legend_below(ax, ncol=2)
+    return ax
 
 
 #: Title of the clock figure (chapter 2's Fig. 1C; chapter 3 passes its own, Fig. 2C).
