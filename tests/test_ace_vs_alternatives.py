@@ -1,0 +1,101 @@
+"""Chapter 6 (ace_helpers.chapters.ace_vs_alternatives) and the alternative methods (ace_helpers.subspaces)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ace_helpers import subspaces as sub
+from ace_helpers.chapters import ace_vs_alternatives as chapter
+from ace_helpers.report import NOT_REPRODUCED
+from ace_helpers.tasks.planted import planted_system
+
+ROOT = Path(__file__).resolve().parents[1]
+STORED = ROOT / "book" / "results" / f"{chapter.NOTEBOOK}.json"
+
+
+def _orthonormal(q: np.ndarray) -> bool:
+    return np.allclose(q.T @ q, np.eye(q.shape[1]), atol=1e-6)
+
+
+def test_methods_return_orthonormal_bases_of_the_right_size() -> None:
+    s = planted_system(n=600, dim=16, r_core=2, r_active=2, r_relevant=2, seed=1)
+    pca = sub.pca_basis(s.H, 2)
+    assert pca.shape == (16, 2) and _orthonormal(pca)
+    assert np.sum((pca.T @ s.active_only) ** 2) / 2 > 0.99  # PCA finds the high-variance block
+    probe = sub.probe_basis(s.H, s.labels, 10)
+    assert probe.shape[1] <= 4 and _orthonormal(probe)
+    means = sub.class_mean_basis(s.H, s.labels, 10)
+    assert means.shape[1] <= 3 and _orthonormal(means)
+    assert _orthonormal(sub.random_basis(16, 5, seed=0)) and _orthonormal(sub.jacobian_basis(s.W, 16, 3))
+
+
+def test_das_learns_a_sufficient_basis_and_scores_are_exact() -> None:
+    s = planted_system(n=800, dim=16, r_core=2, r_active=2, r_relevant=2, seed=2)
+    q = sub.das_basis(s.H, s.W, None, 2, steps=150, lr=0.05, seed=0)
+    assert _orthonormal(q)
+    keep, _ = sub.keep_remove_accuracy(s.H, s.W, None, s.labels, q)
+    rand_keep, _ = sub.keep_remove_accuracy(s.H, s.W, None, s.labels, sub.random_basis(16, 2, 0))
+    assert keep > rand_keep and keep > 0.8
+    full_keep, full_remove = sub.keep_remove_accuracy(s.H, s.W, None, s.labels, np.eye(16))
+    assert full_keep == 1.0 and full_remove < 1.0
+
+
+def test_minimal_ns_rank() -> None:
+    assert sub.minimal_ns_rank([1, 2, 3], [0.5, 0.995, 1.0], [0.9, 0.4, 0.26], 1.0, 0.25) == 3
+    assert sub.minimal_ns_rank([1, 2], [None, 0.5], [None, 0.2], 1.0, 0.25) is None
+
+
+@pytest.mark.parametrize(("knobs", "named"), [
+    ({"MODADD": "yes"}, "MODADD"), ({"DAS_STEPS": 0}, "DAS_STEPS"), ({"PLANTED_R_MAX": 2}, "PLANTED_R_MAX"),
+    ({"R_CORE": 20}, "R_CORE"), ({"P": 9}, "P"), ({"DAS_LR": 0.0}, "DAS_LR"), ({"N_TRAIN": 10**8}, "N_TRAIN"),
+])  # fmt: skip
+def test_bad_knobs_are_refused_by_name(knobs, named) -> None:
+    with pytest.raises(ValueError, match=named):
+        chapter.PARAMS.resolve(PRESET="ci", **knobs)
+
+
+@pytest.fixture(scope="module")
+def planted_run():
+    cfg = chapter.PARAMS.resolve(PRESET="ci", DAS_STEPS=20, PLANTED_R_MAX=4)
+    return chapter.run_planted(cfg), cfg
+
+
+def test_planted_comparison_and_claims(planted_run) -> None:
+    section, cfg = planted_run
+    assert set(section["ns_rank"]) == set(chapter.METHODS)
+    assert section["ns_rank"]["ace"] == 3 and section["overlap"]["ace"][2] > 0.99
+    res = {"planted": section, "markov": section, "modadd": None}
+    claims, not_tested = chapter.build_claims(res, cfg)
+    assert not [r.claim for r in claims.rows if not r.passed] and len(not_tested) == 2
+    assert "planted" in chapter.finding_text(res) and "| ace |" in chapter.ns_markdown(res)
+    broken = copy.deepcopy(res)
+    broken["planted"]["ns_rank"]["pca"] = 2
+    rows = {r.claim: r for r in chapter.build_claims(broken, cfg)[0].rows}
+    assert not rows["planted: ACE reaches N&S at the smallest rank of all methods"].passed
+    assert not rows["planted: PCA and the Jacobian Gram fail on the distractors"].passed
+
+
+def _stored():
+    if not STORED.exists():
+        pytest.fail(f"{STORED} is missing: run the runbook at the book preset for {chapter.NOTEBOOK}")
+    stored = json.loads(STORED.read_text())
+    knobs = {k: stored["params"][k] for k in chapter.PARAMS.knobs}
+    return stored, chapter.PARAMS.resolve(PRESET="book", **knobs)
+
+
+def test_stored_verdicts_rebuild_from_the_stored_numbers() -> None:
+    from ace_helpers.report import not_tested_records
+
+    stored, cfg = _stored()
+    claims, not_tested = chapter.build_claims(stored, cfg)
+    section = stored["claims"][0]["section"]
+    assert claims.records(section) + not_tested_records(not_tested, section) == stored["claims"]
+    edited = copy.deepcopy(stored)
+    edited["planted"]["overlap"]["ace"][cfg["R_CORE"] - 1] = 0.5
+    rows = {r.claim: r.verdict for r in chapter.build_claims(edited, cfg)[0].rows}
+    assert rows[f"planted: ACE's rank-{cfg['R_CORE']} subspace is the ground truth"] == NOT_REPRODUCED
