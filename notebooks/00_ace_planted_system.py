@@ -79,23 +79,34 @@ print("cumulative energy:       ", [f"{e:.4f}" for e in res["energy_fraction"]])
 
 # %%
 fig = plots.planted_summary(res["overlap"], res["acc_keep"], res["acc_remove"], res["chance_acc"])
+for key, text in plots.prose_numbers(res).items():  # the numbers the text below quotes
+    glue(key, Markdown(text), display=False)
 
 # %% [markdown]
 # *Figure (ours). A: overlap of each method's subspace with each planted block — look for the one
 # cell near 1 in each row (ACE: core; PCA: active only; Jacobian: relevant only). B: readout accuracy
 # with each subspace kept alone or removed — only ACE both keeps the accuracy and drops it to chance.*
 #
-# ACE's subspace coincides with the planted core (overlap ≈ 1) and with nothing else; PCA's is the
-# active-only block and the Jacobian's the relevant-only block. Only the ACE core is both
-# **sufficient** (keeping it alone keeps the readout's answers) and **necessary** (removing it
-# drops accuracy to chance, 1/4). Note the Jacobian subspace: keeping it alone still scores well,
-# because its tiny leak into the core (overlap ≈ 0.01) is read out with a weight of 20 — yet
-# removing it leaves the answers largely intact. Sufficiency alone can mislead; ACE asks for both.
-# The rank rule lands on the planted dimension because the weights fall by almost three orders
-# of magnitude right after it.
+# ACE's subspace coincides with the planted core (overlap {glue:md}`ace_core`) and with nothing
+# else; PCA's is the active-only block and the Jacobian's the relevant-only block. Only the ACE
+# core is both **sufficient** (kept alone: accuracy {glue:md}`ace_keep`, against the readout's
+# own {glue:md}`base`) and **necessary** (removed: {glue:md}`ace_remove`, chance is 1/4). PCA's
+# subspace is neither: kept alone it scores {glue:md}`pca_keep`. Note the Jacobian subspace:
+# kept alone it still scores {glue:md}`jac_keep`, because its small leak into the core (overlap
+# {glue:md}`jac_core`) is read out with the large relevant-only weights; removed, it leaves
+# {glue:md}`jac_remove` (with its top three directions gone, the readout has one direction left).
+# A subspace can pass for sufficient without being the core: ACE asks for both tests, and finds
+# the directions that the activations use and the readout reads. The rank rule lands on the
+# planted dimension because the balanced weights fall by a factor of {glue:md}`weight_drop` right
+# after it.
 
 # %% [markdown]
 # ## Claims
+#
+# The planted test is ours: the paper applies ACE to trained transformers, where the core is not
+# known in advance. Each row gives what the paper says about the method (where it says it), our
+# acceptance rule, our number and the verdict. The PCA and Jacobian rows check that the
+# baselines miss the core, as the figure shows.
 
 # %%
 claims = chapter.build_claims(res, cfg)

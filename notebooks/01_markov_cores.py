@@ -17,7 +17,8 @@
 # sufficient (keeping only it keeps the accuracy) and necessary (removing it drops accuracy to
 # chance). The cores of different seeds lie in nearly orthogonal subspaces. Yet their coordinates
 # are linearly equivalent (CCA ≈ 1). A linear operator fitted to the core coordinates, step by
-# step along the sequence, has the chain's own eigenvalues.
+# step along the sequence, has the chain's own eigenvalues (to within 1 %, the paper says; the
+# weak real mode is a few percent off here, see panel E).
 #
 # This chapter reproduces each panel (A–E) and turns it into a tool for any chain you supply
 # (the `T` parameter, or `EXTRA_CHAINS`). It also adds two refinements to the method, each shown
@@ -121,6 +122,8 @@ print(f"Bayes accuracy {chain['bayes_acc']:.4f}; oracle R² {chain['r2_oracle']:
 
 # %%
 results, main_run, extra_runs = chapter.run_chapter(cfg)
+for key, text in plots.prose_numbers(results).items():  # the numbers the text below quotes
+    glue(key, Markdown(text), display=False)
 print(f"trained {len(main_run.seeds)} seeds in {main_run.train.seconds:.0f} s ({main_run.train.cpu_seconds:.0f} CPU s); "
       f"main chain total {main_run.seconds:.0f} s ({main_run.cpu_seconds:.0f} CPU s)")
 print("final training loss per seed:", np.round(results["train_loss"], 4).tolist())
@@ -130,7 +133,8 @@ print("full-model test accuracy per seed:", np.round(results["base_acc"], 4).tol
 # ## A. Different weights
 #
 # The paper describes the seeds as having "different weights". Our reruns of the official code
-# release on this CPU found cosine similarities of 0.03–0.05 between the flattened parameter vectors.
+# release on this CPU found cosine similarities of 0.03–0.05 between the flattened parameter vectors;
+# this run finds {glue:md}`weight_cos`.
 
 # %%
 n_seeds = len(results["seeds"])
@@ -212,7 +216,8 @@ plt.show()
 # ## C. Cores lie in different subspaces
 #
 # Paper: the pairwise projector overlap is 0.02–0.04. Random 3-dimensional subspaces of R⁶⁴ give
-# r/D ≈ 0.047. Our reruns of the official code release on this CPU measured principal angles of 76–89°.
+# r/D ≈ 0.047. This run: overlaps {glue:md}`overlap_range` (random level {glue:md}`random_overlap`),
+# principal angles {glue:md}`angle_range`.
 
 # %%
 plots.plot_projector_overlap(plots.pair_matrix(results["projector_overlap"], n_seeds, pairs),
@@ -225,8 +230,8 @@ for (i, j), ov, ang in zip(pairs, results["projector_overlap"], results["princip
 # *Panel C (paper): projector overlap between the seeds' cores — look at the off-diagonal cells
 # against the random level r/D in the title.*
 #
-# The overlap is at the level of random subspaces and all principal angles are large. Geometrically
-# the cores are unrelated.
+# The overlap is at or below the level of random subspaces and all principal angles are large.
+# Geometrically the cores are unrelated.
 #
 # ## D. Core coordinates are the same up to a linear map
 #
@@ -246,16 +251,19 @@ for (i, j), c in zip(pairs, results["cca"]):
 # *Panel D (paper): mean of the top n − 1 canonical correlations between the seeds' core
 # coordinates (each pair's values under the plot) — look at the off-diagonal cells near 1.*
 #
-# Two directions match almost perfectly. These are the two big ones, carrying the rotation pair
-# 0.75 ± 0.25i. The third, the weak λ = 0.5 mode, matches less well but is still strongly
-# correlated. The seeds compute the same thing in different coordinates.
+# Two directions match almost perfectly ({glue:md}`cca_top2` over the seed pairs). These are the two
+# big ones, carrying the rotation pair 0.75 ± 0.25i. The third, the weak λ = 0.5 mode, matches less
+# well ({glue:md}`cca_third`; the paper: 0.929) but is still strongly correlated. The seeds compute
+# the same thing in different coordinates.
 #
 # ## E. The core operator has the chain's spectrum
 #
 # Paper: the eigenvalues of the operator fitted to the core coordinates match the chain's to
-# within 1 %, and R²/R²_oracle > 0.98 (R²_oracle = 0.5 for this chain). R²_oracle averages over
-# one-hot coordinates, so it depends on the basis. We add a basis-free comparator, `r2_state`:
-# the R² of regressing the next core coordinates on the one-hot current state.
+# within 1 %, and R²/R²_oracle > 0.98 (R²_oracle = 0.5 for this chain). We measure the error as
+# the paper states it, relative to each true eigenvalue: |λ̂ − λ|/|λ|, with each true eigenvalue
+# matched to one fitted eigenvalue. R²_oracle averages over one-hot coordinates, so it depends on
+# the basis. We add a basis-free comparator, `r2_state`: the R² of regressing the next core
+# coordinates on the one-hot current state.
 
 # %%
 ratio_oracle, ratio_state = chapter.r2_ratios(results)
@@ -263,16 +271,32 @@ plots.plot_spectrum(results["true_eigs"], results["core_eigs"], ratio_oracle)
 plt.show()
 for s in range(n_seeds):
     eigs = [complex(round(a, 4), round(b, 4)) for a, b in results["core_eigs"][s]]
-    print(f"seed {s + 1}: eigenvalues {eigs}; max error {results['eig_max_error'][s]:.4f}; "
+    print(f"seed {s + 1}: eigenvalues {eigs}; max relative error {max(results['eig_rel_error'][s]):.4f}; "
           f"R² {results['r2'][s]:.4f}, R²/R²_oracle {ratio_oracle[s]:.3f}, R²/r2_state {ratio_state[s]:.3f}")
+display(Markdown(plots.eigen_table(results)))
+print("share of each core coordinate's variance set by the current state, per seed:",
+      [np.round(v, 4).tolist() for v in results["coord_state_r2"]])
 
 # %% [markdown]
 # *Panel E (paper): the chain's non-unit eigenvalues (circles) and each seed's fitted core-operator
 # eigenvalues (crosses) in the complex plane — look at the crosses sitting inside the circles.*
 #
-# The fitted operator reproduces the chain's non-trivial spectrum: the rotation pair and the real
-# mode. It also reaches the R² that the current state allows, so the core coordinates evolve as
-# the chain does.
+# The fitted operator finds the chain's non-trivial spectrum, but not everywhere to the paper's
+# 1 %. The rotation pair 0.75 ± 0.25i comes out within {glue:md}`eig_complex` in every seed; the
+# weak real mode λ = 0.5 within {glue:md}`eig_real`. R²/R²_oracle is {glue:md}`ratio_oracle`: the
+# operator reaches the R² that the current state allows.
+#
+# How far can a fit on these test sequences get? Even a core that held exactly the current state
+# would see the transition matrix as counted on the test steps, not T itself. Its eigenvalues are
+# the **sampling floor** (the table's last column: {glue:md}`eig_floor` at most on this run's test
+# steps, not far from the paper's 1 % by itself). The column before it fits the operator to each core
+# coordinate's mean over the positions with the same current state. That fit lands on the floor
+# ({glue:md}`eig_state`). So the operator fit is sound and the core holds the state linearly. The
+# gap comes from the part of the weak coordinate that the current state does not set: here
+# {glue:md}`weak_unset` of its variance, against {glue:md}`strong_unset` for the rotation pair's
+# two coordinates (printed above the table). The weak mode carries only {glue:md}`weak_energy` of
+# the balanced energy, so small history- or position-dependent terms in it move its fitted
+# eigenvalue. The claims table tests this explanation in its diagnosis row.
 #
 # ## The two refinements beside the paper's variant
 #
@@ -330,8 +354,9 @@ else:
 # *Figure (ours, as panel E): the last extra chain's eigenvalues (circles) and its core operator's
 # (crosses) — look at the complex pairs being recovered too.*
 #
-# On these chains too the centered-tail core has n − 1 dimensions and carries the chain's spectrum.
-# The raw-logit tail (column "rank (logits)") often gives n: the softmax-invariant direction again.
+# On these chains too the centered-tail core has n − 1 dimensions and carries the chain's spectrum,
+# to the relative errors in the table (the floor in brackets is this chain's own sampling floor).
+# The raw-logit tail (column "rank (logits)") gives n on both: the softmax-invariant direction again.
 # On the 3-state chain, the zero ablation loses accuracy with either tail: the core alone, projected
 # about zero, no longer predicts as well as the full model. Keeping the activation mean's
 # off-core component (`ABLATION="mean"`) restores it. On the symmetric paper chain both
@@ -340,9 +365,12 @@ else:
 #
 # ## Claims
 #
-# `chapter.build_claims` states each threshold in the claim's text; the paper's figures are in the
-# second column. The paper-variant equal-accuracy claim is checked only when `T` is the paper chain
-# (its 4 × 4 shape and values), the third canonical correlation only when n − 1 ≥ 3.
+# `chapter.build_claims` gives, per row, the paper's statement and where it is stated, our
+# acceptance rule (the paper's value where it gives one; the rule says where and why ours differs,
+# and which weaker form counts as *partly*), our number and the verdict. The paper-variant
+# equal-accuracy claim is checked only when `T` is the paper chain (its 4 × 4 shape and values),
+# the third canonical correlation only when n − 1 ≥ 3, and the eigenvalue diagnosis only when the
+# eigenvalue row misses 1 %.
 
 # %%
 claims = chapter.build_claims(results, cfg)

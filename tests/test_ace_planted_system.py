@@ -20,11 +20,15 @@ def test_ace_finds_the_planted_core_and_claims_hold() -> None:
     cfg = chapter.PARAMS.resolve(PRESET="ci", N_SAMPLES=800)
     res = chapter.run(cfg)
     claims = chapter.build_claims(res, cfg)
-    assert res["ace_rank"] == 3 and len(claims.rows) == 6
+    assert res["ace_rank"] == 3 and len(claims.rows) == 7
+    assert all(r.where and r.rule for r in claims.rows)
     claims.assert_all()
     broken = dict(res, ace_rank=4, acc_remove={**res["acc_remove"], "ace": 0.9})
     bad = chapter.build_claims(broken, cfg)
     assert sum(not r.passed for r in bad.rows) == 2
+    baselines = dict(res, acc_keep={**res["acc_keep"], "pca": 0.9})
+    failed = [r.claim for r in chapter.build_claims(baselines, cfg).rows if not r.passed]
+    assert failed == ["the PCA subspace is not sufficient"]
 
 
 @pytest.mark.parametrize(
@@ -37,3 +41,18 @@ def test_sizes_that_cannot_fit_are_refused_before_compute(knobs, named) -> None:
         chapter.PARAMS.resolve(PRESET="ci", **knobs)
     assert named in str(err.value) and f"lower {named}" in str(err.value)
     assert chapter.memory_estimate(8000, 32) < chapter.MEMORY_LIMIT  # the book preset fits
+
+
+def test_book_prose_agrees_with_the_stored_book_results() -> None:
+    """What the chapter's text says in words (not glued) about the book run, checked on book/results."""
+    import json
+    from pathlib import Path
+
+    res = json.loads((Path(__file__).resolve().parents[1] / "book/results/00_ace_planted_system.json").read_text())
+    best = {m: max(res["overlap"][m], key=res["overlap"][m].get) for m in chapter.METHODS}
+    assert best == {"ace": "core", "pca": "active_only", "jacobian": "relevant_only"}  # "the one cell near 1 in each row"
+    assert all(max(res["overlap"][m].values()) > 0.99 for m in chapter.METHODS)
+    chance = res["chance_acc"]
+    assert res["acc_keep"]["pca"] <= chance + 0.05 and res["acc_remove"]["pca"] > 0.9  # PCA: neither
+    assert res["acc_keep"]["jacobian"] > 0.8  # "kept alone it still scores" well
+    assert res["weights_top"][2] / res["weights_top"][3] > 100  # the weights fall sharply after the planted rank

@@ -145,6 +145,23 @@ def test_a_stored_number_edited_past_its_threshold_fails_the_rebuild():
     assert rebuild(stem, edited) != STORED[stem]["claims"]
 
 
+def test_a_stored_markov_eigenvalue_error_edited_changes_its_verdict():
+    """Chapter 1's eigenvalue row is rebuilt from the stored relative errors: within 1 % it reproduces
+    (and the diagnosis row goes), past the 5 % partly bound it does not."""
+    stem = "01_markov_cores"
+    if stem not in STORED:
+        pytest.fail(f"book/results/{stem}.json is missing")
+    seeds = len(STORED[stem]["eig_rel_error"])
+    for error, verdict in ((0.005, REPRODUCED), (0.08, NOT_REPRODUCED)):
+        edited = copy.deepcopy(STORED[stem])
+        edited["eig_rel_error"] = [[0.001, 0.001, error] for _ in range(seeds)]
+        rebuilt = rebuild(stem, edited)
+        row = next(r for r in rebuilt if r["claim"].startswith("core-operator eigenvalues"))
+        assert row["verdict"] == verdict
+        assert any(r["claim"].startswith("diagnosis") for r in rebuilt) == (verdict != REPRODUCED)
+        assert rebuilt != STORED[stem]["claims"]
+
+
 COUNTS = re.compile(r"(\d+) reproduced, (\d+) partly, (\d+) not reproduced, (\d+) not tested")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
@@ -31,3 +33,24 @@ def planted_summary(overlap: dict, acc_keep: dict, acc_remove: dict, chance: flo
     ax2.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def prose_numbers(res: dict[str, Any]) -> dict[str, str]:
+    """The numbers the chapter's text quotes, formatted (the notebook glues each under its key).
+
+    ``weight_drop``: the ratio of the last balanced weight inside the core to the first one after it.
+    """
+    r = res["ace_rank"]
+    w = res["weights_top"]
+    drop = w[r - 1] / w[r] if r < len(w) and w[r] > 0 else float("inf")
+    return {
+        "ace_core": f"{res['overlap']['ace']['core']:.3f}",
+        "jac_core": f"{res['overlap']['jacobian']['core']:.3f}",
+        "base": f"{res['acc_base']:.3f}",
+        "ace_keep": f"{res['acc_keep']['ace']:.3f}",
+        "ace_remove": f"{res['acc_remove']['ace']:.3f}",
+        "pca_keep": f"{res['acc_keep']['pca']:.3f}",
+        "jac_keep": f"{res['acc_keep']['jacobian']:.3f}",
+        "jac_remove": f"{res['acc_remove']['jacobian']:.3f}",
+        "weight_drop": f"{drop:.0f}",
+    }

@@ -15,7 +15,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib.axes import Axes
 
-from ace_helpers.chapters.markov_cores import ABLATIONS, TAILS, r2_ratios
+from ace_helpers.chapters.markov_cores import ABLATIONS, TAILS, eigen_summary, r2_ratios
 from ace_helpers.plots.style import PALETTE
 
 
@@ -193,6 +193,10 @@ def pair_matrix(values: Sequence[float], n_seeds: int, pairs: Sequence[tuple[int
 
 
 
+def _pairs(values: Sequence[Sequence[float]]) -> list[str]:
+    return ["[" + ", ".join(f"{v:.4f}" for v in pair) + "]" for pair in values]
+
+
 def variant_table(results: dict[str, Any], tail: str, ablation: str) -> str:
     """Markdown table: the chosen variant beside the paper's, per seed."""
     rows = ["| quantity | ours (" + f"{tail}, {ablation}" + ") | paper's variant (logits, zero) |", "|---|---|---|"]
@@ -208,10 +212,14 @@ def variant_table(results: dict[str, Any], tail: str, ablation: str) -> str:
         ("core rank", results["core_ranks"], results["core_ranks_paper"]),
         ("core-only accuracy", results["keep_acc"], results["keep_acc_paper"]),
         ("core-removed accuracy", results["remove_acc"], results["remove_acc_paper"]),
-        ("max eigenvalue error", results["eig_max_error"], results["eig_max_error_paper"]),
+        ("max eigenvalue error (absolute)", results["eig_max_error"], results["eig_max_error_paper"]),
+        ("max relative eigenvalue error", [max(e) for e in results["eig_rel_error"]],
+         [max(e) for e in results["eig_rel_error_paper"]]),
         ("R² / R²_oracle", ours_o, pap_o),
         ("R² / r2_state", ours_s, pap_s),
         ("projector overlap (pairs)", results["projector_overlap"], results["projector_overlap_paper"]),
+        ("canonical correlations (pairs; ours: top n − 1, paper's: top 3)", _pairs(results["cca"]),
+         _pairs(results["cca_paper"])),
     ]:
         rows.append(f"| {label} | {fmt(a)} | {fmt(b)} |")
     return "\n".join(rows)
@@ -236,7 +244,7 @@ def ablation_table(results: dict[str, Any], prefix: str = "", chain: int | None 
 
 def extra_table(results: dict[str, Any]) -> str:
     """Markdown table of the extra chains (one row per chain, seeds joined)."""
-    rows = ["| chain | n | rank (centered) | rank (logits) | eigenvalues of T | max eig. error | R²/r2_state "
+    rows = ["| chain | n | rank (centered) | rank (logits) | eigenvalues of T | max relative eig. error (floor) | R²/r2_state "
             "| R²/R²_oracle | full / core-only / removed / chance |", "|---|---|---|---|---|---|---|---|---|"]
     for c, n in enumerate(results["extra_n_states"]):
         eigs = ", ".join(f"{re:.3f}{im:+.3f}i" if abs(im) > 1e-9 else f"{re:.3f}" for re, im in results["extra_true_eigs"][c])
@@ -245,7 +253,67 @@ def extra_table(results: dict[str, Any]) -> str:
                f"{np.mean(results['extra_remove_acc'][c]):.3f} / {results['extra_chance_acc'][c]:.3f}")
         rows.append(
             f"| {c + 1} | {n} | {results['extra_core_ranks_centered'][c]} | {results['extra_core_ranks_logits'][c]} | {eigs} "
-            f"| {', '.join(f'{e:.4f}' for e in results['extra_eig_max_error'][c])} "
+            f"| {', '.join(f'{100 * max(e):.2f} %' for e in results['extra_eig_rel_error'][c])} "
+            f"({100 * max(results['extra_eig_rel_floor'][c]):.2f} %) "
             f"| {', '.join(f'{a / b:.3f}' for a, b in zip(r2, r2s))} | {', '.join(f'{a / r2o:.3f}' for a in r2)} | {acc} |"
         )
     return "\n".join(rows)
+
+
+def _lam(re: float, im: float) -> str:
+    return f"{re:.3g} {'+' if im >= 0 else '−'} {abs(im):.3g}i" if abs(im) > 1e-9 else f"{re:.3g}"
+
+
+def eigen_table(results: dict[str, Any]) -> str:
+    """Markdown table of the relative eigenvalue errors ``|λ̂ − λ|/|λ|``: one row per true non-unit
+    eigenvalue, one column per seed, then the fit on the current-state means (largest over seeds)
+    and the test steps' sampling floor."""
+    seeds = len(results["eig_rel_error"])
+    rows = ["| true λ (\\|λ\\|) | " + " | ".join(f"seed {s + 1}" for s in range(seeds))
+            + " | fit on current-state means | sampling floor |", "|---|" + "---|" * (seeds + 2)]
+    for i, (re, im) in enumerate(results["true_eigs"]):
+        cells = [f"{100 * results['eig_rel_error'][s][i]:.2f} %" for s in range(seeds)]
+        state = max(e[i] for e in results["eig_rel_error_state"])
+        rows.append(f"| {_lam(re, im)} ({np.hypot(re, im):.3f}) | " + " | ".join(cells)
+                    + f" | {100 * state:.2f} % | {100 * results['eig_rel_floor'][i]:.2f} % |")
+    return "\n".join(rows)
+
+
+def _range(values: Sequence[float], fmt: str = ".3f") -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}–{hi:{fmt}}"
+
+
+def prose_numbers(results: dict[str, Any]) -> dict[str, str]:
+    """The numbers the chapter's text quotes, formatted (the notebook glues each under its key)."""
+    eig = eigen_summary(results)
+    real = [i for i, (_, im) in enumerate(results["true_eigs"]) if abs(im) <= 1e-9]
+    cplx = [i for i in range(len(results["true_eigs"])) if i not in real]
+    per_eig = np.asarray(results["eig_rel_error"])  # (seeds, eigenvalues)
+    angles = [a for pair in results["principal_angles"] for a in pair]
+    top2 = [v for c in results["cca"] for v in c[:2]]
+    third = [c[2] for c in results["cca"] if len(c) > 2]
+    out = {
+        "weight_cos": _range(results["weight_cosine"]),
+        "overlap_range": _range(results["projector_overlap"]),
+        "random_overlap": f"{results['random_overlap']:.3f}",
+        "angle_range": f"{min(angles):.0f}–{max(angles):.0f}°",
+        "cca_top2": _range(top2, ".4f"),
+        "cca_third": _range(third, ".3f") if third else "n/a",
+        "eig_max": f"{100 * eig['max']:.1f} %",
+        "eig_floor": f"{100 * eig['floor_max']:.2f} %",
+        "eig_state": f"{100 * (eig['state_max'] or 0.0):.2f} %",
+        "ratio_oracle": _range(r2_ratios(results)[0]),
+        **dict.fromkeys(("eig_complex", "eig_real", "weak_unset", "strong_unset", "weak_energy"), "n/a"),
+    }
+    if cplx:
+        out["eig_complex"] = _range(100 * per_eig[:, cplx].ravel(), ".1f") + " %"
+    if real:
+        out["eig_real"] = _range(100 * per_eig[:, real].ravel(), ".1f") + " %"
+        weakest = [r2[-1] for r2 in results["coord_state_r2"]]
+        out["weak_unset"] = _range([100 * (1 - v) for v in weakest], ".0f") + " %"
+        others = [v for r2 in results["coord_state_r2"] for v in r2[:-1]]
+        out["strong_unset"] = _range([100 * (1 - v) for v in others], ".1f") + " %" if others else "n/a"
+        out["weak_energy"] = _range([100 * s[len(r2) - 1] for s, r2 in zip(results["energy_shares_centered"],
+                                                                             results["coord_state_r2"])], ".1f") + " %"
+    return out

@@ -1,0 +1,235 @@
+"""Chapter 1 claims: each of the paper's Markov results, where it states it, our rule, and the known gaps.
+
+:func:`build_claims` reads only the flat results dict, so a stored ``results.json`` gives the same
+verdicts.  Thresholds are the paper's values where it gives one (the rule says where ours
+differs, and why); a weaker form that still means something is reported as ``partly``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ace_helpers.params import Params
+from ace_helpers.report import Claims, KnownGaps
+from ace_helpers.tasks.markov import is_paper_chain
+
+#: The paper's Markov figure (panels A–E) and its results text; the rank rule and the chance line
+#: come from the code release.
+FIG = "Markov-chain figure"
+CODE = "code release joshseth/cores, markov.py"
+OURS, DIAGNOSIS = "ours (beyond the paper)", "ours (diagnosis)"
+
+EIG_TOL, EIG_PARTLY = 0.01, 0.05  # relative eigenvalue error: the paper's "< 1 %", and our weaker bound
+REMOVE_TOL, REMOVE_PARTLY = 0.01, 0.03  # core removed: accuracy points above chance
+OVERLAP_PAPER, PAPER_RANDOM = 0.04, 3 / 64  # the paper's largest overlap, at its random level r/D (r = 3, D = 64)
+CCA_PAPER, CCA_WEAK = (0.999, 0.999, 0.929), (0.99, 0.99, 0.90)  # the paper's triple; our weaker per-pair bounds
+R2_ORACLE_MIN, R2_ORACLE_PARTLY = 0.98, 0.95
+FLOOR_FACTOR = 2.0  # the diagnosis: an error this many times the sampling floor is not sampling noise
+
+#: Claims measured not to reproduce at a preset's own run (every knob as the preset sets it), and why.
+KNOWN_GAPS = KnownGaps(
+    gaps={
+        "ci": {
+            "rank_paper_tail": "after 8 epochs the softmax-invariant direction holds 0.13 % and 0.11 % of the raw-logit "
+            "balanced energy, above the 1 − 0.999 = 0.1 % cut, so both seeds get rank 4 (the centered tail: 3)",
+            "cca_top2": "the one pair of 8-epoch ci models reaches 0.9983 and 0.9976, under 0.999 at three decimals "
+            "(the 40-epoch book models: 0.9986–0.9990)",
+            "eigenvalues": "seed 1 fits λ = 0.5 3.2 % off (seed 2: 0.3 %; the rotation pair 0.7–0.9 %); the test "
+            "steps' sampling floor is 0.94 %, and the fit on the coordinates' current-state means reaches it "
+            "(diagnosis row)",
+        },
+        "book": {
+            "eigenvalues": "the weak real mode λ = 0.5 (0.6–0.8 % of the balanced energy) is fitted 1.0, 2.9 and "
+            "3.7 % off in seeds 1–3, the rotation pair within 0.3–0.5 %; the test steps' own sampling floor for "
+            "λ = 0.5 is 0.84 %, and the fit on the coordinates' current-state means reaches it (diagnosis row): the "
+            "gap is the 5–8 % of that coordinate's variance that the current state does not set; our reruns of the "
+            "official code release put this mode 1.6–4.2 % off too",
+        },
+    },
+)
+
+
+def r2_ratios(results: dict[str, Any], suffix: str = "") -> tuple[list[float], list[float]]:
+    """Per seed ``(R²/R²_oracle, R²/r2_state)`` of a variant (``suffix`` "" or "_paper")."""
+    r2, r2s = results[f"r2{suffix}"], results[f"r2_state{suffix}"]
+    return [v / results["r2_oracle"] for v in r2], [a / b for a, b in zip(r2, r2s)]
+
+
+def eigen_summary(results: dict[str, Any], prefix: str = "", chain: int | None = None) -> dict[str, Any]:
+    """The eigenvalue numbers of one chain (main: ``prefix=""``; extra chain c: ``prefix="extra_", chain=c``).
+
+    Keys: ``max`` (largest relative error over seeds and true eigenvalues), ``per_eig`` (per true
+    eigenvalue, the largest over seeds), ``floor`` (per true eigenvalue, the sampling floor),
+    ``floor_max``, ``state_max`` (largest error of the fit on current-state means; ``None`` where
+    not stored), ``abs_eig`` (``|λ|`` per true eigenvalue).
+    """
+    def get(key: str) -> Any:
+        value = results.get(prefix + key)
+        return value if value is None or chain is None else value[chain]
+
+    rel = np.asarray(get("eig_rel_error"), dtype=float)  # (seeds, eigenvalues)
+    state = get("eig_rel_error_state")
+    floor = [float(v) for v in get("eig_rel_floor")]
+    return {
+        "max": float(rel.max()),
+        "per_eig": rel.max(axis=0).tolist(),
+        "floor": floor,
+        "floor_max": max(floor),
+        "state_max": None if state is None else float(np.max(state)),
+        "abs_eig": [float(np.hypot(re, im)) for re, im in get("true_eigs")],
+    }
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f} %"
+
+
+def _eig_claims(claims: Claims, results: dict[str, Any], cfg: Params) -> None:
+    """The paper's "< 1 %" row, and, when it does not hold, the diagnosis row."""
+    eig = eigen_summary(results)
+    holds = eig["max"] <= EIG_TOL
+    lams = [f"{re:.3g}{im:+.3g}i" if abs(im) > 1e-9 else f"{re:.3g}" for re, im in results["true_eigs"]]
+    per_eig = ", ".join(f"λ = {lam}: {_pct(e)}" for lam, e in zip(lams, eig["per_eig"]))
+    claims.check(
+        "core-operator eigenvalues within 1 % of the chain's (relative, every non-unit eigenvalue, every seed)",
+        "the eigenvalues of the operator fitted to the core coordinates match the chain's spectrum to < 1 %",
+        f"max {_pct(eig['max'])} ({per_eig})", holds, KNOWN_GAPS.reason(cfg, "eigenvalues"),
+        where=f"{FIG}, panel E; Markov results",
+        rule=f"max over seeds and true non-unit eigenvalues λ of |λ̂ − λ|/|λ| ≤ {EIG_TOL:g}, λ̂ the fitted eigenvalue "
+        f"matched to λ (optimal matching from the true set: a spurious extra one is left out); as the paper states it; "
+        f"partly: ≤ {EIG_PARTLY:g}",
+        partly=eig["max"] <= EIG_PARTLY,
+    )  # fmt: skip
+    if holds or eig["state_max"] is None:
+        return
+    claims.check(
+        "diagnosis: the eigenvalue gap is in the core coordinates, not in the fit's sampling noise",
+        "—",
+        f"max error {_pct(eig['max'])}; sampling floor {_pct(eig['floor_max'])}; fit on current-state means "
+        f"{_pct(eig['state_max'])}",
+        eig["max"] >= FLOOR_FACTOR * eig["floor_max"] and eig["state_max"] <= eig["floor_max"] + 1e-3,
+        where=DIAGNOSIS,
+        rule=f"the largest error is ≥ {FLOOR_FACTOR:g}× the test steps' sampling floor (the eigenvalues of the "
+        "transition matrix counted on them: what a core holding exactly the current state gives; sampling noise would "
+        "put the error at the floor), and the operator fitted to each coordinate's current-state mean is at that floor "
+        "(≤ floor + 0.1 %)",
+    )  # fmt: skip
+
+
+def _cca_rows(claims: Claims, results: dict[str, Any], n: int, cfg: Params) -> None:
+    cca = results["cca"]
+    for key, label, idx, cond in (("cca_top2", "top two", range(min(2, n - 1)), ""),
+                                  ("cca_third", "third", [2], " (checked when n − 1 ≥ 3)")):
+        if max(idx, default=-1) >= n - 1:
+            continue
+        paper = [CCA_PAPER[i] for i in idx]
+        means = [float(np.mean([c[i] for c in cca])) for i in idx]
+        lows = [min(c[i] for c in cca) for i in idx]
+        weak = all(lo >= CCA_WEAK[i] for lo, i in zip(lows, idx))
+        target = ", ".join(f"{p:g}" for p in paper)
+        claims.check(
+            f"CCA between seeds' core coordinates: {label} canonical correlation{'s' if len(paper) > 1 else ''} "
+            f"{target}{cond}",
+            f"canonical correlations 0.999, 0.999 and 0.929 between two seeds' cores",
+            f"mean over pairs {[round(m, 4) for m in means]}, lowest pair {[round(x, 4) for x in lows]}",
+            weak and all(m >= p - 5e-4 for m, p in zip(means, paper)), KNOWN_GAPS.reason(cfg, key),
+            where=f"{FIG}, panel D; Markov results",
+            rule=f"mean over seed pairs ≥ {target} at the paper's three decimals (≥ value − 0.0005: the paper gives one "
+            f"triple and does not say for which pair) and every pair ≥ {', '.join(f'{CCA_WEAK[i]:g}' for i in idx)}; "
+            f"top n − 1 of the chosen tail's cores (the paper's top 3: the variant table); partly: only every pair ≥ "
+            f"{', '.join(f'{CCA_WEAK[i]:g}' for i in idx)}",
+            partly=weak,
+        )  # fmt: skip
+
+
+def build_claims(results: dict[str, Any], cfg: Params) -> Claims:
+    """The chapter's claims, written for a general n-state chain; each rule states its threshold.
+
+    The paper's equal-accuracy check of its own variant (zero ablation, raw-logit tail) is made
+    only when ``T`` is the paper chain (:func:`ace_helpers.tasks.markov.is_paper_chain`), the
+    third canonical correlation only when n − 1 ≥ 3, the eigenvalue diagnosis only when the
+    eigenvalue row does not hold.  No threshold depends on the preset.
+    """
+    claims = Claims()
+    gap = lambda key: KNOWN_GAPS.reason(cfg, key)  # noqa: E731 - the measured cause, where one is known
+    n = results["n_states"]
+    base = results["base_acc"]
+    ranks_paper = results["core_ranks_paper"]
+    claims.check(f"core rank = n − 1 = {n - 1} in every seed (raw-logit tail, the paper's)",
+                 "3-D cores out of the 64-D residual stream, in every model", ranks_paper,
+                 all(r == n - 1 for r in ranks_paper), gap("rank_paper_tail"), where=f"abstract; {FIG}",
+                 rule=f"energy rank (τ = ENERGY = {cfg['ENERGY']:g}; the {CODE} uses 0.999) with J = W_U equals n − 1 in "
+                 "every seed; partly: n − 1 or n (the n-th is the softmax-invariant direction, next row)",
+                 partly=all(r in (n - 1, n) for r in ranks_paper))  # fmt: skip
+    cos = results["softmax_cos"]
+    claims.check("the raw-logit tail's n-th direction shifts all logits equally (softmax-invariant)", "—", cos,
+                 min(cos) >= 0.9, gap("softmax_direction"), where=DIAGNOSIS,
+                 rule="|cos(W_U q_n, 1)| ≥ 0.9 in every seed, q_n the n-th balanced direction (1: a pure shift of every "
+                 "logit, which changes no probability; a random logit direction gives about 0.5 for n = 4); it explains "
+                 "why the raw-logit rank sits at the 0.999 cut")  # fmt: skip
+    if cfg["TAIL"] != "logits":
+        claims.check(f"core rank = n − 1 = {n - 1} in every seed ({cfg['TAIL']} tail, ours)", "—", results["core_ranks"],
+                     all(r == n - 1 for r in results["core_ranks"]), gap("rank"), where=OURS,
+                     rule="energy rank equals n − 1 in every seed; the centered tail J = (I − 11ᵀ/n) W_U has the "
+                     "softmax-invariant direction in its null space, so no weaker form is allowed")  # fmt: skip
+    claims.check(f"core only ≥ 0.99 × full model ({cfg['TAIL']} tail, {cfg['ABLATION']} ablation)",
+                 "the core alone keeps the full model's accuracy (0.7501)", [results["keep_acc"], base],
+                 all(k >= 0.99 * b for k, b in zip(results["keep_acc"], base)), gap("keep"), where=f"{FIG}, panel B",
+                 rule="every seed's core-only accuracy ≥ 0.99 × its full-model accuracy, for the chosen tail and "
+                 "ablation on any chain (1 % slack; the paper's own variant on the paper chain: next row)")  # fmt: skip
+    if is_paper_chain(cfg["T"]):
+        claims.check("core only = full model (zero ablation, raw-logit tail: the paper's variant, on the paper chain)",
+                     "the core alone keeps the full model's accuracy (0.7501)", results["keep_acc_paper"],
+                     all(abs(k - b) <= 0.005 for k, b in zip(results["keep_acc_paper"], base)), gap("keep_paper"),
+                     where=f"{FIG}, panel B",
+                     rule="|core only − full model| ≤ 0.005 in every seed (465 of the 93,000 test predictions; the paper "
+                     "reports equality), checked when T is the paper chain (its 4 × 4 shape and values)")  # fmt: skip
+    chance, removed = results["chance_acc"], results["remove_acc"]
+    claims.check(f"core removed: accuracy to chance ({cfg['ABLATION']} ablation)",
+                 f"removing the core drops accuracy to chance (the chance line: targets equal to argmax π, here {chance:.4f})",
+                 removed, all(r <= chance + REMOVE_TOL for r in removed), gap("remove"),
+                 where=f"{FIG}, panel B; chance line from the {CODE}",
+                 rule=f"every seed ≤ chance + {REMOVE_TOL:g} (ours: 'to chance' read as within one accuracy point; no lower "
+                 f"bound, a model without its core may predict one fixed state, at or below chance); partly: ≤ chance + "
+                 f"{REMOVE_PARTLY:g}", partly=all(r <= chance + REMOVE_PARTLY for r in removed))  # fmt: skip
+    rand = results["random_overlap"]
+    limit = OVERLAP_PAPER * rand / PAPER_RANDOM
+    ov = results["projector_overlap"]
+    claims.check(f"projector overlap between seeds' cores ≤ {limit:.3g} (random subspaces: r/D = {rand:.3f})",
+                 "nearly orthogonal cores: projector overlap 0.02–0.04", ov, max(ov) <= limit, gap("overlap"),
+                 where=f"{FIG}, panel C",
+                 rule=f"max over seed pairs ≤ 0.04, the paper's largest value, at its r/D = 3/64 (another chain size or width "
+                 f"scales it with the random level r/D); partly: ≤ 2 r/D = {2 * rand:.3f}, twice the random level",
+                 partly=max(ov) <= 2 * rand)  # fmt: skip
+    _cca_rows(claims, results, n, cfg)
+    wc = results["weight_cosine"]
+    claims.check("the seeds' weights differ: |weight cosine| ≤ 0.1", "models with different weights", wc,
+                 max(abs(w) for w in wc) <= 0.1, gap("weights"), where=f"{FIG}, panel A",
+                 rule="|cosine of the flattened parameter vectors| ≤ 0.1 for every pair (ours, the paper gives no number: "
+                 "equal weights give 1; the shared LayerNorm gains put a floor of a few hundredths)")  # fmt: skip
+    _eig_claims(claims, results, cfg)
+    ratio_o, ratio_s = r2_ratios(results)
+    claims.check(f"R²/R²_oracle > {R2_ORACLE_MIN:g} in every seed", "R²_core / R²_oracle > 0.98 (R²_oracle = 0.5)",
+                 ratio_o, min(ratio_o) > R2_ORACLE_MIN, gap("r2_oracle"), where="Markov results",
+                 rule=f"every seed > {R2_ORACLE_MIN:g}, as the paper states it (no upper bound: the oracle averages over "
+                 f"one-hot coordinates, so the ratio can exceed 1); partly: > {R2_ORACLE_PARTLY:g}",
+                 partly=min(ratio_o) > R2_ORACLE_PARTLY)  # fmt: skip
+    claims.check("R²/r2_state in [0.95, 1.05] in every seed (basis-free oracle)", "—", ratio_s,
+                 all(0.95 <= r <= 1.05 for r in ratio_s), gap("r2_state"), where=OURS,
+                 rule="r2_state: R² of the next core coordinates regressed on the one-hot current state, the most any "
+                 "function of the state explains; a core that evolves as the chain does reaches it (±0.05)")  # fmt: skip
+    for c, m in enumerate(results.get("extra_n_states", [])):
+        ratios = [a / b for a, b in zip(results["extra_r2"][c], results["extra_r2_state"][c])]
+        eig = eigen_summary(results, "extra_", c)
+        ok = (all(r == m - 1 for r in results["extra_core_ranks"][c]) and eig["max"] <= EIG_PARTLY
+              and all(0.95 <= r <= 1.05 for r in ratios))
+        claims.check(f"extra chain {c + 1} (n = {m}): rank n − 1, eigenvalues within {EIG_PARTLY:.0%}, R²/r2_state in "
+                     "[0.95, 1.05]", "—",
+                     [results["extra_core_ranks"][c], round(eig["max"], 4), [round(r, 4) for r in ratios]], ok,
+                     gap(f"extra_{c + 1}"), where=OURS,
+                     rule=f"chosen tail: rank n − 1 in every seed, max relative eigenvalue error ≤ {EIG_PARTLY:g} (the main "
+                     f"chain's weaker bound; this chain's sampling floor: {_pct(eig['floor_max'])}), R²/r2_state in "
+                     "[0.95, 1.05]")  # fmt: skip
+    return claims
