@@ -62,16 +62,16 @@ def _subsample(h: np.ndarray, y: np.ndarray, rows: int, seed: int) -> tuple[np.n
 def probe_basis(h: Any, y: Any, r: int, *, seed: int = 0, max_rows: int = MAX_PROBE_ROWS) -> np.ndarray:
     """(D, ≤ r) the weight rows of a logistic-regression probe for labels y (N,), orthonormalised (SVD order).
 
-    scikit-learn ``LogisticRegression`` (lbfgs, multinomial, C = 1) on standardised activations;
-    its weights are mapped back to activation space (divided by the feature scales).  At most
+    scikit-learn ``LogisticRegression`` (lbfgs, multinomial, C = 1) on the centred activations
+    themselves: standardising each coordinate first would let the L2 penalty favour weights on
+    low-variance coordinates, whose images in activation space then dominate the rows.  At most
     ``max_rows`` rows are used (a seeded subsample).
     """
     from sklearn.linear_model import LogisticRegression
 
     a, labels = _subsample(_as_float64("H", h), np.asarray(y).reshape(-1), max_rows, seed)
-    scale = a.std(axis=0) + 1e-12
-    clf = LogisticRegression(max_iter=500).fit((a - a.mean(axis=0)) / scale, labels)
-    return _orthonormal_rows(clf.coef_ / scale, r)
+    clf = LogisticRegression(max_iter=1000).fit(a - a.mean(axis=0), labels)
+    return _orthonormal_rows(clf.coef_, r)
 
 
 def class_mean_basis(h: Any, y: Any, r: int) -> np.ndarray:

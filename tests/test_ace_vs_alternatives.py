@@ -69,15 +69,28 @@ def test_planted_comparison_and_claims(planted_run) -> None:
     section, cfg = planted_run
     assert set(section["ns_rank"]) == set(chapter.METHODS)
     assert section["ns_rank"]["ace"] == 3 and section["overlap"]["ace"][2] > 0.99
+    assert section["ns_rank"]["probe"] == 2  # the probe's 2 directions carry the argmax answers
     res = {"planted": section, "markov": section, "modadd": None}
     claims, not_tested = chapter.build_claims(res, cfg)
-    assert not [r.claim for r in claims.rows if not r.passed] and len(not_tested) == 2
+    rows = {r.claim: r for r in claims.rows}
+    ace_first = rows["planted: ACE reaches N&S at the smallest rank of all methods"]
+    assert not ace_first.passed and ace_first.known_gap is None  # not the preset's own run: no gap applies
+    assert rows["planted (diagnosis): the smaller N&S basis (probe, rank 2) is not the ground truth; "
+                "ACE's rank-3 subspace is"].passed
+    assert rows["planted: PCA and the Jacobian Gram fail on the distractors"].passed and len(not_tested) == 2
     assert "planted" in chapter.finding_text(res) and "| ace |" in chapter.ns_markdown(res)
     broken = copy.deepcopy(res)
     broken["planted"]["ns_rank"]["pca"] = 2
     rows = {r.claim: r for r in chapter.build_claims(broken, cfg)[0].rows}
-    assert not rows["planted: ACE reaches N&S at the smallest rank of all methods"].passed
     assert not rows["planted: PCA and the Jacobian Gram fail on the distractors"].passed
+
+
+def test_the_known_gap_applies_to_the_presets_own_run_only(planted_run) -> None:
+    section, _ = planted_run
+    res = {"planted": section, "markov": section, "modadd": None}
+    ci = chapter.PARAMS.resolve(PRESET="ci")
+    row = chapter.build_claims(res, ci)[0].rows[0]
+    assert row.known_gap is not None and "measured: probe at rank 2" in row.known_gap
 
 
 def _stored():
