@@ -3,7 +3,11 @@
 * :func:`fit_power_law` — y = A·x^b by OLS on (log x, log y), with a t confidence interval for
   the exponent and the R² in log space;
 * :func:`fit_log_law` — τ(p) = −Ω·log(1 − p_crit/p) by ``scipy.optimize.curve_fit``, with
-  standard errors, R², and the comparison against a constant (AIC) and against A/p.
+  standard errors, R², and the comparison against a constant (AIC) and against A/p;
+* :func:`fit_log_law_omega` — the same law over several weight decays with Ω = A·ω^b and one
+  p_crit, fitted on log axes (t confidence interval for b);
+* :func:`log_law_secant` — the law's mean log-log slope between two moduli (Ω cancels);
+* :func:`log_slope` — the OLS slope of log y on log x (no interval; two distinct x suffice).
 """
 
 from __future__ import annotations
@@ -152,3 +156,89 @@ def fit_log_law(p: Sequence[float], tau: Sequence[float]) -> LogLawFit:
         aic_const=n * math.log(max(sse_const, tiny) / n) + 2,
         n=n,
     )
+
+
+def log_law_secant(p_lo: float, p_hi: float, p_crit: float) -> float:
+    """Mean log-log slope of −log(1 − p_crit/p) between ``p_lo`` < ``p_hi`` (both > p_crit ≥ 0).
+
+    It tends to −1 for p ≫ p_crit and is steeper (more negative) closer to p_crit.
+    """
+    if not 0 <= p_crit < p_lo < p_hi:
+        raise ValueError(f"need 0 <= p_crit < p_lo < p_hi, got p_crit={p_crit}, p_lo={p_lo}, p_hi={p_hi}")
+    if p_crit == 0:
+        return -1.0
+    lo, hi = (-math.log1p(-p_crit / q) for q in (p_lo, p_hi))
+    return math.log(hi / lo) / math.log(p_hi / p_lo)
+
+
+def log_slope(x: Sequence[float], y: Sequence[float]) -> float:
+    """OLS slope of log y on log x (x, y: (n,) positive, at least 2 distinct x)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.shape != y.shape or x.ndim != 1 or len(np.unique(x)) < 2:
+        raise ValueError(f"x and y must be 1-D of one length with >= 2 distinct x, got {x.shape} and {y.shape}")
+    if np.any(x <= 0) or np.any(y <= 0) or not np.all(np.isfinite(x) & np.isfinite(y)):
+        raise ValueError("x and y must be finite and positive for a log-log slope")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+@dataclass(frozen=True)
+class OmegaLawFit:
+    """τ(p, ω) = −A·ω^b·log(1 − p_crit/p), fitted by least squares on log τ.
+
+    ``b`` is the weight-decay exponent of Ω = A·ω^b (theory −1), ``b_ci`` its two-sided
+    confidence interval (t distribution, n − 3 dof); ``r2`` the R² of log τ; ``n`` points over
+    ``n_omega`` distinct weight decays.
+    """
+
+    A: float
+    b: float
+    b_se: float
+    b_ci: tuple[float, float]
+    p_crit: float
+    p_crit_se: float
+    r2: float
+    n: int
+    n_omega: int
+
+    def Omega(self, omega: float) -> float:
+        """The fitted Ω at weight decay ``omega``: A·ω^b."""
+        return self.A * float(omega) ** self.b
+
+
+def fit_log_law_omega(p: Sequence[float], omega: Sequence[float], tau: Sequence[float], level: float = 0.95) -> OmegaLawFit:
+    """Fit log τ = log A + b·log ω + log(−log(1 − p_crit/p)), 0 < p_crit < min(p).
+
+    Args:
+        p, omega, tau: (n,) moduli, weight decays and positive delays; at least 2 distinct ω,
+            2 distinct p and n ≥ 4 points.
+    """
+    from scipy import stats
+    from scipy.optimize import curve_fit
+
+    p, omega, tau = (np.asarray(v, float) for v in (p, omega, tau))
+    if not (p.shape == omega.shape == tau.shape) or p.ndim != 1:
+        raise ValueError(f"p, omega and tau must be 1-D of one length, got {p.shape}, {omega.shape}, {tau.shape}")
+    if len(p) < 4 or len(np.unique(p)) < 2 or len(np.unique(omega)) < 2:
+        raise ValueError(f"the fit needs >= 4 points at >= 2 distinct p and >= 2 distinct omega, got {len(p)} points")
+    if np.any(p <= 1) or np.any(omega <= 0) or np.any(tau <= 0) or not np.all(np.isfinite(np.stack([p, omega, tau]))):
+        raise ValueError("p must be > 1, omega and tau > 0, all finite")
+    check_range("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
+    pmin, lw, lt = float(p.min()), np.log(omega), np.log(tau)
+
+    def model(x, log_a, b, p_crit):
+        q, w = x
+        return log_a + b * w + np.log(-np.log1p(-p_crit / q))
+
+    p0 = (float(np.mean(lt - np.log(-np.log1p(-0.5 * pmin / p)))), -1.0, pmin / 2)
+    popt, pcov = curve_fit(model, (p, lw), lt, p0=p0, bounds=([-np.inf, -np.inf, 1e-9], [np.inf, np.inf, pmin * (1 - 1e-9)]),
+                           maxfev=20000)  # fmt: skip
+    resid = lt - model((p, lw), *popt)
+    sst = float(np.sum((lt - lt.mean()) ** 2))
+    se = np.sqrt(np.clip(np.diag(pcov), 0, np.inf))
+    n = len(p)
+    t = stats.t.ppf(0.5 + level / 2, n - 3) if n > 3 else float("inf")
+    return OmegaLawFit(
+        A=float(math.exp(popt[0])), b=float(popt[1]), b_se=float(se[1]),
+        b_ci=(float(popt[1] - t * se[1]), float(popt[1] + t * se[1])), p_crit=float(popt[2]), p_crit_se=float(se[2]),
+        r2=1.0 - float(np.sum(resid**2)) / sst if sst > 0 else float("nan"), n=n, n_omega=len(np.unique(omega)),
+    )  # fmt: skip

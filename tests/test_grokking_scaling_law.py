@@ -13,12 +13,15 @@ from ace_helpers.chapters.grokking_scaling_law import (
     build_claims,
     fit_sweeps,
     grok_times,
+    not_tested,
+    p_sweep_rows,
     run_grok_sweep,
+    setting_rows,
     setting_stats,
     uncensored,
 )
-from ace_helpers.fits import fit_log_law, fit_power_law, log_law
-from ace_helpers.plots.grokking_scaling_law import setting_table
+from ace_helpers.fits import fit_log_law, fit_log_law_omega, fit_power_law, log_law, log_law_secant, log_slope
+from ace_helpers.plots.grokking_scaling_law import omega_table, p_omega_table, setting_table
 from ace_helpers.params import set_threads
 
 set_threads(1)
@@ -139,24 +142,104 @@ def test_run_grok_sweep_reports_censored_runs() -> None:
         assert r.tau_test is None
 
 
-def _fake_runs():
+def _fake_runs(p_exp: float = -1.0, omega_exp: float = -1.0, p_crit: float = 0.0):
+    """ω sweep τ ∝ ω^-1; p sweep at ω = 1 and 2, τ ∝ ω^omega_exp · p^p_exp, or the log law at ``p_crit`` > 0
+    (seed scatter ±5 %)."""
+    def tau_p(q, w):
+        shape = (q / 31) ** p_exp if not p_crit else log_law(np.array([q]), 1.0, p_crit)[0] / log_law(np.array([31]), 1.0, p_crit)[0]
+        return 4000 / 31 * shape * w**omega_exp
+
     omega = [_rec("omega", w, 53, s, int(900 / w * (1.1 if s else 0.9))) for w in (0.5, 1.0, 2.0, 3.0) for s in (0, 1)]
-    p = [_rec("p", 1.0, q, s, int(4000 / q * (1.05 if s else 0.95))) for q in (31, 43, 53, 61) for s in (0, 1)]
-    return omega, p
+    p = [_rec("p", w, q, s, int(tau_p(q, w) * (1.05 if s else 0.95))) for q in (31, 43, 53, 61) for w in (1.0, 2.0) for s in (0, 1)]
+    return omega, sorted(p, key=lambda r: r.omega)  # ω-major, as run_p_sweep stores them
+
+
+def _verdicts(claims) -> dict[str, bool]:
+    return {r.claim: r.passed for r in claims.rows}
 
 
 def test_claims_state_their_one_seed_rule() -> None:
     omega, p = _fake_runs()
     fits = fit_sweeps(omega, p)
     strict = build_claims(fits, p, PARAMS.resolve(PRESET="book"))
-    assert "[-1.25, -0.8]" in strict.rows[0].claim and strict.rows[0].passed
+    assert "[-1.25, -0.8]" in strict.rows[0].rule and strict.rows[0].passed
+    assert all(r.where and r.rule for r in strict.rows)
+    # a planted 1/p law and Ω ∝ 1/ω: every claim holds, and the p exponent needs no diagnosis rows
     assert all(r.passed for r in strict.rows), strict.table()
+    assert len(strict.rows) == 8 and "Ω ∝ ω^b in the log law, b near −1" in _verdicts(strict)
     loose = build_claims(fits, p, PARAMS.resolve(PRESET="ci"))  # N_SEEDS = 1
-    assert "one seed per setting" in loose.rows[0].claim and "≥ 0.6" in loose.rows[1].claim
+    assert "one seed per setting only b < 0" in loose.rows[0].rule and "0.6 with one seed" in loose.rows[1].rule
     # no uncensored runs: every fit is missing and its claims fail instead of crashing
     empty = build_claims(fit_sweeps([], []), [], PARAMS.resolve(PRESET="book"))
     assert not any(r.passed for r in empty.rows)
     assert setting_table(omega, "omega").count("\n") == 5 and "| 31 |" in setting_table(p, "p")
+    assert setting_table(p, "p").count("\n") == 9  # header, rule, 4 primes x 2 weight decays
+
+
+def test_p_exponent_and_omega_law_claims_can_fail() -> None:
+    """A steep p exponent fails its claim (the diagnoses then hold); Ω ∝ ω^-0.3 fails the Ω claim."""
+    omega, p = _fake_runs(p_exp=-1.8, omega_exp=-0.3)
+    fits = fit_sweeps(omega, p)
+    v = _verdicts(build_claims(fits, p, PARAMS.resolve(PRESET="book")))
+    assert not v["p exponent b of τ_grok ∝ p^b"] and not v["Ω ∝ ω^b in the log law, b near −1"]
+    assert fits.omega_law.b == pytest.approx(-0.3, abs=0.1)
+    # a log law near p_crit: steep over all primes, flatter over the larger ones -> that diagnosis fails
+    omega, p = _fake_runs(p_crit=25.0)
+    curved = build_claims(fit_sweeps(omega, p), p, PARAMS.resolve(PRESET="book"))
+    v = _verdicts(curved)
+    assert not v["p exponent b of τ_grok ∝ p^b"] and not v["the larger primes do not bring the p exponent toward −1"]
+    assert v["our primes are outside p ≫ p_crit: the fitted law is steeper than p^−1.25 across them"], curved.table()
+    # a known gap applies only to the preset's own knobs: with other knobs the failure is unexpected
+    book = {r.claim: r for r in build_claims(fits, p, PARAMS.resolve(PRESET="book")).rows}["p exponent b of τ_grok ∝ p^b"]
+    assert book.known_gap and "p_crit" in book.known_gap
+    claims = build_claims(fits, p, PARAMS.resolve(PRESET="book", N_SEEDS=3))
+    assert "p exponent b of τ_grok ∝ p^b" in claims.verdict()
+
+
+def test_monotone_delay_and_its_partly_form() -> None:
+    omega, p = _fake_runs()
+    bumped = [r for r in omega if r.omega != 3.0] + [_rec("omega", 3.0, 53, s, int(450 * (1.1 if s else 0.9)) + 5)
+                                                     for s in (0, 1)]  # fmt: skip
+    rows = {r["omega"]: r for r in setting_rows(fit_sweeps(bumped, p))}
+    assert rows[3.0]["change"] == pytest.approx(5) and rows[1.0]["omega_tau"] == pytest.approx(900)
+    v = {r.claim: r for r in build_claims(fit_sweeps(bumped, p), p, PARAMS.resolve(PRESET="book")).rows}
+    mono = v["mean delay falls monotonically with ω"]
+    assert not mono.passed and mono.partly and mono.verdict == "partly"  # +5 steps: within EVAL_EVERY = 10
+    rising = [r for r in omega if r.omega != 3.0] + [_rec("omega", 3.0, 53, s, 900) for s in (0, 1)]
+    mono = {r.claim: r for r in build_claims(fit_sweeps(rising, p), p, PARAMS.resolve(PRESET="book")).rows}[
+        "mean delay falls monotonically with ω"]
+    assert not mono.passed and not mono.partly
+    assert "| 3 |" in omega_table(setting_rows(fit_sweeps(omega, p)))
+
+
+def test_one_weight_decay_leaves_omega_law_not_tested() -> None:
+    omega, p = _fake_runs()
+    one = [r for r in p if r.omega == 1.0]
+    fits = fit_sweeps(omega, one)
+    assert fits.omega_law is None and [t.claim for t in not_tested(fits)] == ["Ω ∝ ω^b in the log law, b near −1"]
+    assert "Ω ∝ ω^b in the log law, b near −1" not in _verdicts(build_claims(fits, one, PARAMS.resolve(PRESET="book")))
+    assert not not_tested(fit_sweeps(omega, p))
+    rows = p_sweep_rows(p)
+    assert [r["omega"] for r in rows] == [1.0, 2.0] and [r["n"] for r in rows] == [8, 8]
+    assert all(r["omega_Omega"] == pytest.approx(r["omega"] * r["Omega"]) for r in rows)
+    assert "| 2 |" in p_omega_table(rows)
+
+
+def test_omega_law_and_slopes_recover_planted_values() -> None:
+    rng = np.random.default_rng(2)
+    p = np.repeat([31, 43, 53, 61, 79], 4).astype(float)
+    w = np.tile([0.5, 1.0, 2.0, 2.0], 5)
+    tau = log_law(p, 500.0 / w, 15.0) * np.exp(rng.normal(0, 0.05, p.size))
+    fit = fit_log_law_omega(p, w, tau)
+    assert fit.b_ci[0] < -1.0 < fit.b_ci[1] and abs(fit.b + 1) < 0.1 and fit.n_omega == 3 and fit.r2 > 0.95
+    assert fit.Omega(1.0) * fit.p_crit == pytest.approx(500 * 15, rel=0.2)  # the 1/p asymptote's prefactor
+    with pytest.raises(ValueError, match="2 distinct omega"):
+        fit_log_law_omega(p, np.ones_like(p), tau)
+    assert log_law_secant(31, 61, 0.0) == -1.0 and log_law_secant(31, 61, 18.0) < -1.3
+    assert log_law_secant(1e4, 2e4, 18.0) == pytest.approx(-1.0, abs=1e-3)
+    assert log_slope([1, 2, 4], [8, 4, 2]) == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="p_crit < p_lo"):
+        log_law_secant(31, 61, 40.0)
 
 
 def test_sweeps_cache_stores_paper_runs_only(tmp_path, monkeypatch) -> None:

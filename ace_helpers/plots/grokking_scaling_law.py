@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib import ticker
 
 from ace_helpers.chapters.grokking_scaling_law import GrokRecord, setting_stats
-from ace_helpers.fits import LogLawFit, PowerLawFit
+from ace_helpers.fits import LogLawFit, OmegaLawFit, PowerLawFit, log_law
 from ace_helpers.plots.style import step_axis
 
 
@@ -21,15 +21,46 @@ def _runs(records: Sequence[GrokRecord], sweep: str, key: str):
 
 
 def setting_table(records: Sequence[GrokRecord], key: str) -> str:
-    """Markdown table of one sweep (``key`` "omega" or "p"): runs fitted, censored, mean/sd τ_grok, mean τ_mem."""
-    st = setting_stats(records, key, key)
+    """Markdown table of one sweep (``key`` "omega" or "p"): runs fitted, censored, mean/sd τ_grok, mean τ_mem;
+    the p sweep has one block of rows per weight decay ω."""
     label = "ω" if key == "omega" else "p"
-    rows = [f"| {label} | runs fitted | censored | mean τ_grok | sd | mean τ_mem |", "|---|---|---|---|---|---|"]
-    for x, n, c, m, s in zip(st["x"], st["n"], st["n_censored"], st["mean"], st["sd"]):
-        mem = np.mean([r.tau_mem for r in records if getattr(r, key) == x and r.tau_mem is not None])
-        rows.append(f"| {x:g} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |" if key == "omega"
-                    else f"| {int(x)} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |")
+    omegas = [None] if key == "omega" else sorted({r.omega for r in records if r.sweep == "p"})
+    lead = "" if key == "omega" else "| ω "
+    rows = [f"{lead}| {label} | runs fitted | censored | mean τ_grok | sd | mean τ_mem |",
+            "|---" * (6 + (key != "omega")) + "|"]  # fmt: skip
+    for w in omegas:
+        st = setting_stats(records, key, key, w)
+        for x, n, c, m, s in zip(st["x"], st["n"], st["n_censored"], st["mean"], st["sd"]):
+            mem = np.mean([r.tau_mem for r in records if r.sweep == key and getattr(r, key) == x
+                           and (w is None or r.omega == w) and r.tau_mem is not None])  # fmt: skip
+            first = "" if w is None else f"| {w:g} "
+            rows.append(f"{first}| {x:g} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |")
     return "\n".join(rows)
+
+
+def _num(v, fmt: str) -> str:
+    return "—" if v is None else format(v, fmt)
+
+
+def omega_table(rows: Sequence[dict]) -> str:
+    """Markdown table of the ω sweep's per-ω rows (:func:`ace_helpers.chapters.grokking_scaling_law.setting_rows`):
+    mean τ_grok, its change from the previous ω, and ω·mean τ (constant when τ ∝ 1/ω)."""
+    out = ["| ω | runs fitted | censored | mean τ_grok | change from previous ω | ω · mean τ_grok |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['omega']:g} | {r['n']} | {r['n_censored']} | {_num(r['mean'], '.0f')} | {_num(r['change'], '+.0f')} "
+                   f"| {_num(r['omega_tau'], '.0f')} |")  # fmt: skip
+    return "\n".join(out)
+
+
+def p_omega_table(rows: Sequence[dict]) -> str:
+    """Markdown table of the log law fitted at each weight decay of the p sweep
+    (:func:`ace_helpers.chapters.grokking_scaling_law.p_sweep_rows`): Ω and p_crit ± se, R², ω·Ω, power of p."""
+    out = ["| ω | runs fitted | Ω ± se | p_crit ± se | R² | ω · Ω | power of p |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['omega']:g} | {r['n']} | {_num(r['Omega'], '.0f')} ± {_num(r['Omega_se'], '.0f')} "
+                   f"| {_num(r['p_crit'], '.1f')} ± {_num(r['p_crit_se'], '.1f')} | {_num(r['r2'], '.2f')} "
+                   f"| {_num(r['omega_Omega'], '.0f')} | {_num(r['p_exponent'], '.2f')} |")  # fmt: skip
+    return "\n".join(out)
 
 
 def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=None):
@@ -75,31 +106,44 @@ def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=
     return ax
 
 
-def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None):
+def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None, omega_law: OmegaLawFit | None = None):
     """Panel B of the paper's grokking-time figure: τ_grok vs modulus p, seeds as points, mean ± sd,
-    the −Ω·log(1 − p_crit/p) fit and its 1/p asymptote Ω·p_crit/p.  Returns the Axes."""
+    the −Ω·log(1 − p_crit/p) fit at the main ω and its 1/p asymptote Ω·p_crit/p.
+
+    The main ω is the first of the p runs (runs are stored ω-major); further weight decays are
+    drawn in their own colours with the joint law ``omega_law`` (Ω = A·ω^b, one p_crit), dotted.
+    Returns the Axes.
+    """
     import matplotlib.pyplot as plt
 
     ax = ax or plt.subplots(figsize=(5.2, 4))[1]
-    x, tau, cens = _runs(records, "p", "p")
-    ok = (tau > 0) & ~cens
-    ax.scatter(x[ok], tau[ok], s=14, alpha=0.5, color="#4C72B0", label="runs (seeds)")
-    if cens.any():
-        ax.scatter(x[cens], tau[cens], s=30, marker="^", facecolors="none", edgecolors="#C44E52",
-                   label="censored (lower bound)")
-    st = setting_stats(records, "p", "p")
-    good = st["n"] > 0
-    ax.errorbar(st["x"][good], st["mean"][good], yerr=np.nan_to_num(st["sd"][good]), fmt="o", color="k",
-                ms=5, capsize=3, label="mean ± sd")
-    if fit is not None:
-        grid = np.linspace(max(fit.p_crit * 1.02, min(x) * 0.9), max(x) * 1.1, 200)
+    omegas = list(dict.fromkeys(r.omega for r in records if r.sweep == "p"))
+    colors = ["#4C72B0", "#55A868", "#8172B2", "#CCB974"]
+    grid = None
+    for i, w in enumerate(omegas):
+        x, tau, cens = _runs([r for r in records if r.omega == w], "p", "p")
+        ok, col = (tau > 0) & ~cens, colors[i % len(colors)]
+        ax.scatter(x[ok], tau[ok], s=14, alpha=0.5, color=col, label=f"runs (seeds), ω = {w:g}")
+        if cens.any():
+            ax.scatter(x[cens], tau[cens], s=30, marker="^", facecolors="none", edgecolors="#C44E52",
+                       label="censored (lower bound)" if i == 0 else None)  # fmt: skip
+        st = setting_stats(records, "p", "p", w)
+        good = st["n"] > 0
+        ax.errorbar(st["x"][good], st["mean"][good], yerr=np.nan_to_num(st["sd"][good]), fmt="o", color="k" if i == 0 else col,
+                    ms=5, capsize=3, label="mean ± sd" if i == 0 else None)  # fmt: skip
+        if len(x):
+            lo = max(min(x) * 0.9, 1.02 * max(fit.p_crit if fit else 0, omega_law.p_crit if omega_law else 0))
+            grid = np.linspace(lo, max(x) * 1.1, 200)
+        if omega_law is not None and grid is not None:
+            ax.plot(grid, log_law(grid, omega_law.Omega(w), omega_law.p_crit), ":", color=col,
+                    label=f"Ω = A·ω^b, b = {omega_law.b:.2f}, p_crit = {omega_law.p_crit:.3g}" if i == 0 else None)  # fmt: skip
+    if fit is not None and grid is not None:
         ax.plot(grid, fit.predict(grid), color="#C44E52",
-                label=f"−Ω·log(1 − p_crit/p): Ω={fit.Omega:.3g}, p_crit={fit.p_crit:.3g}, R²={fit.r2:.2f}")
+                label=f"−Ω·log(1 − p_crit/p) at ω = {omegas[0]:g}: Ω={fit.Omega:.3g}, p_crit={fit.p_crit:.3g}, R²={fit.r2:.2f}")
         ax.plot(grid, fit.Omega * fit.p_crit / grid, "--", color="0.4", label="asymptote Ω·p_crit/p")
     step_axis(ax.yaxis)
     ax.set_xlabel("modulus p (≈ p/2 equivalent Fourier modes)")
     ax.set_ylabel("τ_grok (optimizer steps)")
-    omegas = sorted({r.omega for r in records if r.sweep == "p"})
-    ax.set_title("B  Grok Time vs. Redundancy" + (f" (ω = {omegas[0]:g}, full batch)" if len(omegas) == 1 else ""))
+    ax.set_title("B  Grok Time vs. Redundancy" + (f" (ω = {omegas[0]:g}, full batch)" if len(omegas) == 1 else " (full batch)"))
     ax.legend(fontsize=7)
     return ax

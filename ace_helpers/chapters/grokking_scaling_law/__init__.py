@@ -1,0 +1,300 @@
+"""Chapter 4 (notebooks/04_grokking_scaling_law): grokking time and its inverse scaling law τ ∝ 1/(ω·p).
+
+The chapter's knobs (:data:`PARAMS`), the artifact cache of the paper-preset sweeps
+(:class:`Sweeps`) and its ``results.json`` (:func:`results`); its runs (:mod:`.runs`:
+:func:`grok_times`, :func:`run_grok_sweep`, the two sweeps) and its fits and claims
+(:mod:`.claims`: :func:`fit_sweeps`, :func:`build_claims`, known gaps in :data:`KNOWN_GAPS`) are
+re-exported here.  :class:`Sweeps` reads the ω and p sweeps of one run from the stored
+paper-preset artifact ``book/artifacts/04_grokking_scaling_law/sweeps`` when its knobs match,
+and trains them otherwise (a paper-preset run stores what it trained).
+
+``results.json`` keys written by the chapter (flat; τ in optimizer steps):
+
+* ``runs``: list of ``{"sweep", "omega", "p", "seed", "tau_mem", "tau_test", "tau_grok",
+  "censored", "steps_trained"}`` (the p sweep holds one entry per ω of ``OMEGA_P`` and
+  ``EXTRA_OMEGAS_P``);
+* ω fit: ``omega_exponent``, ``omega_exponent_ci`` ([lo, hi], 95 %), ``omega_r2``,
+  ``omega_prefactor``, ``omega_n_fit``; ``omega_means`` (per-ω mean τ_grok, ``OMEGAS`` order of
+  the sorted ω; ``None`` where every run is censored);
+* p fit at ω = ``OMEGA_P``: ``Omega``, ``Omega_se``, ``p_crit``, ``p_crit_se``, ``p_r2``, ``p_sse``,
+  ``p_sse_const``, ``p_sse_inv`` (1/p asymptote), ``p_aic``, ``p_aic_const``, ``p_n_fit``,
+  ``p_exponent``, ``p_exponent_ci`` (plain power law in p), ``p_log_secant`` (the fitted law's
+  mean log-log slope between the smallest and largest prime), ``large_primes`` and
+  ``p_exponent_large`` (slope over the primes ≥ their median);
+* Ω law over every p-sweep ω (``None`` with one ω): ``omega_law_b``, ``omega_law_b_ci``,
+  ``omega_law_p_crit``, ``omega_law_r2``;
+* ``n_censored``, ``eval_every``, ``from_artifact``, ``omega_sweep_wall_s``, ``p_sweep_wall_s``,
+  ``claims_passed``, ``claims_total``, ``wall_s``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ace_helpers.artifacts import load_artifact, project_root, save_artifact
+from ace_helpers.chapters.grokking_scaling_law.claims import (
+    KNOWN_GAPS,
+    NotTested,
+    SweepFits,
+    build_claims,
+    fit_sweeps,
+    gap_numbers,
+    not_tested,
+    p_sweep_rows,
+    setting_rows,
+)
+from ace_helpers.chapters.grokking_scaling_law.runs import (
+    ACC_THRESHOLD,
+    SEED0,
+    GrokRecord,
+    GrokTimes,
+    grok_times,
+    p_sweep_omegas,
+    records_from_dicts,
+    run_grok_sweep,
+    run_omega_sweep,
+    run_p_sweep,
+    setting_stats,
+    sweep_config,
+    uncensored,
+)
+from ace_helpers.params import ChapterParams, Params, check_int, check_list, check_prime, check_range
+from ace_helpers.report import Claims
+
+__all__ = [
+    "ACC_THRESHOLD", "KNOWN_GAPS", "PARAMS", "PRESETS", "SEED0", "GrokRecord", "GrokTimes", "NotTested", "SweepFits",
+    "Sweeps", "build_claims", "fit_sweeps", "gap_numbers", "grok_times", "not_tested", "p_sweep_omegas", "p_sweep_rows",
+    "records_from_dicts", "results", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
+    "setting_stats", "sweep_config", "uncensored",
+]  # fmt: skip
+
+NOTEBOOK = "04_grokking_scaling_law"
+
+#: Knobs of notebooks/04_grokking_scaling_law.  ``BATCH_SIZE_OMEGA`` is the ω sweep's
+#: mini-batch; the p sweep is always full batch.  ``TRAIN_FRACTION`` / ``TRAIN_FRACTION_P`` are
+#: the train shares of the p² pairs in the ω / p sweep (paper: 0.5 for both).  ``STOP_MARGIN`` =
+#: steps a run continues after grokking.  ``EXTRA_OMEGAS_P``: further weight decays at which the p
+#: sweep is repeated, to test Ω ∝ 1/ω (the paper's p sweep is at ω = 1 only).  The ``ci`` and ``book`` presets use larger train
+#: fractions than the paper so that every run groks within a CPU budget (measured on the shared
+#: 2-core machine: at p = 53, ω = 1, batch 512 the delay is ~1900 steps at 0.5, ~600 at 0.7;
+#: full batch at p = 31, 0.5 did not grok within 2500 steps, 0.8 grokked after ~630).
+PRESETS: dict[str, dict] = {
+    "ci": {
+        "OMEGAS": [0.5, 1.0, 3.0],
+        "PRIMES": [31, 43, 53],
+        "N_SEEDS": 1,
+        "MAX_STEPS": 5000,
+        "EVAL_EVERY": 10,
+        "TRAIN_FRACTION": 0.7,
+        "TRAIN_FRACTION_P": 0.8,
+        "BATCH_SIZE_OMEGA": 512,
+        "STOP_MARGIN": 0,
+        "P_OMEGA": 53,
+        "OMEGA_P": 1.0,
+        "EXTRA_OMEGAS_P": [2.0],
+        "LR": 1e-3,
+    },
+    "paper": {
+        "OMEGAS": [0.3, 0.5, 1.0, 1.5, 2.0, 3.0],
+        "PRIMES": [31, 43, 53, 61, 79, 89, 101],
+        "N_SEEDS": 12,
+        # the paper caps the ω sweep at 20,000 epochs (x 3 steps) and the p sweep at 30,000
+        # full-batch epochs; one cap for both here, the larger one
+        "MAX_STEPS": 60000,
+        "EVAL_EVERY": 1,
+        "TRAIN_FRACTION": 0.5,
+        "TRAIN_FRACTION_P": 0.5,
+        "BATCH_SIZE_OMEGA": 512,
+        "STOP_MARGIN": 100,
+        "P_OMEGA": 53,
+        "OMEGA_P": 1.0,
+        "EXTRA_OMEGAS_P": [],
+        "LR": 1e-3,
+    },
+}
+
+PRESETS["book"] = PRESETS["ci"] | {"OMEGAS": [0.3, 0.5, 1.0, 1.5, 2.0, 3.0], "PRIMES": [31, 43, 53, 61], "N_SEEDS": 2,
+                                   "MAX_STEPS": 6000}  # fmt: skip
+
+#: Ours: MEMORY_LIMIT, a quarter of a 32 GiB laptop or CI runner; MAX_STEP_CAP, ~17x the paper's longest cap (60,000).
+MEMORY_LIMIT, MAX_STEP_CAP = 8 * 2**30, 1_000_000
+
+
+def sweep_memory(p: int, members: int, batch: int) -> int:
+    """Rough bytes of one sweep at modulus ``p``, ``members`` models trained together on ``batch`` pairs:
+    the p² pairs' tables (72 B per pair); per member the (batch, p) float32 logits with softmax and
+    gradient (12 B per entry), the 4096-row evaluation logits, and 2·128·p + 200,000 parameters with
+    gradients and two AdamW moments (16 B each)."""
+    return 72 * p * p + members * (12 * batch * p + 4 * min(4096, p * p) * p + 16 * (256 * p + 200_000))
+
+
+def check(p: dict) -> None:
+    """Validate every knob (``ValueError`` naming it); ``OMEGAS`` become floats, ``PRIMES`` ints.
+
+    Each split of the p² pairs (TRAIN_FRACTION at P_OMEGA, TRAIN_FRACTION_P at every prime) must
+    hold at least p pairs, one per answer; each sweep's :func:`sweep_memory` must be <= MEMORY_LIMIT.
+    """
+    p["OMEGAS"] = check_list("OMEGAS", p["OMEGAS"], lambda n, v: check_range(n, v, low=0.0, low_open=True, high=100.0))
+    p["PRIMES"] = check_list("PRIMES", p["PRIMES"], lambda n, v: check_prime(n, v, low=5))
+    for name in ("OMEGAS", "PRIMES"):
+        if len(set(p[name])) != len(p[name]):
+            raise ValueError(f"{name}={p[name]!r} is not allowed: {name} must not repeat values")
+    p["N_SEEDS"] = check_int("N_SEEDS", p["N_SEEDS"], low=1, high=100)
+    p["MAX_STEPS"] = check_int("MAX_STEPS", p["MAX_STEPS"], low=1, high=MAX_STEP_CAP)
+    p["EVAL_EVERY"] = check_int("EVAL_EVERY", p["EVAL_EVERY"], low=1)
+    if p["EVAL_EVERY"] > p["MAX_STEPS"]:
+        raise ValueError(f"EVAL_EVERY={p['EVAL_EVERY']} is not allowed: EVAL_EVERY must be <= MAX_STEPS ({p['MAX_STEPS']})")
+    for name in ("TRAIN_FRACTION", "TRAIN_FRACTION_P"):
+        p[name] = check_range(name, p[name], low=0.0, high=1.0, low_open=True, high_open=True)
+    p["BATCH_SIZE_OMEGA"] = check_int("BATCH_SIZE_OMEGA", p["BATCH_SIZE_OMEGA"], low=1)
+    p["STOP_MARGIN"] = check_int("STOP_MARGIN", p["STOP_MARGIN"], low=0, high=p["MAX_STEPS"])
+    p["P_OMEGA"] = check_prime("P_OMEGA", p["P_OMEGA"], low=5)
+    p["OMEGA_P"] = check_range("OMEGA_P", p["OMEGA_P"], low=0.0, low_open=True, high=100.0)
+    p["EXTRA_OMEGAS_P"] = check_list("EXTRA_OMEGAS_P", p["EXTRA_OMEGAS_P"],
+                                     lambda n, v: check_range(n, v, low=0.0, low_open=True, high=100.0), min_len=0)  # fmt: skip
+    if len({p["OMEGA_P"], *p["EXTRA_OMEGAS_P"]}) != 1 + len(p["EXTRA_OMEGAS_P"]):
+        raise ValueError(f"EXTRA_OMEGAS_P={p['EXTRA_OMEGAS_P']!r} is not allowed: it must not repeat values or OMEGA_P ({p['OMEGA_P']})")
+    p["LR"] = check_range("LR", p["LR"], low=0.0, low_open=True, high=1.0)
+    sweeps = [("TRAIN_FRACTION", "P_OMEGA", p["P_OMEGA"], len(p["OMEGAS"]) * p["N_SEEDS"], p["BATCH_SIZE_OMEGA"])]
+    members_p = p["N_SEEDS"] * (1 + len(p["EXTRA_OMEGAS_P"]))
+    sweeps += [("TRAIN_FRACTION_P", "PRIMES", q, members_p, None) for q in p["PRIMES"]]
+    for frac_name, p_name, q, members, batch in sweeps:
+        n_train = int(p[frac_name] * q * q)
+        if min(n_train, q * q - n_train) < q:
+            raise ValueError(
+                f"{frac_name}={p[frac_name]} is not allowed at {p_name} p={q}: it leaves {n_train} train and "
+                f"{q * q - n_train} test pairs of {q * q}; each split needs at least p = {q} pairs (one per answer), "
+                f"i.e. {frac_name} in about [{1 / q:.3g}, {1 - 1 / q:.3g}]"
+            )
+        need = sweep_memory(q, members, min(batch or n_train, n_train))
+        if need > MEMORY_LIMIT:
+            what = "the OMEGAS × N_SEEDS models of the ω sweep" if batch else "the N_SEEDS × (1 + len(EXTRA_OMEGAS_P)) full-batch models of the p sweep"
+            raise ValueError(
+                f"{p_name}: p={q} would need ~{need / 2**30:.3g} GiB for {what} ({members} models, vocabulary "
+                f"and p² = {q * q} pairs); the limit is {MEMORY_LIMIT / 2**30:.3g} GiB: lower {p_name} or N_SEEDS"
+            )
+
+
+#: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere.
+PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
+
+
+# --------------------------------------------------------------------------------------------
+# the sweeps of one run, with the artifact cache of the paper-preset sweeps
+# --------------------------------------------------------------------------------------------
+ARTIFACT_NAME = "sweeps"
+
+
+def artifact_dir() -> Path:
+    """Where the paper-preset sweeps are stored: ``book/artifacts/04_grokking_scaling_law``."""
+    return project_root() / "book" / "artifacts" / NOTEBOOK
+
+
+def artifact_key(cfg: Params) -> dict:
+    """The artifact's parameters: every knob of the run (not ``PRESET`` or ``OUTPUT_DIR``)."""
+    return cfg.knob_values()
+
+
+class Sweeps:
+    """The ω and p sweeps of one run: read from the stored artifact when its knobs match, else trained.
+
+    ``Sweeps(cfg)`` looks the artifact up; :meth:`omega` and :meth:`p` return each sweep's
+    records (timing what they train); :meth:`save` stores a paper-preset run's freshly trained
+    sweeps as the artifact (other presets store nothing).
+    """
+
+    def __init__(self, cfg: Params, directory: str | Path | None = None) -> None:
+        self.cfg = cfg
+        self.directory = Path(directory) if directory is not None else artifact_dir()
+        self.stored = load_artifact(self.directory, ARTIFACT_NAME, artifact_key(cfg))
+        self.omega_runs: list[GrokRecord] | None = None
+        self.p_runs: list[GrokRecord] | None = None
+        self.omega_wall_s = 0.0
+        self.p_wall_s = 0.0
+
+    @property
+    def from_artifact(self) -> bool:
+        """Whether the records come from the stored artifact."""
+        return self.stored is not None
+
+    def describe(self) -> str:
+        """One line: where the records come from."""
+        return "using the stored artifact (params match)" if self.stored else "no matching stored artifact: training now"
+
+    def _stored(self, sweep: str) -> list[GrokRecord]:
+        return [r for r in records_from_dicts(self.stored.data["runs"]) if r.sweep == sweep]
+
+    def omega(self, progress: bool = False) -> list[GrokRecord]:
+        """The ω sweep's records (stored, or trained now)."""
+        start = time.perf_counter()
+        self.omega_runs = self._stored("omega") if self.stored else run_omega_sweep(self.cfg, progress)
+        self.omega_wall_s = time.perf_counter() - start
+        return self.omega_runs
+
+    def p(self, progress: bool = False) -> list[GrokRecord]:
+        """The p sweep's records (stored, or trained now)."""
+        start = time.perf_counter()
+        self.p_runs = self._stored("p") if self.stored else run_p_sweep(self.cfg, progress)
+        self.p_wall_s = time.perf_counter() - start
+        return self.p_runs
+
+    @property
+    def runs(self) -> list[GrokRecord]:
+        """All records, ω sweep first."""
+        if self.omega_runs is None or self.p_runs is None:
+            raise RuntimeError("run Sweeps.omega() and Sweeps.p() first")
+        return self.omega_runs + self.p_runs
+
+    def save(self) -> Path | None:
+        """Store freshly trained paper-preset sweeps as the artifact; returns its manifest path (else None)."""
+        if self.cfg["PRESET"] != "paper" or self.stored:
+            return None
+        return save_artifact(self.directory, ARTIFACT_NAME, params=artifact_key(self.cfg),
+                             data={"runs": [r.to_dict() for r in self.runs]}, wall_s=self.omega_wall_s + self.p_wall_s)
+
+
+def linked_redundancy() -> str:
+    """One line on chapter 3's measured redundancy, from its stored book-preset run (trains nothing)."""
+    try:
+        from ace_helpers.chapters.core_inflation import stored_redundancy_gap
+    except ImportError:  # pragma: no cover - chapter 3's module is missing
+        return "chapter 3's module (ace_helpers.chapters.core_inflation) is not available; nothing to link"
+    gap = stored_redundancy_gap()
+    if gap is None:
+        return "chapter 3's book-preset run is not stored (book/artifacts/modadd_grokking); nothing to link"
+    return (f"chapter 3 (preset {gap['preset']}, stored run): redundancy = necessary - sufficient core dim, "
+            f"mean over models, at its last checkpoint (epoch {gap['epoch']}): {gap['mean_gap']:.1f}")
+
+
+def results(sweeps: Sweeps, claims: Claims, wall_s: float) -> dict[str, Any]:
+    """The chapter's flat ``results.json`` dict (keys in the module docstring)."""
+    runs = sweeps.runs
+    fits = fit_sweeps([r for r in runs if r.sweep == "omega"], [r for r in runs if r.sweep == "p"], sweeps.cfg["OMEGA_P"])
+    w, lf, pf, ol = fits.omega, fits.p_log, fits.p_pow, fits.omega_law
+    return {
+        "n_censored": int(sum(r.censored for r in runs)),
+        "omega_exponent": w.exponent if w else None, "omega_exponent_ci": list(w.ci) if w else None,
+        "omega_r2": w.r2 if w else None, "omega_prefactor": w.prefactor if w else None,
+        "omega_n_fit": len(uncensored(runs, "omega")[2]),
+        "omega_means": [row["mean"] for row in setting_rows(fits)],
+        "Omega": lf.Omega if lf else None, "Omega_se": lf.Omega_se if lf else None,
+        "p_crit": lf.p_crit if lf else None, "p_crit_se": lf.p_crit_se if lf else None,
+        "p_r2": lf.r2 if lf else None, "p_sse": lf.sse if lf else None, "p_sse_const": lf.sse_const if lf else None,
+        "p_sse_inv": lf.sse_inv if lf else None, "p_aic": lf.aic if lf else None,
+        "p_aic_const": lf.aic_const if lf else None, "p_n_fit": len(uncensored(runs, "p", fits.omega_p)[2]),
+        "p_exponent": pf.exponent if pf else None, "p_exponent_ci": list(pf.ci) if pf else None,
+        "p_log_secant": gap_numbers(fits).get("secant"), "large_primes": list(fits.large_primes),
+        "p_exponent_large": fits.p_large,
+        "omega_law_b": ol.b if ol else None, "omega_law_b_ci": list(ol.b_ci) if ol else None,
+        "omega_law_p_crit": ol.p_crit if ol else None, "omega_law_r2": ol.r2 if ol else None,
+        "runs": [r.to_dict() for r in runs],
+        "eval_every": sweeps.cfg["EVAL_EVERY"],
+        "from_artifact": sweeps.from_artifact,
+        "omega_sweep_wall_s": sweeps.omega_wall_s,
+        "p_sweep_wall_s": sweeps.p_wall_s,
+        "claims_passed": sum(r.passed for r in claims.rows),
+        "claims_total": len(claims.rows),
+        "wall_s": wall_s,
+    }  # fmt: skip

@@ -1,0 +1,295 @@
+"""Chapter 4 claims: the grokking-time law as the paper states it, our rules, and the known gaps.
+
+:func:`fit_sweeps` fits the stored runs (so a stored ``results.json`` rebuilds the verdicts);
+:func:`build_claims` turns the fits into claims, :func:`not_tested` lists what a run cannot test.
+
+The paper's grokking-time figure (panel A "Grok Time vs. Weight Decay", panel B "Grok Time vs.
+Redundancy") and the code release (``grok_sweep.py``) fit a power law in ω and the log law
+τ(p) = −Ω·log(1 − p_crit/p) in p; the theory adds Ω ∝ 1/ω and the limit τ ∝ 1/p for p ≫ p_crit.
+We fit every uncensored run where the code fits per-setting means, which keeps the seed scatter
+in R² and gives the exponents a confidence interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, setting_stats, uncensored
+from ace_helpers.fits import (
+    LogLawFit,
+    OmegaLawFit,
+    PowerLawFit,
+    fit_log_law,
+    fit_log_law_omega,
+    fit_power_law,
+    log_law_secant,
+    log_slope,
+)
+from ace_helpers.params import Params
+from ace_helpers.report import Claims, KnownGaps
+
+FIG_A = "grokking-time figure, panel A 'Grok Time vs. Weight Decay'"
+FIG_B = "grokking-time figure, panel B 'Grok Time vs. Redundancy'"
+CODE = "code release joshseth/cores, grok_sweep.py"
+THEORY = "grokking-time theory (margin ODE dm/dt = −ω·m + c·ω·‖ψ‖²)"
+OURS, DIAGNOSIS = "ours (beyond the paper)", "ours (diagnosis)"
+
+#: Exponent window: the theory's −1 within a factor 1.25 either way (the paper's −1.02 lies inside).
+WINDOW = (-1.25, -0.8)
+#: R² thresholds (ours: the paper prints R² on both panels, the values were not retrievable).
+R2_MIN, R2_MIN_ONE_SEED = 0.8, 0.6
+
+#: Measured at each preset's own run; formatted with the run's numbers (:func:`gap_numbers`).
+KNOWN_GAPS = KnownGaps({
+    "book": {
+        "p_exponent": "over p = {p_lo}–{p_hi} the fitted p_crit is {p_crit:.1f}, so the primes sit at p/p_crit = "
+                      "{r_lo:.1f}–{r_hi:.1f}, not p ≫ p_crit: there the fitted log law itself falls as p^{secant:.2f} "
+                      "(diagnosis row); and the slope over the larger primes {large} is {b_large:.2f}, further from −1 "
+                      "than over all primes (diagnosis row): τ falls faster than 1/p here and the excess does not fade "
+                      "with p. The paper's primes 79–101 are not in this preset",
+    },
+})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SweepFits:
+    """The chapter's fits from its runs (a fit is ``None`` where too few uncensored runs).
+
+    ``omega``: τ_grok ~ ω^b over the ω sweep; ``mem``: τ_mem ~ ω^b; ``p_log``, ``p_pow``: the log
+    law and a power law in p over the p sweep at ``omega_p``; ``omega_law``: Ω = A·ω^b with one
+    p_crit over the p sweep at every ω (``None`` with one ω); ``omega_stats``: per-ω statistics
+    of the ω sweep; ``p_stats``: per p-sweep ω, per-p statistics (:func:`setting_stats`);
+    ``large_primes``, ``p_large``: the larger half of the primes (≥ the median) and the
+    log-log slope of τ over them at ``omega_p``; ``p_sse_pow``: the power law's SSE of τ (steps²),
+    beside the log law's ``p_log.sse`` (both two parameters).
+    """
+
+    omega: PowerLawFit | None
+    mem: PowerLawFit | None
+    p_log: LogLawFit | None
+    p_pow: PowerLawFit | None
+    omega_law: OmegaLawFit | None = None
+    omega_p: float | None = None
+    omega_stats: dict[str, np.ndarray] = field(default_factory=dict)
+    p_stats: dict[float, dict[str, np.ndarray]] = field(default_factory=dict)
+    large_primes: tuple[int, ...] = ()
+    p_large: float | None = None
+    p_sse_pow: float | None = None
+
+
+def _try(fit, *args):
+    try:
+        return fit(*args)
+    except (ValueError, RuntimeError):
+        return None
+
+
+def fit_sweeps(omega_runs: Sequence[GrokRecord], p_runs: Sequence[GrokRecord], omega_p: float | None = None) -> SweepFits:
+    """Fit the ω sweep (power law; also τ_mem) and the p sweep (log law and power law at ``omega_p``,
+    the joint Ω law over every ω), uncensored runs only.
+
+    ``omega_p``: the p sweep's main weight decay; ``None`` = the first p run's (each prime's runs are stored ω-major, OMEGA_P first).
+    """
+    w, _, w_tau = uncensored(omega_runs, "omega")
+    mem = [(r.omega, r.tau_mem) for r in omega_runs if r.tau_mem]
+    omega_p = omega_p if omega_p is not None or not p_runs else p_runs[0].omega
+    _, p, p_tau = uncensored(p_runs, "p", omega_p)
+    pw, pp, pt = uncensored(p_runs, "p")
+    large = tuple(int(q) for q in sorted(set(p)) if q >= np.median(sorted(set(p)))) if len(p) else ()
+    sel = np.isin(p, large)
+    pow_fit = _try(fit_power_law, p, p_tau)
+    return SweepFits(
+        omega=_try(fit_power_law, w, w_tau),
+        mem=_try(fit_power_law, [x for x, _ in mem], [t for _, t in mem]),
+        p_log=_try(fit_log_law, p, p_tau),
+        p_pow=pow_fit,
+        omega_law=_try(fit_log_law_omega, pp, pw, pt) if len(set(pw)) > 1 else None,
+        omega_p=omega_p,
+        omega_stats=setting_stats(omega_runs, "omega", "omega"),
+        p_stats={float(x): setting_stats(p_runs, "p", "p", x) for x in sorted({r.omega for r in p_runs})},
+        large_primes=large,
+        p_large=_try(log_slope, p[sel], p_tau[sel]),
+        p_sse_pow=float(np.sum((p_tau - pow_fit.predict(p)) ** 2)) if pow_fit else None,
+    )
+
+
+def _means(stats: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(settings, mean τ_grok) over the settings with at least one uncensored run."""
+    if not stats:
+        return np.zeros(0), np.zeros(0)
+    ok = stats["n"] > 0
+    return stats["x"][ok], stats["mean"][ok]
+
+
+def _secant(fits: SweepFits) -> float | None:
+    """The fitted log law's mean log-log slope between the smallest and the largest prime."""
+    xs, _ = _means(fits.p_stats.get(fits.omega_p, {}))
+    lf = fits.p_log
+    return _try(log_law_secant, float(xs.min()), float(xs.max()), lf.p_crit) if lf is not None and len(xs) > 1 else None
+
+
+def gap_numbers(fits: SweepFits) -> dict[str, Any]:
+    """The measured numbers a known gap's text quotes (``{}`` where a fit is missing)."""
+    xs, _ = _means(fits.p_stats.get(fits.omega_p, {}))
+    lf, secant = fits.p_log, _secant(fits)
+    if lf is None or secant is None or fits.p_large is None or len(xs) < 2:
+        return {}
+    return {"p_lo": int(xs.min()), "p_hi": int(xs.max()), "p_crit": lf.p_crit, "r_lo": float(xs.min() / lf.p_crit),
+            "r_hi": float(xs.max() / lf.p_crit), "secant": secant, "large": list(fits.large_primes), "b_large": fits.p_large}  # fmt: skip
+
+
+def _gap(cfg: Params, key: str, numbers: dict[str, Any]) -> str | None:
+    why = KNOWN_GAPS.reason(cfg, key)
+    if why is None:
+        return None
+    try:
+        return why.format(**numbers)
+    except (KeyError, IndexError):  # a missing fit: the gap's numbers do not exist, so it does not apply
+        return None
+
+
+def _in(b: float | None, window: tuple[float, float] = WINDOW) -> bool:
+    return b is not None and window[0] <= b <= window[1]
+
+
+def _exp(fit: PowerLawFit | None) -> str:
+    return f"{fit.exponent:.3g} [{fit.ci[0]:.3g}, {fit.ci[1]:.3g}]" if fit else "n/a (too few uncensored runs)"
+
+
+def _decreasing(means: np.ndarray, tol: float) -> tuple[bool, bool]:
+    """(every next mean lower, every next mean lower or within ``tol``) over ≥ 2 settings."""
+    d = np.diff(means)
+    return len(means) >= 2 and bool(np.all(d < 0)), len(means) >= 2 and bool(np.all(d < tol))
+
+
+def _p_diagnosis(claims: Claims, fits: SweepFits) -> None:
+    """Two checks of why the p exponent misses −1: is the fitted law itself steep across our primes
+    (they are not p ≫ p_crit), and does the steepness fade over the larger primes (curvature)?"""
+    secant, lf, pp = _secant(fits), fits.p_log, fits.p_pow
+    claims.check("our primes are outside p ≫ p_crit: the fitted law is steeper than p^−1.25 across them", "—",
+                 f"{secant:.3g} (p_crit = {lf.p_crit:.3g})" if secant is not None else "n/a",
+                 secant is not None and secant < WINDOW[0], where=DIAGNOSIS,
+                 rule="mean log-log slope of the fitted −log(1 − p_crit/p) between the smallest and the largest prime "
+                      f"< {WINDOW[0]}: even the law misses the exponent window in this range")  # fmt: skip
+    bl, b = fits.p_large, pp.exponent if pp else None
+    claims.check("the larger primes do not bring the p exponent toward −1", "—",
+                 f"{bl:.3g} over p = {list(fits.large_primes)} vs {b:.3g} over all" if bl is not None and b is not None else "n/a",
+                 bl is not None and b is not None and abs(bl + 1) >= abs(b + 1), where=DIAGNOSIS,
+                 rule="log-log slope of τ_grok over the primes ≥ their median, at ω = OMEGA_P: |b_large + 1| ≥ |b_all + 1| "
+                      "(curvature of the log law would bring it closer to −1)")  # fmt: skip
+
+
+def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params) -> Claims:
+    """The chapter's claims from its fits (``p_runs`` is kept for callers; the fits carry its statistics).
+
+    With one seed per setting (``N_SEEDS = 1``) the seed scatter dominates: the exponent windows
+    of the ω sweep and of Ω become "exponent < 0" and the R² thresholds fall from 0.8 to 0.6,
+    as each rule says.  A fit that could not be made fails its claims.
+    """
+    one = cfg["N_SEEDS"] == 1
+    r2_min = R2_MIN_ONE_SEED if one else R2_MIN
+    win = f"in [{WINDOW[0]}, {WINDOW[1]}] (the theory's −1 within a factor 1.25; the paper's −1.02 is inside)"
+    loose = "; with one seed per setting only b < 0 (one run per setting: the seed scatter swamps the window)"
+    r2_rule = (f"R² in log space over the uncensored runs ≥ {R2_MIN} (ours: the paper's value was not retrievable; the code's R² "
+               f"is of the per-setting means, which average the seed scatter away); {R2_MIN_ONE_SEED} with one seed per "
+               "setting, where nothing is averaged")  # fmt: skip
+    numbers = gap_numbers(fits)
+    seeds = f"{cfg['N_SEEDS']} seed{'s' if cfg['N_SEEDS'] > 1 else ''} per setting (paper 12)"
+    fewer_w, fewer_p = (f"{seeds}, train fraction {cfg[k]} (paper 0.5)" for k in ("TRAIN_FRACTION", "TRAIN_FRACTION_P"))
+    claims = Claims()
+    w = fits.omega
+    claims.check("ω exponent b of τ_grok ∝ ω^b", "τ ∝ ω^−1.02 (theory ω^−1)", _exp(w),
+                 w is not None and (w.exponent < 0 if one else _in(w.exponent)), where=f"{FIG_A}; fit as in {CODE}",
+                 rule=f"OLS slope of log τ_grok on log ω over every uncensored run (the code fits per-ω means; runs give "
+                      f"a CI from the seeds) {win}; {fewer_w}{loose}")  # fmt: skip
+    claims.check("R² of the ω power law", "printed on panel A (value not retrievable)", w.r2 if w else "n/a",
+                 w is not None and w.r2 >= r2_min, where=f"{FIG_A}; {CODE}", rule=r2_rule)
+    xs, means = _means(fits.omega_stats)
+    strict, within = _decreasing(means, cfg["EVAL_EVERY"])
+    claims.check("mean delay falls monotonically with ω", "τ_grok falls over ω = 0.3 … 3 (means ± sd on panel A)",
+                 [round(float(m)) for m in means], strict, where=FIG_A, partly=within,
+                 rule=f"per-ω mean τ_grok (uncensored runs) lower at every next ω; partly: every next mean lower or "
+                      f"within ±EVAL_EVERY = {cfg['EVAL_EVERY']} steps (the τ resolution) of the previous")  # fmt: skip
+    xs, means = _means(fits.p_stats.get(fits.omega_p, {}))
+    pp = fits.p_pow
+    claims.check("τ_grok decreases with p (means over seeds)", "τ falls with the modulus p (panel B)",
+                 [round(float(m)) for m in means], _decreasing(means, 0)[0] and pp is not None and pp.exponent < 0,
+                 where=FIG_B, rule="per-p mean τ_grok at ω = OMEGA_P lower at every next prime, and the fitted power of p < 0")  # fmt: skip
+    lf = fits.p_log
+    claims.check("R² of −Ω·log(1 − p_crit/p)", "printed on panel B (value not retrievable)", lf.r2 if lf else "n/a",
+                 lf is not None and lf.r2 >= r2_min, where=f"{FIG_B}; curve_fit with 0 < p_crit < min p as in {CODE}",
+                 rule=r2_rule.replace("in log space ", ""))
+    claims.check("log law beats a constant (AIC)", "τ(p) = −Ω·log(1 − p_crit/p) describes panel B",
+                 f"AIC {lf.aic:.1f} vs {lf.aic_const:.1f}" if lf else "n/a", lf is not None and lf.beats_constant,
+                 where=OURS, rule="Gaussian AIC of the law (2 parameters) below that of a constant (1 parameter), over the runs")
+    p_ok = _in(pp.exponent if pp else None)
+    claims.check("p exponent b of τ_grok ∝ p^b", "τ ∝ p^−1 in the high-redundancy regime (p ≫ p_crit)", _exp(pp),
+                 p_ok, _gap(cfg, "p_exponent", numbers),
+                 where=f"{FIG_B}; {THEORY}: τ ≈ Ω·p_crit/p for p ≫ p_crit",
+                 rule=f"OLS slope of log τ_grok on log p over every uncensored run at ω = OMEGA_P {win}, no one-seed "
+                      f"loosening; primes {[int(x) for x in xs]} (paper 31–101); {fewer_p}")  # fmt: skip
+    if not p_ok:  # the two checks of the measured cause, where the p exponent misses its window
+        _p_diagnosis(claims, fits)
+    if len(fits.p_stats) > 1:
+        ol = fits.omega_law
+        claims.check("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)",
+                     f"{ol.b:.3g} [{ol.b_ci[0]:.3g}, {ol.b_ci[1]:.3g}] (p_crit = {ol.p_crit:.3g}, ω = "
+                     f"{sorted(fits.p_stats)})" if ol else "n/a (too few uncensored runs)",
+                     ol is not None and (ol.b < 0 if one else _in(ol.b)), where=THEORY,
+                     rule=f"fit of log τ = log A + b·log ω + log(−log(1 − p_crit/p)) over every uncensored p-sweep run "
+                          f"(ω = OMEGA_P and EXTRA_OMEGAS_P; one p_crit, as the theory's p_crit does not depend on ω): b "
+                          f"{win}; ours: the paper's p sweep is at ω = 1 only; {fewer_p}{loose}")  # fmt: skip
+    return claims
+
+
+@dataclass(frozen=True)
+class NotTested:
+    """A claim this run cannot test, and why (:func:`ace_helpers.report.not_tested_records`)."""
+
+    claim: str
+    paper: str
+    ours: str
+    why: str
+    where: str = ""
+    rule: str = ""
+
+
+def not_tested(fits: SweepFits) -> list[NotTested]:
+    """The claims a run cannot test: Ω ∝ 1/ω needs the p sweep at two weight decays or more."""
+    if len(fits.p_stats) > 1:
+        return []
+    return [NotTested("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)", "—",
+                      "the p sweep runs at one weight decay (EXTRA_OMEGAS_P is empty)", THEORY,
+                      "needs the p sweep at ≥ 2 weight decays (EXTRA_OMEGAS_P)")]  # fmt: skip
+
+
+def setting_rows(fits: SweepFits) -> list[dict[str, Any]]:
+    """The ω sweep's per-ω rows: ``omega``, ``mean``, ``sd``, ``n``, ``n_censored``, ``omega_tau``
+    (ω·mean τ, constant when τ ∝ 1/ω) and ``change`` (mean − previous mean; ``None`` first)."""
+    st, rows, prev = fits.omega_stats, [], None
+    for x, m, s, n, c in zip(*(st.get(k, []) for k in ("x", "mean", "sd", "n", "n_censored"))):
+        m = None if np.isnan(m) else float(m)
+        rows.append({"omega": float(x), "mean": m, "sd": None if np.isnan(s) else float(s), "n": int(n),
+                     "n_censored": int(c), "omega_tau": None if m is None else float(x) * m,
+                     "change": None if m is None or prev is None else m - prev})  # fmt: skip
+        prev = m if m is not None else prev
+    return rows
+
+
+def p_sweep_rows(p_runs: Sequence[GrokRecord]) -> list[dict[str, Any]]:
+    """Per weight decay of the p sweep, its own fits: ``omega``, ``n`` (uncensored runs), ``Omega``
+    and ``p_crit`` (each with its standard error ``*_se``), ``r2`` (the log law alone at that ω),
+    ``omega_Omega`` (ω·Ω, constant when Ω ∝ 1/ω) and ``p_exponent`` (power law in p); ``None``
+    where a fit cannot be made."""
+    rows = []
+    for x in sorted({r.omega for r in p_runs if r.sweep == "p"}):
+        _, p, tau = uncensored(p_runs, "p", x)
+        lf, pf = _try(fit_log_law, p, tau), _try(fit_power_law, p, tau)
+        law = {k: getattr(lf, k) if lf else None for k in ("Omega", "Omega_se", "p_crit", "p_crit_se", "r2")}
+        rows.append({"omega": float(x), "n": len(tau), **law, "omega_Omega": float(x) * lf.Omega if lf else None,
+                     "p_exponent": pf.exponent if pf else None})  # fmt: skip
+    return rows
