@@ -70,7 +70,10 @@ def test_chapter_four_sweep_has_one_task_per_run():
     cfg = gsl.PARAMS.resolve(PRESET="paper")
     tasks = grok_tasks(cfg)
     n = cfg["N_SEEDS"]
-    assert len(tasks) == (len(cfg["OMEGAS"]) + len(cfg["PRIMES"])) * n == len({t.name for t in tasks})
+    p_runs = len(cfg["PRIMES"]) * (1 + len(cfg["EXTRA_OMEGAS_P"]))
+    assert len(tasks) == (len(cfg["OMEGAS"]) + p_runs) * n == len({t.name for t in tasks})
+    book = grok_tasks(gsl.PARAMS.resolve(PRESET="book"))
+    assert {t.kwargs["omega"] for t in book if t.kwargs["sweep"] == "p"} == set(gsl.p_sweep_omegas(gsl.PARAMS.resolve(PRESET="book")))
     assert {t.kwargs["train_fraction"] for t in tasks} == {0.5} and {t.kwargs["eval_every"] for t in tasks} == {1}
     assert json.dumps(tasks[0].params)  # plain, so the store key is stable
     assert CHAPTERS == ("04_grokking_scaling_law",)

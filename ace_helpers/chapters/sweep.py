@@ -42,7 +42,8 @@ def grok_unit(
 
 
 def grok_tasks(cfg: Params) -> list[Task]:
-    """One task per run of chapter 4's two sweeps under resolved ``cfg`` (ω sweep first, then p)."""
+    """One task per run of chapter 4's sweeps under resolved ``cfg``: the ω sweep, then the p sweep at
+    each of its weight decays (``OMEGA_P``, then ``EXTRA_OMEGAS_P``)."""
     seeds = [gsl.SEED0 + i for i in range(cfg["N_SEEDS"])]
     common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"]}
     fn = f"{__name__}:grok_unit"
@@ -52,9 +53,9 @@ def grok_tasks(cfg: Params) -> list[Task]:
         for w in cfg["OMEGAS"] for s in seeds
     ]  # fmt: skip
     tasks += [
-        Task(fn, {"sweep": "p", "p": int(q), "omega": float(cfg["OMEGA_P"]), "seed": s, "batch_size": None,
+        Task(fn, {"sweep": "p", "p": int(q), "omega": float(w), "seed": s, "batch_size": None,
                   "train_fraction": cfg["TRAIN_FRACTION_P"], **common})
-        for q in cfg["PRIMES"] for s in seeds
+        for w in gsl.p_sweep_omegas(cfg) for q in cfg["PRIMES"] for s in seeds
     ]  # fmt: skip
     return tasks
 
