@@ -1,7 +1,12 @@
-"""Tests of chapter 3's claims (inflation by horizon, WD-off inflation) and its stored redundancy gap."""
+"""Tests of chapter 3: its claims (by horizon, WD-off inflation, contrasts, diagnosis rows), the
+mode cap and the dimension-matched reference, the stored book results rebuilt section by section,
+the chapter's prose against the stored verdicts, and its stored redundancy gap."""
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -9,55 +14,294 @@ import pytest
 
 from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.chapters.modadd import analysis
+from ace_helpers.operators import class_means
 
 PARAMS = chapter.PARAMS
+ROOT = Path(__file__).resolve().parents[1]
+STORED = ROOT / "book" / "results" / "03_core_inflation.json"
 
 
-def _synthetic_run(core_wd, suff_wd, modes_wd, core_nowd, epochs, fork):
-    """A two-model GrokRun that groks at epochs[1] (test acc 1 from there on)."""
+def _synthetic_run(core_wd, suff_wd, modes_wd, core_nowd, epochs, fork, energy_wd=None, energy_nowd=None, modes_nowd=5):
+    """A two-model GrokRun that groks at epochs[1] (test acc 1 from there on); energy ranks default to the core dims."""
     n = len(epochs)
     acc = np.tile(np.r_[0.1, np.ones(n - 1)], (2, 1))
+    core_wd, core_nowd = np.asarray(core_wd), np.asarray(core_nowd)
     wd = analysis.ArmResult(
         epochs=np.asarray(epochs),
-        arrays={"test_acc": acc, "core_dim": np.asarray(core_wd), "suff_dim": np.asarray(suff_wd), "rotational_modes": np.asarray(modes_wd)},
-    )
+        arrays={"test_acc": acc, "core_dim": core_wd, "suff_dim": np.asarray(suff_wd), "rotational_modes_ols": np.asarray(modes_wd),
+                "energy_rank": core_wd if energy_wd is None else np.asarray(energy_wd)},
+    )  # fmt: skip
     post = np.asarray(epochs) >= fork
     nowd = analysis.ArmResult(
         epochs=np.asarray(epochs)[post],
-        arrays={"core_dim": np.asarray(core_nowd), "rotational_modes": np.full((2, post.sum()), 5)},
-    )
+        arrays={"core_dim": core_nowd, "rotational_modes_ols": np.full((2, post.sum()), modes_nowd),
+                "energy_rank": core_nowd if energy_nowd is None else np.asarray(energy_nowd)},
+    )  # fmt: skip
     return analysis.GrokRun(wd=wd, nowd=nowd, n_models=2, cached=[True, True], wall_s=[0.0, 0.0], directory=Path("."))
 
 
+EPOCHS = [0, 1000, 2000, 4000]
+
+
+def _run(final_dim, final_modes):
+    core = [[40, 15, 25, final_dim], [40, 16, 26, final_dim]]
+    modes = [[0, 8, 15, final_modes]] * 2
+    return _synthetic_run(core, [[1, 8, 8, 9], [1, 9, 9, 9]], modes, [[15, 16], [16, 17]], EPOCHS, fork=2000)
+
+
 @pytest.mark.parametrize(
-    "epochs_run, last_epoch, final_dim, expect_checked, expect_pass",
+    "epochs_run, last_epoch, final_dim, final_modes, n_checked, verdicts",
     [
-        (20000, None, 45, 6, True),  # the full run: every target is checked
-        (20000, None, 30, 6, False),  # ... and can fail
-        (20000, 8000, 45, 6, True),  # an unfinished run that already reaches the targets
-        (20000, 8000, 30, 4, True),  # ... or not yet: dim and modes are not tested (growth 15 and gap growth 14 are)
-        (1400, None, 30, 4, True),  # a short preset
+        # the full run: every target is checked (9 rows) and holds
+        (20000, None, 55, 25, 9, {"reproduced"}),
+        # ... or holds only in its weaker form: dim and growth partly (+ the plateau row), modes partly (+ the cap row)
+        (20000, None, 42, 21, 11, {"reproduced", "partly", "not reproduced"}),
+        # ... or fails
+        (20000, None, 30, 12, 11, {"reproduced", "partly", "not reproduced"}),
+        # an unfinished run that already reaches the targets
+        (20000, 8000, 55, 25, 9, {"reproduced"}),
+        # ... or not yet: what it does not reach is not tested (the energy-rank contrast and the gap growth it does reach)
+        (20000, 8000, 30, 12, 5, {"reproduced"}),
+        # a short preset on the paper's task: the same
+        (1400, None, 30, 12, 5, {"reproduced"}),
+        # another task (p = 31): the 20 000-epoch targets are never checked
+        (None, None, 55, 25, 3, {"reproduced"}),
     ],
 )
-def test_inflation_claims_by_horizon(epochs_run, last_epoch, final_dim, expect_checked, expect_pass):
-    epochs = [0, 1000, 2000, 4000]
-    core = [[40, 15, 25, final_dim], [40, 16, 26, final_dim]]
-    modes = [[0, 10, 15, 22 if final_dim >= 40 else 12]] * 2
-    run = _synthetic_run(core, [[1, 8, 8, 9], [1, 9, 9, 9]], modes, [[15, 16], [16, 17]], epochs, fork=2000)
-    cfg = PARAMS.resolve(PRESET="paper", EPOCHS=epochs_run)
-    claims, not_tested, nums = chapter.inflation_claims(run, cfg, last_epoch=last_epoch)
-    assert len(claims.rows) == expect_checked and len(claims.rows) + len(not_tested) == 6
-    assert all(r.passed for r in claims.rows) == expect_pass
+def test_inflation_claims_by_horizon(epochs_run, last_epoch, final_dim, final_modes, n_checked, verdicts):
+    cfg = PARAMS.resolve(PRESET="paper", EPOCHS=epochs_run) if epochs_run else PARAMS.resolve(PRESET="paper", P=31)
+    claims, not_tested, nums = chapter.inflation_claims(_run(final_dim, final_modes), cfg, last_epoch=last_epoch)
+    assert len(claims.rows) == n_checked, [r.claim for r in claims.rows]
+    assert {r.verdict for r in claims.rows} <= verdicts and verdicts & {r.verdict for r in claims.rows}
+    diagnosis = [r for r in claims.rows if r.where == "ours (diagnosis)"]
+    assert len(claims.rows) - len(diagnosis) + len(not_tested) == 9
+    assert all(r.where and r.rule for r in claims.rows) and all(r.where and r.rule for r in not_tested)
     assert nums["core_dim_growth_since_grok"] == [final_dim - 15, final_dim - 16]
     assert nums["redundancy_gap_growth_since_grok"] == [final_dim - 9 - 7, final_dim - 9 - 7]
 
 
-def test_inflation_claims_flag_wd_off_inflation():
-    epochs = [0, 1000, 2000, 4000]
-    run = _synthetic_run([[40, 15, 30, 45]] * 2, [[1, 8, 8, 9]] * 2, [[0, 10, 15, 22]] * 2, [[15, 40], [16, 17]], epochs, fork=2000)
+def test_partly_is_the_weaker_form_the_rule_names():
+    cfg = PARAMS.resolve(PRESET="paper")
+    claims, _, _ = chapter.inflation_claims(_run(42, 21), cfg)
+    dim = next(r for r in claims.rows if r.claim.startswith("with WD: core dim ~60"))
+    assert dim.verdict == "partly" and "partly: every model ≥ 40" in dim.rule
+    modes = next(r for r in claims.rows if r.claim.startswith("with WD: rotational modes (OLS) → 27"))
+    assert modes.verdict == "partly" and "partly: ≥ 20" in modes.rule
+    cap = next(r for r in claims.rows if "cap" in r.claim)
+    assert cap.passed and cap.ours == "[[21, 22], [21, 22]]"  # 42 dims hold at most 22 bins
+    plateau = next(r for r in claims.rows if "stopped growing" in r.claim)
+    assert plateau.passed is False  # 25 → 42 over the second half: still growing
+
+
+def test_inflation_claims_flag_wd_off_inflation_and_its_energy_rank():
+    core_wd = [[40, 15, 30, 45]] * 2
+    run = _synthetic_run(core_wd, [[1, 8, 8, 9]] * 2, [[0, 10, 15, 22]] * 2, [[15, 40], [16, 17]], EPOCHS, fork=2000,
+                         energy_nowd=[[15, 15], [16, 17]])  # fmt: skip
     claims, _, nums = chapter.inflation_claims(run, PARAMS.resolve(PRESET="paper"))
-    row = next(r for r in claims.rows if r.claim.startswith("WD-off"))
+    row = next(r for r in claims.rows if r.claim.startswith("WD-off arm: core dim"))
     assert not row.passed and nums["nowd_max_ratio_to_grok_dim"][0] == pytest.approx(40 / 15)
+    energy = next(r for r in claims.rows if r.claim.startswith("WD-off arm: energy rank"))
+    assert energy.passed and nums["nowd_energy_rank_max_ratio_to_fork"] == [1.0, pytest.approx(17 / 16)]
+    run = _synthetic_run(core_wd, [[1, 8, 8, 9]] * 2, [[0, 10, 15, 22]] * 2, [[15, 40], [16, 17]], EPOCHS, fork=2000,
+                         energy_nowd=[[15, 30], [16, 17]])  # fmt: skip
+    claims, _, _ = chapter.inflation_claims(run, PARAMS.resolve(PRESET="paper"))
+    assert not next(r for r in claims.rows if r.claim.startswith("WD-off arm: energy rank")).passed
+
+
+def test_wd_vs_wd_off_contrasts_can_fail():
+    base = dict(suff_wd=[[1, 8, 8, 9]] * 2, modes_wd=[[0, 10, 15, 25]] * 2, core_nowd=[[15, 16], [16, 17]], epochs=EPOCHS, fork=2000)
+    cfg = PARAMS.resolve(PRESET="paper")
+    for energy_wd, modes_nowd, ok_energy, verdict_modes in (
+        ([[40, 15, 30, 45]] * 2, 5, True, "reproduced"),  # 45 − 17 = 28 ≥ 10 dims; 25 − 5 = 20 ≥ 10 bins
+        ([[40, 15, 20, 20]] * 2, 20, False, "partly"),  # 20 − 17 = 3 < 10; 25 − 20 = 5: more, not ≥ 10 more
+        ([[40, 15, 20, 20]] * 2, 25, False, "not reproduced"),  # as many modes without weight decay
+    ):
+        run = _synthetic_run([[40, 15, 30, 55]] * 2, energy_wd=energy_wd, modes_nowd=modes_nowd, **base)
+        claims, _, _ = chapter.inflation_claims(run, cfg)
+        energy = next(r for r in claims.rows if r.claim.startswith("WD vs WD-off: energy rank"))
+        modes = next(r for r in claims.rows if r.claim.startswith("WD vs WD-off: rotational modes"))
+        assert energy.passed == ok_energy and modes.verdict == verdict_modes
+
+
+def test_one_claims_table_shows_the_claims_a_run_cannot_test():
+    cfg = PARAMS.resolve(PRESET="paper", EPOCHS=20000)
+    claims, not_tested, _ = chapter.inflation_claims(_run(30, 12), cfg, last_epoch=8000)
+    table = chapter.claims_table(claims, not_tested).splitlines()
+    assert table[0] == "| claim | paper | our rule | ours | verdict |" and len(table) == 2 + len(claims.rows) + len(not_tested)
+    assert sum("| not tested: needs 20 000 epochs" in line for line in table) == len(not_tested) == 4
+
+
+def test_sufficient_dims_at_another_tolerance():
+    keep = np.zeros((1, 1, 6))
+    keep[0, 0] = [0.0, 0.5, 0.985, 0.995, 1.0, 1.0]
+    arm = analysis.ArmResult(epochs=np.asarray([0]), arrays={"keep_curve": keep, "test_acc": np.ones((1, 1))})
+    assert chapter.sufficient_dims(arm, 1e-3).tolist() == [[4]]
+    assert chapter.sufficient_dims(arm, 0.01).tolist() == [[3]]
+    assert chapter.sufficient_dims(arm, 0.02).tolist() == [[2]]
+
+
+# --- the cap and the reference --------------------------------------------------------------
+
+
+def test_mode_cap():
+    assert [chapter.mode_cap(d, 53) for d in (1, 2, 14, 15, 42, 52, 60, 128)] == [1, 2, 8, 8, 22, 27, 27, 27]
+    assert chapter.mode_cap(40, 31) == 16  # never more than the ⌊p/2⌋ + 1 bins
+    assert chapter.mode_caps(np.asarray([[14, 42], [60, 1]]), 53).tolist() == [[8, 22], [27, 1]]
+
+
+def test_reference_claims_can_fail():
+    from ace_helpers.artifacts import Artifact
+
+    lrun = _run(42, 21)
+    ref = Artifact(data={"epochs": [1000, 4000]}, arrays={"wd/epochs": np.asarray(EPOCHS), "wd/test_acc": lrun.wd["test_acc"][0]},
+                   manifest={})  # fmt: skip
+    row = lambda e, d, ace, rnd: {"epoch": e, "dim": d, "cap": chapter.mode_cap(d, 53), "ace": ace, "random": np.full(9, rnd)}  # noqa: E731
+    ok = chapter.reference_claims(ref, lrun, [row(1000, 14, 7, 4), row(4000, 44, 22, 20)])
+    assert [r.passed for r in ok.rows] == [True, True, True]
+    bad = chapter.reference_claims(ref, lrun, [row(1000, 14, 7, 6), row(4000, 44, 22, 12)])
+    assert [r.passed for r in bad.rows] == [True, False, False]
+
+
+def _clock_means(p: int, freqs: list[int], dim: int, seed: int = 0) -> np.ndarray:
+    """(p, dim) class means holding exactly the Fourier modes ``freqs`` (cos, sin pairs), randomly embedded."""
+    c = np.arange(p)
+    planes = np.concatenate([[np.cos(2 * np.pi * k * c / p), np.sin(2 * np.pi * k * c / p)] for k in freqs]).T
+    embed = np.linalg.qr(np.random.default_rng(seed).standard_normal((dim, planes.shape[1])))[0]
+    return planes @ embed.T
+
+
+def test_ols_modes_never_exceed_the_cap_and_find_planted_frequencies():
+    p, rng = 53, np.random.default_rng(1)
+    for d in (2, 9, 20, 42, 52, 60):
+        means = rng.standard_normal((p, 70))
+        assert chapter.ols_modes(means, np.linalg.qr(rng.standard_normal((70, d)))[0], p) <= chapter.mode_cap(d, p)
+    # Gaussian class means: an exact fit once d reaches p − 1 (every nontrivial root of unity; unless the SVD
+    # cut-off of 1e-3 drops an ill-conditioned direction), little before
+    assert np.median(chapter.random_means_modes(p - 1, p, 9, rng)) == p // 2
+    assert np.median(chapter.random_means_modes(20, p, 5, rng)) <= 2
+    # a planted clock of 5 frequencies (10 dims): its own basis and any subspace of ≥ 10 dims find all 5
+    means = _clock_means(p, [1, 4, 9, 17, 25], dim=40)
+    basis = np.linalg.svd(means - means.mean(0), full_matrices=False)[2].T
+    assert chapter.ols_modes(means, basis[:, :10], p) == 5
+    assert (chapter.random_subspace_modes(means, 12, p, 10, rng) == 5).all()
+    assert (chapter.random_subspace_modes(means, 4, p, 10, rng) <= chapter.mode_cap(4, p)).all()
+
+
+def test_ols_modes_are_the_analysis_count_on_the_same_core():
+    p, n = 11, 4
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(p), n)
+    H = _clock_means(p, [1, 3], dim=16)[y] + 0.05 * rng.standard_normal((p * n, 16))
+    import torch
+
+    W = torch.as_tensor(rng.standard_normal((p, 16)))
+    row, core = analysis.analyse_activations(torch.as_tensor(H), W, None, torch.as_tensor(y), p, holdout=0)
+    assert chapter.ols_modes(class_means(H, y, p), core.full_basis[:, : row.core_dim], p) == row.rotational_modes_ols
+
+
+def test_reference_rows_are_seeded_and_shaped():
+    from ace_helpers.artifacts import Artifact
+
+    p = 31
+    means = _clock_means(p, [2, 5, 7], dim=24)
+    basis = np.linalg.svd(means - means.mean(0))[2].T
+    ref = Artifact(data={"epochs": [10], "analysis": {"10": {"core_dim": 6}}},
+                   arrays={"e10/means": means, "e10/basis": basis}, manifest={})  # fmt: skip
+    rows = chapter.reference_rows(ref, p, draws=8)
+    assert [(r["epoch"], r["dim"], r["cap"], r["ace"]) for r in rows] == [(10, 6, 4, 3)]
+    again = chapter.reference_rows(ref, p, draws=8)
+    assert np.array_equal(rows[0]["random"], again[0]["random"]) and rows[0]["random"].shape == (8,)
+    assert "| 10 | 6 | 4 | 3 |" in chapter.reference_table(rows)
+
+
+def test_train_reference_retrains_the_weight_decay_arm(tmp_path):
+    """The reference model is the run's WD arm: moving the fork leaves it unchanged (same machine)."""
+    from ace_helpers.chapters.modadd.run import train_one_model
+
+    cfg = dict(PARAMS.resolve(PRESET="ci", P=11, TRAIN_FRACTION=0.6, EPOCHS=20, FORK_EPOCH=10, CHECKPOINT_EVERY=10,
+                              CHECKPOINT_SWITCH=20))  # fmt: skip
+    data, arrays = chapter.train_reference(cfg, (20,), snapshot_dir=tmp_path, log=None)
+    full = train_one_model(cfg, 0)
+    for f in ("epochs", "test_acc", "core_dim", "energy_rank", "rotational_modes_ols", "r2_ols"):
+        assert np.array_equal(arrays[f"wd/{f}"], full[f"wd/{f}"]), f
+    assert data["analysis"]["20"]["core_dim"] == full["wd/core_dim"][-1]
+    assert arrays["e20/means"].shape == (11, 128) and arrays["e20/basis"].shape == (128, 128)
+    again, _ = chapter.train_reference(cfg, (20,), snapshot_dir=tmp_path, log=None)  # resumes from the kept state
+    assert again == data
+
+
+# --- the stored book results ----------------------------------------------------------------
+
+
+def _stored() -> dict:
+    if not STORED.exists():
+        pytest.fail(f"{STORED} is missing: run `python -m ace_helpers.runbook --preset book --force --only 03_core_inflation`")
+    return json.loads(STORED.read_text())
+
+
+def _records_by_section(result: dict) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in result["claims"]:
+        out.setdefault(r["section"], []).append(r)
+    return out
+
+
+def test_every_stored_section_rebuilds_from_the_stored_artifacts():
+    """The long-run and reference sections (the scorecard tests rebuild the first) from what is committed."""
+    from ace_helpers.report import not_tested_records
+
+    result = _stored()
+    cfg = PARAMS.resolve(PRESET="book")
+    run = chapter.load_run(cfg, log=None)
+    long_cfg, lrun, through = chapter.stored_long_run(cfg)
+    sections = _records_by_section(result)
+    long_section = f"stored paper-preset run, through epoch {through['wd']}"
+    claims, not_tested, _ = chapter.long_run_claims(cfg, long_cfg, lrun, through, chapter.compare_with_long_run(cfg, run, long_cfg, lrun))
+    assert claims.records(long_section) + not_tested_records(not_tested, long_section) == sections[long_section]
+    ref = chapter.stored_reference(long_cfg)
+    assert ref is not None, "the reference artifact is missing from book/artifacts/core_inflation_reference"
+    ref_section = f"dimension-matched reference: model 0 retrained to epochs {ref.data['epochs']}"
+    assert chapter.reference_claims(ref, lrun, chapter.reference_rows(ref, long_cfg.P)).records(ref_section) == sections[ref_section]
+    assert [r["ace"] for r in result["mode_reference"]] == [r["ace"] for r in chapter.reference_rows(ref, long_cfg.P)]
+
+
+def test_the_chapters_prose_agrees_with_the_stored_verdicts():
+    """Each sentence of 'What this chapter finds' (and the README's row) against what the stored run gives."""
+    result = _stored()
+    long = [r for r in result["claims"] if r["section"].startswith("stored paper-preset")]
+
+    def verdict(prefix: str) -> str:
+        hits = [r["verdict"] for r in long if r["claim"].startswith(prefix)]
+        assert len(hits) == 1, (prefix, [r["claim"] for r in long])
+        return hits[0]
+
+    text = (ROOT / "notebooks" / "03_core_inflation.py").read_text()
+    finds = text[text.index("## What this chapter finds") : text.index("## Results")]
+    finds = re.sub(r"\s*\n#\s*", " ", finds)
+    dims = result["long_run"]["numbers"]["core_dim_last"]
+    flat = re.sub(r"\s*\n#\s*", " ", text)
+    assert "ours, at ~42 dimensions, for 22" in flat and all(abs(d - 42) <= 2 for d in dims) and chapter.mode_cap(42, 53) == 22
+    assert "to about two-thirds of the paper's size, and then stops growing" in finds
+    assert all(40 <= d < 48 for d in dims) and verdict("with WD: core dim ~60") == "partly"
+    assert verdict("with WD: the core dim has stopped growing") == "reproduced"
+    assert "sufficient dimension does not stay flat: it grows too" in finds
+    assert verdict("with WD: sufficient dim stays flat") == "not reproduced"
+    assert verdict("with WD: the sufficient dim grows at a 1 % keep tolerance") == "reproduced"
+    assert "their gap (redundancy) still widens" in finds and verdict("with WD: necessary and sufficient dims separate") == "reproduced"
+    assert "holds for the energy rank and fails for the core dim" in finds
+    assert verdict("WD-off arm: energy rank stays") == "reproduced" and verdict("WD-off arm: core dim stays") == "not reproduced"
+    assert "the book run stops at epoch 1400, before inflation starts" in finds
+    book = {r["claim"]: r for r in result["claims"] if r["section"] == "book preset"}
+    growth = next(r for c, r in book.items() if c.startswith("with WD: the core grows"))
+    assert growth["verdict"] == "not tested" and max(json.loads(growth["ours"])) < chapter.MIN_GROWTH
+    assert "reproduces on the energy rank" in finds and "partly on the mode count" in finds
+    assert verdict("WD vs WD-off: energy rank") == "reproduced" and verdict("WD vs WD-off: rotational modes") == "partly"
+    assert "runs along the cap ⌊d/2⌋ + 1 of the core's dimension" in finds
+    assert verdict("with WD: the modes fill the cap") == "reproduced" and verdict("with WD: rotational modes (OLS) → 27") == "partly"
+    ref = {r["claim"]: r["verdict"] for r in result["claims"] if r["section"].startswith("dimension-matched")}
+    assert "random subspaces of the core's dimension hold nearly as many modes as the core" in finds
+    assert "at grokking they hold clearly fewer" in finds
+    assert [v for c, v in ref.items() if c.startswith(("at grokking", "after the inflation"))] == ["reproduced", "reproduced"]
 
 
 def test_stored_redundancy_gap_reads_the_book_run():
@@ -75,6 +319,9 @@ def test_chapter_3_refuses_what_chapter_2_refuses():
         PARAMS.resolve(PRESET="ci", P=1000003)
     with pytest.raises(ValueError, match=r"TRAIN_FRACTION=0.001 .*leaves 2 train pairs"):
         PARAMS.resolve(PRESET="book", TRAIN_FRACTION=0.001)
+
+
+# --- figures --------------------------------------------------------------------------------
 
 
 def test_long_epoch_axes_have_few_thousands_ticks_and_panel_names():
@@ -103,4 +350,27 @@ def test_long_epoch_axes_have_few_thousands_ticks_and_panel_names():
     assert [t.get_text() for t in short.get_xticklabels()][1:-1] and not any(
         t.get_text().endswith("k") for t in short.get_xticklabels()
     )  # under 5000 epochs: plain numbers
+    plt.close("all")
+
+
+def test_fig_2d_panels_show_both_fits_with_their_caps_and_the_reference():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ace_helpers.plots import core_inflation as plots
+
+    epochs = np.arange(0, 2001, 100)
+    core = np.tile(np.linspace(15, 42, len(epochs)), (2, 1))
+    caps = chapter.mode_caps(core, 53)
+    fig = plots.plot_modes_fits(epochs, caps - 1, caps - 3, caps, epochs[11:], caps[:, 11:] - 5, caps[:, 11:] - 6, caps[:, 11:], 53)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].startswith("Fig. 2D") and "OLS" in titles[0] and "ridge" in titles[1]
+    assert all(any("cap" in t.get_text() for t in ax.get_legend().get_texts()) for ax in fig.axes)
+    rows = [{"epoch": e, "dim": d, "cap": chapter.mode_cap(d, 53), "ace": min(d // 2, 8), "random": np.full(4, min(d // 3, 8)),
+             "gaussian": np.zeros(4)} for e in (1000, 6000) for d in range(2, 61, 2)]  # fmt: skip
+    fig = plots.plot_mode_reference(rows, 53, {1000: 14, 6000: 42}, [("WD = 1", core, caps - 1), ("WD 1 → 0", core, caps - 5)])
+    assert len(fig.axes) == 3 and all(ax.get_legend() is not None for ax in fig.axes)
+    assert fig.axes[0].get_xlabel() == "subspace dimension d" and not math.isnan(fig.axes[0].get_ylim()[1])
     plt.close("all")
