@@ -14,14 +14,16 @@
 # The paper argues that a core must be both *active* (it carries activation variance) and
 # *relevant* (the output is sensitive to it), and that either criterion alone misses it (its
 # Sec. 2). It never sets ACE against other subspace methods. This chapter does (ours, beyond the
-# paper), on three tasks where the right answer is known:
+# paper), on three tasks where the right answer is known, and on one where it is not:
 #
 # * the **planted system** of chapter 0 — the planted active-and-relevant block, next to an
 #   active-only and a relevant-only distractor block;
 # * the **Markov chain** of chapter 1 — the belief state: the n − 1 = 3 dimensional span of the
 #   activation means per current state;
 # * **modular addition** after grokking (chapter 7's model) — the Fourier subspace of the key
-#   frequencies, read from the token embedding.
+#   frequencies, read from the token embedding;
+# * **subject–verb agreement** in SmolLM2-135M and Gemma-3-270M (chapter 5's prompts and margin
+#   m = L[are] + L[were] − L[is] − L[was]) — no ground truth: causal metrics only.
 #
 # Each method returns a rank-r basis at the same layer from the same activations: **ACE**;
 # **PCA** (activity only, scikit-learn); the **Jacobian Gram** (relevance only); a **linear
@@ -30,12 +32,11 @@
 # trained by gradient descent so that keeping it alone keeps the model's answers, as distributed
 # alignment search, DAS, does). DAS is written on torch here: pyvene installs with our pins but
 # brings 17 more packages (datasets, pyarrow, plotnine, …), and a keep-only objective through a linear tail needs no more than an
-# (D, r) matrix kept orthonormal by a differentiable QR. The LLM tasks
-# of chapter 5 are not run in this chapter.
+# (D, r) matrix kept orthonormal by a differentiable QR.
 #
 # ```{admonition} The claim, and what this run finds
 # :class: note
-# **Ours (beyond the paper):** on every task with a known answer, ACE is necessary and sufficient at the smallest rank of all methods and its subspace is the ground truth; activity alone (PCA) and relevance alone (the Jacobian Gram) fail on the planted distractors.
+# **Ours (beyond the paper):** on every task with a known answer, ACE is necessary and sufficient at the smallest rank of all methods and its subspace is the ground truth; activity alone (PCA) and relevance alone (the Jacobian Gram) fail on the planted distractors. In the LLMs, ACE's 1-D core is necessary and sufficient for agreement at r = 1 and its flip flips the verb number.
 #
 # **This run:** {glue:md}`verdicts`
 #
@@ -46,7 +47,8 @@
 # :class: tip
 # From `notebooks/`: `papermill 06_ace_vs_alternatives.ipynb out.ipynb -p PRESET ci -p MODADD False -p DAS_STEPS 300`
 # (any knob of the parameters cell can be set with `-p NAME VALUE`; a bad value stops the run in its
-# second cell with a `ValueError` naming the knob). The `ci` preset skips modular addition.
+# second cell with a `ValueError` naming the knob). The `ci` preset skips modular addition and the
+# LLMs (`-p LLM_MODELS '["smollm2-135m"]'` adds one; the models load offline).
 # ```
 
 # %% tags=["parameters", "hide-input"]
@@ -76,6 +78,10 @@ MODADD_ENERGY = None  # mod-add ACE energy threshold
 MODADD_MAX_STEPS = None  # mod-add step cap
 MODADD_EXTRA_STEPS = None  # mod-add steps after the test accuracy first reaches 0.99
 MODADD_R_MAX = None  # mod-add ranks 1..MODADD_R_MAX
+LLM_MODELS = None  # LLMs compared on subject–verb agreement; an empty list skips them
+LLM_N_PROMPTS = None  # agreement prompts (half to fit the methods, half to score them)
+LLM_R_MAX = None  # LLM ranks 1..LLM_R_MAX
+LLM_BATCH_SIZE = None  # prompts per LLM forward and backward batch
 OUTPUT_DIR = None  # where results.json goes; None: outputs/06_ace_vs_alternatives
 
 # %% tags=["hide-input"]
@@ -130,6 +136,35 @@ if res["modadd"] is not None:
 # %% [markdown]
 # *Figure (ours; at the book preset). Modular addition after grokking, panels as above; the ground
 # truth is the Fourier subspace of the key frequencies of the token embedding.*
+
+# %% [markdown]
+# ## Subject–verb agreement in the LLMs
+#
+# No ground truth here, so only causal metrics. At one layer per model (the block output at the
+# last token; the layer chapter 5's rule, the lowest flip AUC, chose at its book run: ℓ = 29 of 30
+# in SmolLM2, ℓ = 18 of 18 in Gemma-3), every method gets the same train prompts: their
+# activations and the gradients of the margin m. The probe and the class means have one direction
+# (two numbers). The learned (DAS-like) basis is trained through the tail's first-order expansion
+# m − g·(I − P)(h − μ), since a backward pass through the model at every step would cost minutes
+# per basis here; every basis is scored through the real model on the held-out prompts. Accuracy
+# is the share of test prompts whose margin has the subject's number (chance 0.5); N&S is keep ≥
+# base − 0.05 and remove ≤ 0.5 + 0.10; the flip reflects the subspace coordinates about the train
+# mean, and its shift is how far the margin moves toward the other number (in logits).
+
+# %%
+if res["llm"] is not None:
+    fig = plots.llm_figure(res["llm"])
+    for name, s in res["llm"].items():
+        if "unavailable" in s:
+            print(f"{name}: not run ({s['unavailable']})")
+
+# %% [markdown]
+# *Figure (ours; at the book preset). Subject–verb agreement, one row per model, against the rank
+# r (dotted: clean accuracy and chance). A, E: accuracy with the subspace kept alone. B, F: with it
+# removed. C, G: with it flipped (low = the verb number flips). D, H: the flip's margin shift
+# toward the other number. Single points: the probe and the class means have one direction. The
+# paper's counterpart is its single agreement axis in GPT-2 (its subject–verb agreement figure,
+# panel A), set against no other method.*
 
 # %% [markdown]
 # ## Minimal necessary-and-sufficient rank

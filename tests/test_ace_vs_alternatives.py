@@ -77,7 +77,8 @@ def test_planted_comparison_and_claims(planted_run) -> None:
     assert not ace_first.passed and ace_first.known_gap is None  # not the preset's own run: no gap applies
     assert rows["planted (diagnosis): the smaller N&S basis (probe, rank 2) is not the ground truth; "
                 "ACE's rank-3 subspace is"].passed
-    assert rows["planted: PCA and the Jacobian Gram fail on the distractors"].passed and len(not_tested) == 2
+    assert rows["planted: PCA and the Jacobian Gram fail on the distractors"].passed
+    assert len([r for r in not_tested if r.claim.startswith("modadd")]) == 2 and len(not_tested) == 2 + 2 * 4  # + LLMs
     assert "planted" in chapter.finding_text(res) and "| ace |" in chapter.ns_markdown(res)
     broken = copy.deepcopy(res)
     broken["planted"]["ns_rank"]["pca"] = 2
@@ -112,3 +113,91 @@ def test_stored_verdicts_rebuild_from_the_stored_numbers() -> None:
     edited["planted"]["overlap"]["ace"][cfg["R_CORE"] - 1] = 0.5
     rows = {r.claim: r.verdict for r in chapter.build_claims(edited, cfg)[0].rows}
     assert rows[f"planted: ACE's rank-{cfg['R_CORE']} subspace is the ground truth"] == NOT_REPRODUCED
+
+
+# -------------------- the LLM part (subject–verb agreement) -----------------------------------
+from ace_helpers.chapters import ace_vs_alternatives_llm as llm_part  # noqa: E402
+
+
+def test_das_margin_basis_keeps_the_margin_sign_of_a_linear_readout() -> None:
+    rng = np.random.default_rng(0)
+    h = rng.standard_normal((400, 12))
+    w = np.zeros(12)
+    w[3] = 1.0
+    m = h @ w
+    g = np.tile(w, (400, 1))
+    q = llm_part.das_margin_basis(h, g, m, 1, steps=200, lr=0.05, seed=0)
+    assert q.shape == (12, 1) and _orthonormal(q)
+    assert abs(q[3, 0]) > 0.95  # the only direction the margin reads
+
+
+@pytest.fixture(scope="module")
+def tiny_llm_run():
+    from ace_helpers import llm
+    from ace_helpers.tasks import agreement as ag
+
+    lm, tok = llm.tiny_model("llama", words=ag.vocabulary(), n_layers=2, seed=2)
+    data = ag.agreement_split(40, 0)
+    cfg = chapter.PARAMS.resolve(PRESET="ci", DAS_STEPS=10, LLM_R_MAX=2, LLM_BATCH_SIZE=20)
+    return llm_part.compare_model("tiny", lm, tok, data, [1, 2], cfg), cfg
+
+
+def test_llm_comparison_on_a_tiny_model(tiny_llm_run) -> None:
+    s, _ = tiny_llm_run
+    assert s["layer"] == 2 and s["n_train"] == 20 and s["n_test"] == 20  # an unlisted model: its last block
+    assert set(s["ns_rank"]) == set(llm_part.METHODS)
+    assert s["keep"]["probe"][1] is None and s["keep"]["class_means"][1] is None  # one direction for two numbers
+    for key in ("keep", "remove", "flip"):
+        assert all(0.0 <= v <= 1.0 for m in ("ace", "pca", "random", "das") for v in s[key][m])
+    assert all(np.isfinite(v) for v in s["flip_shift"]["ace"])
+
+
+def _llm_section(ns_ace=1, flip_ace=0.05, ns_pca=None) -> dict:
+    ranks = [1, 2]
+    sec = {"layer": 29, "n_layers": 30, "ranks": ranks, "base_acc": 0.9, "chance_acc": 0.5, "n_train": 10, "n_test": 10,
+           "keep": {}, "remove": {}, "flip": {}, "flip_shift": {}, "seconds": {}, "eval_s": 1.0}
+    for m in llm_part.METHODS:
+        for key, v in (("keep", 0.9), ("remove", 0.4), ("flip", 0.5), ("flip_shift", 2.0)):
+            sec[key][m] = [v, v]
+        sec["seconds"][m] = 0.1
+    sec["flip"]["ace"] = [flip_ace, flip_ace]
+    sec["ns_rank"] = {m: 2 for m in llm_part.METHODS} | {"ace": ns_ace, "pca": ns_pca}
+    return sec
+
+
+def test_llm_claims_can_fail_and_unavailable_models_are_not_tested(planted_run) -> None:
+    section, cfg = planted_run
+    res = {"planted": section, "markov": section, "modadd": None,
+           "llm": {"smollm2-135m": _llm_section(), "gemma3-270m": {"unavailable": "no weights here"}}}
+    cfg = chapter.PARAMS.resolve(PRESET="ci", DAS_STEPS=20, PLANTED_R_MAX=4, LLM_MODELS=["smollm2-135m", "gemma3-270m"])
+    claims, not_tested = chapter.build_claims(res, cfg)
+    rows = {r.claim: r for r in claims.rows}
+    for claim, _ in llm_part.claim_specs("smollm2-135m"):
+        assert rows[claim].passed, claim
+    gemma = [r for r in not_tested if r.claim.startswith("gemma3-270m")]
+    assert len(gemma) == 4 and all(r.why == "no weights here" and r.where and r.rule for r in gemma)
+    assert "smollm2-135m ℓ=29: N&S rank" in chapter.ns_markdown(res) and "smollm2-135m" in chapter.finding_text(res)
+    res["llm"]["smollm2-135m"] = _llm_section(ns_ace=2, flip_ace=0.6, ns_pca=1)
+    rows = {r.claim: r for r in chapter.build_claims(res, cfg)[0].rows}
+    assert not any(rows[c].passed for c, _ in llm_part.claim_specs("smollm2-135m"))
+
+
+def test_llm_off_at_ci_reports_the_llm_claims_as_not_tested(planted_run) -> None:
+    section, cfg = planted_run
+    _, not_tested = chapter.build_claims({"planted": section, "markov": section, "modadd": None, "llm": None}, cfg)
+    assert {r.claim for r in not_tested} >= {c for c, _ in llm_part.claim_specs("gemma3-270m")}
+
+
+@pytest.mark.parametrize(("knobs", "named"), [
+    ({"LLM_MODELS": "smollm2-135m"}, "LLM_MODELS"), ({"LLM_MODELS": ["a", "a"]}, "LLM_MODELS"),
+    ({"LLM_MODELS": [""]}, "LLM_MODELS"), ({"LLM_N_PROMPTS": 41}, "LLM_N_PROMPTS"), ({"LLM_R_MAX": 0}, "LLM_R_MAX"),
+])  # fmt: skip
+def test_bad_llm_knobs_are_refused_by_name(knobs, named) -> None:
+    with pytest.raises(ValueError, match=named):
+        chapter.PARAMS.resolve(PRESET="ci", **knobs)
+
+
+def test_the_chapter_text_states_the_llm_rule_and_layers() -> None:
+    text = (ROOT / "notebooks" / f"{chapter.NOTEBOOK}.py").read_text()
+    assert f"base − {llm_part.KEEP_TOL}" in text and f"0.5 + {llm_part.REMOVE_TOL:.2f}" in text
+    assert f"ℓ = {llm_part.LAYER['smollm2-135m']} of 30" in text and f"ℓ = {llm_part.LAYER['gemma3-270m']} of 18" in text

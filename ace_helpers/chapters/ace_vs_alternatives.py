@@ -15,12 +15,14 @@ time it took.  Tasks and their ground truth:
   Fourier subspace of the key frequencies read from the token embedding, Σ_c h̄_c·(cos, sin)(2πkc/p)
   over the class means h̄_c; fitted on the training pairs, scored on the test pairs.
 
-Subject–verb agreement in the LLMs (no ground truth) is not run here.
+Subject–verb agreement in the LLMs (no ground truth; causal metrics only) is run by
+:mod:`ace_helpers.chapters.ace_vs_alternatives_llm` (``results.json`` key ``llm``).
 
 ``results.json``: per task key (``planted``, ``markov``, ``modadd``): ``ranks``, ``gt_rank``,
 ``base_acc``, ``chance_acc``, ``overlap``/``keep``/``remove`` {method: per rank, None where the
 method has fewer directions}, ``ns_rank`` {method: minimal N&S rank or None}, ``seconds``
-{method: wall time of all its bases}; top level ``wall_s``.
+{method: wall time of all its bases}; ``llm`` (see :mod:`.ace_vs_alternatives_llm`; None when
+LLM_MODELS is empty); top level ``wall_s``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ace_helpers import params
+from ace_helpers.chapters import ace_vs_alternatives_llm as llm_part
 from ace_helpers.chapters import core_stitching, markov_cores
 from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table
 from ace_helpers.compare import projector_overlap
@@ -60,14 +63,16 @@ _COMMON = {"N_SAMPLES": 4000, "DIM": 32, "R_CORE": 3, "PLANTED_R_MAX": 9, "T": P
            "SEQ_LEN": 32, "N_TRAIN": 1000, "N_TEST": 1000, "EPOCHS": 8, "LR": 1e-3, "R_MAX": 8, "ENERGY": 0.999,
            "SEED": 0, "DAS_STEPS": 300, "DAS_LR": 0.02,
            "P": 31, "TRAIN_FRACTION": 0.6, "MODADD_LR": 3e-3, "MODADD_SEED": 1031, "MODADD_ENERGY": 0.99,
-           "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16}
+           "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16,
+           "LLM_MODELS": [], "LLM_N_PROMPTS": 400, "LLM_R_MAX": 4, "LLM_BATCH_SIZE": 50}
 #: ``ci``: planted + Markov (chapter 1's ci training), shorter DAS training (150
 #: steps at lr 0.05); ``book``: 3000 Markov training sequences and 20 epochs,
-#: DAS 300 steps at lr 0.02, and mod-add (chapter 7's setting: p = 31, trained until test accuracy
-#: 0.99 and 200 steps more).
+#: DAS 300 steps at lr 0.02, mod-add (chapter 7's setting: p = 31, trained until test accuracy
+#: 0.99 and 200 steps more) and subject–verb agreement in SmolLM2-135M and Gemma-3-270M (chapter 5's
+#: 400 synthetic prompts, ranks 1..4; off at ci, where loading the models would dominate the tests).
 PRESETS: dict[str, dict[str, Any]] = {
     "ci": _COMMON | {"DAS_STEPS": 150, "DAS_LR": 0.05, "MODADD": False},
-    "book": _COMMON | {"N_TRAIN": 3000, "EPOCHS": 20, "MODADD": True},
+    "book": _COMMON | {"N_TRAIN": 3000, "EPOCHS": 20, "MODADD": True, "LLM_MODELS": ["smollm2-135m", "gemma3-270m"]},
 }
 PRESETS["paper"] = PRESETS["book"]
 
@@ -84,6 +89,21 @@ def check(p: dict[str, Any]) -> None:
     p["PLANTED_R_MAX"] = params.check_int("PLANTED_R_MAX", p["PLANTED_R_MAX"], low=p["R_CORE"], high=p["DIM"])
     p["DAS_STEPS"] = params.check_int("DAS_STEPS", p["DAS_STEPS"], low=1, high=100_000)
     p["DAS_LR"] = params.check_range("DAS_LR", p["DAS_LR"], low=0.0, high=1.0, low_open=True)
+    p["LLM_MODELS"] = params.check_list("LLM_MODELS", p["LLM_MODELS"], _model_name, min_len=0)
+    if len(set(p["LLM_MODELS"])) != len(p["LLM_MODELS"]):
+        raise ValueError(f"LLM_MODELS={p['LLM_MODELS']!r} is not allowed: LLM_MODELS must list distinct names")
+    p["LLM_N_PROMPTS"] = params.check_int("LLM_N_PROMPTS", p["LLM_N_PROMPTS"], low=20, high=20_000)
+    if p["LLM_N_PROMPTS"] % 2:
+        raise ValueError(f"LLM_N_PROMPTS={p['LLM_N_PROMPTS']!r} is not allowed: LLM_N_PROMPTS must be even")
+    p["LLM_R_MAX"] = params.check_int("LLM_R_MAX", p["LLM_R_MAX"], low=1, high=32)
+    p["LLM_BATCH_SIZE"] = params.check_int("LLM_BATCH_SIZE", p["LLM_BATCH_SIZE"], low=1, high=1000)
+
+
+def _model_name(name: str, value: Any) -> str:
+    """A non-empty model name (whether it loads here is decided at run time: an unavailable model is not tested)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name}={value!r} is not allowed: LLM_MODELS must list model names such as 'smollm2-135m'")
+    return value.strip()
 
 
 #: The chapter's knobs.
@@ -204,9 +224,10 @@ def run_modadd(cfg: Params) -> dict[str, Any]:
 
 
 def run(cfg: Params) -> dict[str, Any]:
-    """All tasks (mod-add only with MODADD)."""
+    """All tasks (mod-add only with MODADD; the LLMs of LLM_MODELS)."""
     start = time.perf_counter()
     res = {"planted": run_planted(cfg), "markov": run_markov(cfg), "modadd": run_modadd(cfg) if cfg["MODADD"] else None}
+    res["llm"] = llm_part.run_llm(cfg)
     res["wall_s"] = time.perf_counter() - start
     return res
 
@@ -280,21 +301,25 @@ def build_claims(res: dict[str, Any], cfg: Params) -> tuple[Claims, list[ClaimRo
         ClaimRow(f"modadd: {c}", PAPER, "—", "MODADD is off at this preset (training the model takes minutes)", where=WHERE,
                  rule=rule) for c, rule in (("ACE reaches N&S at the smallest rank of all methods", NS_RULE),
                                             ("ACE's subspace is the ground truth", "overlap ≥ 0.9 (ours)"))]
+    models = list(dict.fromkeys([*cfg["LLM_MODELS"], *llm_part.LAYER]))
+    not_tested += llm_part.add_claims(claims, res.get("llm"), models, ClaimRow)
     return claims, not_tested
 
 
 def ns_markdown(res: dict[str, Any]) -> str:
     """Markdown: the minimal N&S rank per method (rows) and task (columns), and each method's wall time."""
     tasks = [t for t in TASKS if res.get(t) is not None]
-    head = "| method | " + " | ".join(f"{t}: N&S rank | {t}: s" for t in tasks) + " |"
-    lines = [head, "|---|" + "---|---|" * len(tasks)]
+    extra, extra_cells, extra_truth = llm_part.ns_columns(res.get("llm"))
+    head = "| method | " + " | ".join([f"{t}: N&S rank | {t}: s" for t in tasks] + extra) + " |"
+    lines = [head, "|---|" + "---|---|" * len(tasks) + "---|" * len(extra)]
     for m in METHODS:
         cells = []
         for t in tasks:
             v = res[t]["ns_rank"][m]
             cells += ["never" if v is None else str(v), f"{res[t]['seconds'][m]:.2f}"]
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    lines.append("| *ground-truth rank* | " + " | ".join(f"{res[t]['gt_rank']} | " for t in tasks) + " |")
+        lines.append(f"| {m} | " + " | ".join(cells + extra_cells[m]) + " |")
+    truth = [c for t in tasks for c in (str(res[t]["gt_rank"]), "")] + extra_truth
+    lines.append("| *ground-truth rank* | " + " | ".join(truth) + " |")
     return "\n".join(lines)
 
 
@@ -321,4 +346,4 @@ def finding_text(res: dict[str, Any]) -> str:
         elif "ace" not in winners:
             text += " ACE does not win on this task."
         parts.append(text)
-    return " ".join(parts)
+    return " ".join(parts + ([llm_part.finding_text(res.get("llm"))] if res.get("llm") else []))

@@ -39,3 +39,33 @@ def task_figure(section: Mapping[str, Any], title: str) -> plt.Figure:
     axes[1].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=7, frameon=False)
     fig.tight_layout()
     return fig
+
+
+def llm_figure(res_llm: Mapping[str, Any]) -> plt.Figure | None:
+    """Subject–verb agreement: one row per model that ran, against the rank r: keep, remove and flip accuracy
+    (the share of test prompts whose margin has the subject's number) and the flip's margin shift."""
+    ok = {n: s for n, s in res_llm.items() if "unavailable" not in s}
+    if not ok:
+        return None
+    fig, axes = plt.subplots(len(ok), 4, figsize=(14.0, 3.2 * len(ok) + 0.6), squeeze=False)
+    for i, (row, (name, s)) in enumerate(zip(axes, ok.items())):
+        ranks = np.asarray(s["ranks"])
+        for ax, key, ylabel in zip(row, ("keep", "remove", "flip", "flip_shift"),
+                                   ("accuracy, kept alone", "accuracy, removed", "accuracy, flipped",
+                                    "flip: margin shift (logits)")):
+            for m in METHODS:
+                vals = np.array([np.nan if v is None else v for v in s[key][m]], dtype=float)
+                ax.plot(ranks, vals, marker="o", ms=4, color=COLORS[m], label=LABELS[m], lw=2.2 if m == "ace" else 1.2)
+            if key != "flip_shift":
+                ax.axhline(s["base_acc"], color="0.3", ls=":", lw=1)
+                ax.axhline(s["chance_acc"], color="0.6", ls=":", lw=1)
+                ax.set_ylim(-0.03, 1.05)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("rank r")
+            ax.set_ylabel(ylabel)
+        for ax, letter, what in zip(row, "ABCDEFGHIJKL"[4 * i: 4 * i + 4], ("keep", "remove", "flip", "flip size")):
+            ax.set_title(f"{letter}  {name}, ℓ = {s['layer']}: {what} (ours)", fontsize=9)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=7, frameon=False)
+    return fig
