@@ -37,8 +37,6 @@ import numpy as np
 import torch
 
 from ace_helpers import llm
-from ace_helpers.chapters.llm_agreement.states import collect_states
-from ace_helpers.chapters.llm_agreement.sweep import sweep_margins
 from ace_helpers.core import Core, GramianAccumulator
 from ace_helpers.subspaces import (
     class_mean_basis, jacobian_basis, minimal_ns_rank, pca_basis, probe_basis, random_basis,
@@ -134,6 +132,8 @@ def score_bases(
 
     All bases go through one :func:`sweep_margins` call (the same layer listed once per basis).
     """
+    from ace_helpers.chapters.llm_agreement.sweep import sweep_margins  # chapter 5's, loaded only when the LLMs run
+
     flat = [(m, i, q) for m in METHODS for i, q in enumerate(bases[m]) if q is not None]
     sweep = sweep_margins(lm, tokenizer, data.test_prompts, [layer] * len(flat),
                           [_core(q.astype(np.float32), mean.astype(np.float32)) for _, _, q in flat], batch_size=batch_size)
@@ -149,6 +149,8 @@ def score_bases(
 
 def compare_model(name: str, lm, tokenizer, data: AgreementSplit, ranks: list[int], cfg: Any) -> dict[str, Any]:
     """One model: states at its layer, every method's bases, their scores, the minimal N&S ranks."""
+    from ace_helpers.chapters.llm_agreement.states import collect_states  # chapter 5's, loaded only when the LLMs run
+
     n_layers = llm.n_layers(lm)
     layer = layer_for(name, n_layers)
     bs = cfg["LLM_BATCH_SIZE"]
