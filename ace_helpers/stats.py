@@ -78,3 +78,60 @@ def permutation_p_value(za: np.ndarray, zb: np.ndarray, *, n_permutations: int =
         perms = np.argsort(rng.random((k, rb.size)), axis=1)
         exceed += int((np.abs(rb[perms] @ ra) >= observed - 1e-12).sum())
     return (1 + exceed) / (1 + n_permutations)
+
+
+def stratified_permutations(strata: np.ndarray, n_permutations: int, seed: int = 0) -> np.ndarray:
+    """(n_permutations, N) index arrays, each a random permutation of 0..N−1 **within** each stratum.
+
+    ``strata`` (N,): any labels (e.g. the number class of each prompt). Row ``k`` maps position
+    ``i`` to a position of the same stratum, so a statistic recomputed on ``y[perms[k]]`` keeps
+    everything that the strata alone explain (a label-preserving null).
+    """
+    strata = np.asarray(strata)
+    rng = np.random.default_rng(seed)
+    out = np.tile(np.arange(strata.size), (n_permutations, 1))
+    for value in np.unique(strata):
+        idx = np.flatnonzero(strata == value)
+        order = np.argsort(rng.random((n_permutations, idx.size)), axis=1)
+        out[:, idx] = idx[order]
+    return out
+
+
+def _standardise(x: np.ndarray, rank: bool) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    x = rankdata(x) if rank else np.asarray(x, float)
+    x = x - x.mean()
+    norm = np.linalg.norm(x)
+    if norm == 0:
+        raise ValueError("a constant vector has no correlation with anything")
+    return x / norm
+
+
+def correlation_null(
+    x: np.ndarray, y: np.ndarray, *, rank: bool = False, n_permutations: int = 10000, seed: int = 0,
+    strata: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:  # fmt: skip
+    """(observed correlation of ``x`` and ``y`` (N,), (n_permutations,) null correlations of ``x`` with permuted ``y``).
+
+    Pearson, or Spearman with ``rank``; ``y`` is permuted freely, or within each value of
+    ``strata`` (N,) (:func:`stratified_permutations`), which keeps the part of the correlation that
+    the strata explain (for example two coordinates that both separate two classes).
+    """
+    a, b = _standardise(x, rank), _standardise(y, rank)
+    groups = np.zeros(a.size, int) if strata is None else np.asarray(strata)
+    null = np.empty(n_permutations)
+    for start in range(0, n_permutations, 1000):
+        k = min(1000, n_permutations - start)
+        perms = stratified_permutations(groups, k, seed=seed + start)
+        null[start : start + k] = b[perms] @ a
+    return float(a @ b), null
+
+
+def permutation_p(observed: float, null: np.ndarray, *, alternative: str = "greater") -> float:
+    """(1 + #{null ≥ observed}) / (1 + n): ``alternative`` ``"greater"`` compares values, ``"abs"`` magnitudes."""
+    if alternative not in ("greater", "abs"):
+        raise ValueError(f"alternative={alternative!r} is not allowed: use 'greater' or 'abs'")
+    null = np.abs(null) if alternative == "abs" else np.asarray(null)
+    observed = abs(observed) if alternative == "abs" else observed
+    return (1 + int((null >= observed - 1e-12).sum())) / (1 + null.size)

@@ -206,14 +206,6 @@ def test_sizes_are_estimated_before_compute(monkeypatch):
             A.PARAMS.resolve(PRESET="ci", **bad)
 
 
-def test_known_gap_applies_only_to_the_presets_own_run():
-    book = A.PARAMS.resolve(PRESET="book")
-    assert "RMSNorm" in A.KNOWN_GAPS.reason(book, "gemma3-270m:knob_r2")
-    assert A.KNOWN_GAPS.reason(book.replace(N_PROMPTS=200), "gemma3-270m:knob_r2") is None
-    assert A.KNOWN_GAPS.reason(A.PARAMS.resolve(PRESET="ci"), "gemma3-270m:knob_r2") is None
-    assert A.KNOWN_GAPS.reason(book, "smollm2-135m:knob_r2") is None
-
-
 # ----------------------------------------------------------------------------- model paths (tiny random models)
 
 
@@ -310,7 +302,7 @@ def test_verb_head_is_exact_and_restored(tiny):
 
 def test_greedy_generation_matches_hf_generate(tiny):
     lm, tok, _ = tiny
-    ours, scales, _ = A.generate_with_flip(lm, tok, ag.GENERATION_PROMPTS, 2, None, n_new=6, seed=None)
+    ours, scales, _, _ = A.generate_with_flip(lm, tok, ag.GENERATION_PROMPTS, 2, None, n_new=6, seed=None)
     enc = tok(list(ag.GENERATION_PROMPTS), return_tensors="pt", padding=True)
     with torch.no_grad():
         ref = llm.torch_module(lm).generate(**enc, max_new_tokens=6, min_new_tokens=6, do_sample=False, use_cache=False,
@@ -356,19 +348,33 @@ def test_copula_disagreements_counts_against_clean_preference(tiny):
 def test_analyse_model_end_to_end(tiny):
     lm, tok, data = tiny
     res = A.analyse_model("tiny", lm, tok, data, layers=[2, 3], batch_size=6, gen_tokens=3, gen_samples=1,
-                          gen_prompts=ag.GENERATION_PROMPTS[:1], demo_prompts=ag.DEMO_PROMPTS)
+                          gen_prompts=ag.GENERATION_PROMPTS[:1], demo_prompts=ag.DEMO_PROMPTS, n_random=3,
+                          n_permutations=200, gen_refine=1, gen_eps=2.0)
     flat = A.flat_results({"tiny": res}, [])
     for key in ("chosen_layer", "n_layers", "auc_base", "auc_keep", "auc_remove", "auc_flip", "auc_flip_per_layer",
-                "knob_r2", "generation_flip_rate"):
-        assert f"tiny.{key}" in flat
+                "knob_r2", "knob_r2_singular", "knob_p_plural", "knob_r2_label_null", "auc_dom_flip", "auc_ace_remove_zero",
+                "auc_free_remove", "generation_official_rate", "generation_refined_push", "demo_margin_flipped"):
+        assert f"tiny.{key}" in flat, key
     assert flat["tiny.chosen_layer"] in (2, 3) and flat["tiny.n_layers"] == 3
     assert flat["tiny.auc_flip"] == min(flat["tiny.auc_flip_per_layer"])
+    assert len(flat["tiny.auc_random_matched_flip"]) == 3 and len(flat["tiny.demo_share_base"]) == 6
     assert set(res.demo_probs) == {"base", "removed", "flipped"} and res.demo_probs["base"].shape == (6, 4)
+    assert set(res.generations) == {"official", "refined"}
     assert flat["pairwise_spearman"] == {}
-    claims = A.build_claims(A.PARAMS.resolve(PRESET="ci"), {"tiny": res}, [])
-    assert [r.claim for r in claims.rows][:2] == ["tiny: base AUC", f"tiny: core-only AUC (ℓ={res.chosen_layer})"]
-    assert len(claims.rows) == 6 and all(r.known_gap is None for r in claims.rows)
-    assert A.flat_results({"tiny": res}, [], claims)["claims_failed"] == [r.claim for r in claims.rows if not r.passed]
+    # the controls' own ACE edits equal the sweep's at the chosen layer
+    assert res.controls.auc["ace.flip"] == pytest.approx(flat["tiny.auc_flip"], abs=1e-9)
+    cfg = A.PARAMS.resolve(PRESET="ci")
+    claims = A.build_claims(flat, cfg, models=["tiny"])
+    names = [r.claim for r in claims.rows]
+    assert names[:2] == ["tiny: the model agrees (base AUC)", f"tiny: keeping only the core keeps agreement (ℓ = {res.chosen_layer})"]
+    demo_diagnosis = any(v >= 0.5 for v in flat["tiny.demo_share_flipped"])  # a row only when the demo falls short
+    assert len(names) == 17 + demo_diagnosis and all(r.known_gap is None and r.where and r.rule for r in claims.rows)
+    # the stored form (JSON round trip) gives the same claims
+    again = A.build_claims(json.loads(json.dumps(flat)), cfg, models=["tiny"])
+    assert again.records("x") == claims.records("x")
+    # without controls or generation those claims are left out, never crash
+    bare = {k: v for k, v in flat.items() if "random" not in k and "generation" not in k}
+    assert len(A.build_claims(bare, cfg, models=["tiny"]).rows) == 17 - 4 - 2 - 3 + demo_diagnosis
 
 
 def test_remote_local_dry_run_of_states_and_sweep(tiny):

@@ -100,13 +100,13 @@ def test_committed_notebook_shows_the_stored_verdicts(stem):
 
 def rebuild(stem: str, result: dict) -> list[dict]:
     """The claim records of ``stem``'s book run (its first section), computed again from what is stored:
-    the numbers in ``result`` (chapters 0, 1, 4), or the stored training run (chapters 2, 3)."""
+    the numbers in ``result`` (chapters 0, 1, 4, 5), or the stored training run (chapters 2, 3)."""
     from ace_helpers.report import not_tested_records
 
     cfg = book_cfg(stem)
     section = result["claims"][0]["section"]
     mod = chapter(stem)
-    if stem in ("00_ace_planted_system", "01_markov_cores"):
+    if stem in ("00_ace_planted_system", "01_markov_cores", "05_llm_agreement"):
         return mod.build_claims(result, cfg).records(section)
     if stem == "04_grokking_scaling_law":
         runs = mod.records_from_dicts(result["runs"])
@@ -125,7 +125,7 @@ def rebuild(stem: str, result: dict) -> list[dict]:
 
 
 REBUILDABLE = [s for s in ("00_ace_planted_system", "01_markov_cores", "02_modadd_grokking", "03_core_inflation",
-                           "04_grokking_scaling_law") if s in STORED]  # fmt: skip
+                           "04_grokking_scaling_law", "05_llm_agreement") if s in STORED]  # fmt: skip
 
 
 @pytest.mark.parametrize("stem", REBUILDABLE)

@@ -7,11 +7,17 @@ is re-exported here:
   from one backward pass per batch (:func:`collect_states`), one 1-D core per layer
   (:func:`layer_cores`).
 * :mod:`.sweep` — test margins under keep / remove / flip (:func:`sweep_margins`) and the flip demo.
-* :mod:`.generation` — steered generation with the calibrated per-step flip (:func:`steered_generate`).
+* :mod:`.controls` — random-direction and difference-of-means controls, zero vs mean ablation and
+  attractor-free prompts at the chosen layer (:func:`run_controls`).
+* :mod:`.within_class` — the knob fit and the cross-model alignment pooled and within each number
+  class, with label-preserving permutation nulls (:func:`knob_tests`, :func:`pairwise_alignment`).
+* :mod:`.generation` — steered generation with the calibrated per-step flip, under the official
+  rule and our refined one (:func:`steered_generations`).
 * :mod:`.pipeline` — one model end to end (:func:`analyse_model`), the chapter run
-  (:func:`run_chapter`), the cross-model alignment, the claims (:func:`build_claims`, known gaps in
-  :data:`KNOWN_GAPS`) and the flat ``results.json`` entries (:func:`flat_results`; keys listed in
-  :mod:`.pipeline`).
+  (:func:`run_chapter`), the cross-model alignment and the flat ``results.json`` entries
+  (:func:`flat_results`; keys listed in :mod:`.pipeline`).
+* :mod:`.claims` — the claims from the flat results (:func:`build_claims`, known gaps in
+  :data:`KNOWN_GAPS`), so that a stored ``results.json`` rebuilds the same verdicts.
 """
 
 from __future__ import annotations
@@ -22,21 +28,31 @@ from typing import Any
 import numpy as np
 
 from ace_helpers import llm, params
+from ace_helpers.chapters.llm_agreement.claims import KNOWN_GAPS, build_claims, demo_shifts
+from ace_helpers.chapters.llm_agreement.controls import (
+    RANDOM_MODES,
+    Controls,
+    attractor_free_prompts,
+    mean_difference_direction,
+    random_directions,
+    run_controls,
+    unit_core,
+)
 from ace_helpers.chapters.llm_agreement.generation import (
     Generation,
     copula_disagreements,
     generate_with_flip,
     number_pair_ids,
     steered_generate,
+    steered_generations,
 )
 from ace_helpers.chapters.llm_agreement.pipeline import (
-    KNOWN_GAPS,
+    OFFICIAL_RULE,
     ModelResult,
     analyse_model,
-    build_claims,
     cross_model_alignment,
     flat_results,
-    pairwise_alignment,
+    generation_rules,
     run_chapter,
 )
 from ace_helpers.chapters.llm_agreement.states import (
@@ -51,9 +67,11 @@ from ace_helpers.chapters.llm_agreement.sweep import (
     MODES,
     demo_scores,
     demo_tests,
+    edit_margins,
     last_token_probs,
     sweep_margins,
 )
+from ace_helpers.chapters.llm_agreement.within_class import CLASSES, knob_tests, pairwise_alignment
 from ace_helpers.tasks.agreement import GENERATION_PROMPTS, PromptsFile, read_prompts_file, split, synthetic_prompts
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -61,17 +79,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "MODELS": ["smollm2-135m"], "REMOTE": False, "N_PROMPTS": 300, "PROMPTS_FILE": None,
         "LAYERS": list(range(2, 31, 2)),
         "SEED": 0, "BATCH_SIZE": 50, "GEN_TOKENS": 30, "GEN_SAMPLES": 6, "GEN_REFINE": 2,
-        "GEN_EPS": 3.0, "N_PERMUTATIONS": 2000,
+        "GEN_EPS": 3.0, "N_PERMUTATIONS": 2000, "N_RANDOM": 8,
     },
     "book": {
         "MODELS": ["smollm2-135m", "gemma3-270m"], "REMOTE": False, "N_PROMPTS": 400, "PROMPTS_FILE": None,
         "LAYERS": "all", "SEED": 0, "BATCH_SIZE": 50, "GEN_TOKENS": 40, "GEN_SAMPLES": 8, "GEN_REFINE": 2,
-        "GEN_EPS": 3.0, "N_PERMUTATIONS": 10000,
+        "GEN_EPS": 3.0, "N_PERMUTATIONS": 10000, "N_RANDOM": 16,
     },
     "paper": {
         "MODELS": ["gpt2", "gpt2-medium", "gpt2-large"], "REMOTE": False, "N_PROMPTS": 1200, "PROMPTS_FILE": None,
         "LAYERS": "all", "SEED": 0, "BATCH_SIZE": 50, "GEN_TOKENS": 50, "GEN_SAMPLES": 4, "GEN_REFINE": 0,
-        "GEN_EPS": 1.0, "N_PERMUTATIONS": 10000,
+        "GEN_EPS": 1.0, "N_PERMUTATIONS": 10000, "N_RANDOM": 16,
     },
 }
 """Knobs per preset. ``paper`` uses the paper's GPT-2 models: their weights must be in the local Hugging
@@ -199,7 +217,8 @@ def check(cfg: dict[str, Any]) -> None:
     layers (sorted, deduplicated; at most each model's depth); SEED >= 0; BATCH_SIZE; GEN_TOKENS
     (prompt + new tokens within each model's context); GEN_SAMPLES; GEN_REFINE (extra secant steps
     of the generation calibration, 0 = one step); GEN_EPS (target copula margin on the other side,
-    nats); N_PERMUTATIONS.  Memory estimates of the states (prompts × layers × width) and of one
+    nats); N_PERMUTATIONS (the alignment and within-class knob p-values); N_RANDOM (random directions of
+    the controls at the chosen layer, 0..256; 0: no controls).  Memory estimates of the states (prompts × layers × width) and of one
     backward batch must stay under half this machine's memory.
     """
     if not isinstance(cfg["REMOTE"], bool):
@@ -228,6 +247,7 @@ def check(cfg: dict[str, Any]) -> None:
     cfg["GEN_REFINE"] = params.check_int("GEN_REFINE", cfg["GEN_REFINE"], low=0, high=10)
     cfg["GEN_EPS"] = params.check_range("GEN_EPS", cfg["GEN_EPS"], low=0.0, high=50.0, low_open=True)
     cfg["N_PERMUTATIONS"] = params.check_int("N_PERMUTATIONS", cfg["N_PERMUTATIONS"], low=100, high=10**6)
+    cfg["N_RANDOM"] = params.check_int("N_RANDOM", cfg["N_RANDOM"], low=0, high=256)
     _check_sizes(cfg)
 
 
@@ -237,8 +257,11 @@ PARAMS = params.ChapterParams("05_llm_agreement", PRESETS, check)
 __all__ = [
     "PARAMS", "PRESETS", "check", "KNOWN_GAPS", "MODES",
     "States", "collect_states", "layer_cores", "layer_list", "spectral_gap", "verb_head",
-    "sweep_margins", "last_token_probs", "demo_scores", "demo_tests",
-    "Generation", "generate_with_flip", "steered_generate", "copula_disagreements", "number_pair_ids",
-    "ModelResult", "analyse_model", "run_chapter", "pairwise_alignment", "cross_model_alignment",
-    "build_claims", "flat_results",
+    "sweep_margins", "edit_margins", "last_token_probs", "demo_scores", "demo_tests",
+    "RANDOM_MODES", "Controls", "run_controls", "attractor_free_prompts", "unit_core", "random_directions",
+    "mean_difference_direction", "CLASSES", "knob_tests", "pairwise_alignment",
+    "Generation", "generate_with_flip", "steered_generate", "steered_generations", "copula_disagreements",
+    "number_pair_ids", "OFFICIAL_RULE", "generation_rules",
+    "ModelResult", "analyse_model", "run_chapter", "cross_model_alignment", "flat_results",
+    "build_claims", "demo_shifts",
 ]

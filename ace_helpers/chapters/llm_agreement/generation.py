@@ -8,7 +8,7 @@ scored by whether its number-marked verbs are the forms the clean model likes le
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +29,8 @@ class Generation:
         clean_ids, steered_ids: (B, n_new) generated token ids.
         scales: (n_new, B) calibrated flip scales s* of the steered run.
         clean_margins, steered_margins: (n_new, B) copula margin of the logits each token was sampled from.
+        steered_clean_margins: (n_new, B) copula margin of the **clean** model in the steered run's
+            context at each step (m0, the margin the calibration pushes to the other side).
         clean_disagree, steered_disagree: per row, (number-marked verbs the clean model likes less
             than their other-number form in the same context, number-marked verbs generated).
     """
@@ -43,6 +45,22 @@ class Generation:
     steered_disagree: list[tuple[int, int]]
     clean_margins: np.ndarray
     steered_margins: np.ndarray
+    steered_clean_margins: np.ndarray | None = None
+
+    def landed_share(self) -> float:
+        """Fraction of (step, row) of the steered run whose achieved copula margin lies on the other
+        side of the clean model's margin in the same context (1.0 when every calibration reaches the
+        other side; the official one-step rule falls short when the margin is not linear in s)."""
+        if self.steered_clean_margins is None:
+            return float("nan")
+        return float(np.mean(np.sign(self.steered_margins) == -np.sign(self.steered_clean_margins)))
+
+    def median_push(self) -> float:
+        """Median over (step, row) of the steered run's achieved copula margin towards the other number
+        (nats; the calibration's target is its ``eps``): how far each step actually pushed."""
+        if self.steered_clean_margins is None:
+            return float("nan")
+        return float(np.median(-np.sign(self.steered_clean_margins) * self.steered_margins))
 
     def margin_sign_flip(self) -> float:
         """Fraction of (step, row) whose steered copula margin has the opposite sign of the clean run's
@@ -89,7 +107,7 @@ def generate_with_flip(
     eps: float = 1.0,
     clip: float = 50.0,
     refine: int = 0,
-) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+) -> tuple[torch.Tensor, np.ndarray, np.ndarray, np.ndarray]:
     """Sample ``n_new`` tokens (temperature 1, top-k; greedy if ``seed`` is None), optionally steered.
 
     Semantics are those of generation **without a KV cache** with the edit applied at the last
@@ -104,7 +122,8 @@ def generate_with_flip(
     ``core=None`` samples clean. All runs go through :func:`ace_helpers.interventions.run_with_edit`.
 
     Returns:
-        ``(tokens (B, n_new) long, scales (n_new, B), achieved copula margins (n_new, B))``.
+        ``(tokens (B, n_new) long, scales (n_new, B), achieved copula margins (n_new, B), clean copula
+        margins m0 in the same contexts (n_new, B))``.
     """
     ids = verb_token_ids(tokenizer)
     path = llm.block_paths(lm)[layer - 1]
@@ -112,7 +131,7 @@ def generate_with_flip(
     cache = llm.prefix_cache(lm, batch)
     gen = None if seed is None else torch.Generator().manual_seed(int(seed))
     token, pos, mask = batch["input_ids"][:, -1:], batch["position_ids"][:, -1:], batch["attention_mask"]
-    out, scales, achieved = [], [], []
+    out, scales, achieved, clean_m = [], [], [], []
 
     def run(c, fn):
         step = {"input_ids": token, "attention_mask": mask, "position_ids": pos, "cache": c,
@@ -123,6 +142,7 @@ def generate_with_flip(
         if core is None:
             logits = run(cache, None)
             scale = torch.zeros(token.shape[0], dtype=torch.float64)
+            m0 = copula_margin(logits, ids)
         else:
             before = copy.deepcopy(cache)
             m0 = copula_margin(run(cache, None), ids)  # also extends `cache` with clean states
@@ -146,10 +166,11 @@ def generate_with_flip(
         out.append(nxt)
         scales.append(scale.numpy())
         achieved.append(copula_margin(logits, ids).numpy())
+        clean_m.append(m0.numpy())
         token = nxt[:, None]
         pos = pos + 1
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-    return torch.stack(out, 1), np.array(scales), np.array(achieved)
+    return torch.stack(out, 1), np.array(scales), np.array(achieved), np.array(clean_m)
 
 
 NUMBER_PAIRS = (("is", "are"), ("was", "were"), ("has", "have"), ("does", "do"))
@@ -198,6 +219,36 @@ def copula_disagreements(lm, tokenizer, prompts: Sequence[str], generated: torch
     return counts
 
 
+def steered_generations(
+    lm,
+    tokenizer,
+    prompts: Sequence[str],
+    layer: int,
+    core: Core,
+    rules: Mapping[str, tuple[int, float]],
+    *,
+    n_new: int = 50,
+    n_samples: int = 1,
+    seed: int = 0,
+) -> dict[str, Generation]:
+    """Clean and calibrated-flip continuations of each prompt (``n_samples`` rows each, same seed),
+    one steered run per calibration rule: ``rules`` maps a name to ``(refine, eps)`` (see
+    :func:`generate_with_flip`); the clean run is shared by all rules."""
+    rows = [p for p in prompts for _ in range(n_samples)]
+    clean, _, clean_m, _ = generate_with_flip(lm, tokenizer, rows, layer, None, n_new=n_new, seed=seed)
+    clean_counts = copula_disagreements(lm, tokenizer, rows, clean)
+    decode = lambda t: [tokenizer.decode(r, skip_special_tokens=True) for r in t]  # noqa: E731
+    out = {}
+    for name, (refine, eps) in rules.items():
+        steered, scales, steered_m, steered_m0 = generate_with_flip(lm, tokenizer, rows, layer, core, n_new=n_new, seed=seed,
+                                                                    refine=refine, eps=eps)
+        out[name] = Generation(
+            list(rows), decode(clean), decode(steered), clean.numpy(), steered.numpy(), scales, clean_counts,
+            copula_disagreements(lm, tokenizer, rows, steered), clean_m, steered_m, steered_m0,
+        )
+    return out
+
+
 def steered_generate(
     lm,
     tokenizer,
@@ -211,14 +262,7 @@ def steered_generate(
     refine: int = 0,
     eps: float = 1.0,
 ) -> Generation:
-    """Clean and calibrated-flip continuations of each prompt (``n_samples`` rows each, same seed)."""
-    rows = [p for p in prompts for _ in range(n_samples)]
-    clean, _, clean_m = generate_with_flip(lm, tokenizer, rows, layer, None, n_new=n_new, seed=seed)
-    steered, scales, steered_m = generate_with_flip(lm, tokenizer, rows, layer, core, n_new=n_new, seed=seed, refine=refine,
-                                                   eps=eps)
-    decode = lambda t: [tokenizer.decode(r, skip_special_tokens=True) for r in t]  # noqa: E731
-    return Generation(
-        list(rows), decode(clean), decode(steered), clean.numpy(), steered.numpy(), scales,
-        copula_disagreements(lm, tokenizer, rows, clean), copula_disagreements(lm, tokenizer, rows, steered),
-        clean_m, steered_m,
-    )
+    """Clean and calibrated-flip continuations of each prompt (``n_samples`` rows each, same seed): one rule
+    of :func:`steered_generations`."""
+    return steered_generations(lm, tokenizer, prompts, layer, core, {"rule": (refine, eps)}, n_new=n_new,
+                               n_samples=n_samples, seed=seed)["rule"]

@@ -50,14 +50,85 @@ def sweep_margins(
     return out
 
 
-def _three_way(core: Core) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Edit for rows interleaved as (keep, remove, flip) per prompt: (3B, D) -> (3B, D)."""
+def _stacked(edits: Sequence[Callable[[torch.Tensor], torch.Tensor]]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Edit for rows interleaved as (edit 0, edit 1, …) per prompt: (E·B, D) -> (E·B, D)."""
 
     def fn(h: torch.Tensor) -> torch.Tensor:
-        x = h.reshape(-1, 3, h.shape[-1])
-        return torch.stack([core.keep(x[:, 0], centered=True), core.remove(x[:, 1], centered=True), core.flip(x[:, 2])], 1).reshape(h.shape)
+        x = h.reshape(-1, len(edits), h.shape[-1])
+        return torch.stack([e(x[:, k]) for k, e in enumerate(edits)], 1).reshape(h.shape)
 
     return fn
+
+
+def _core_edits(core: Core) -> list[Callable[[torch.Tensor], torch.Tensor]]:
+    """keep / remove / flip of ``core`` (mean-centred), in the order of :data:`MODES`."""
+    return [lambda h: core.keep(h, centered=True), lambda h: core.remove(h, centered=True), core.flip]
+
+
+MAX_ROWS = 600
+"""At most this many single-token rows (prompts × stacked edits) per rerun: each row copies the prefix cache."""
+
+
+def _tail_inputs(lm, batch):
+    """(prefix KV cache, last-token inputs, clean block outputs of the last token) of one batch."""
+    cache = llm.prefix_cache(lm, batch)
+    tail = {"input_ids": batch["input_ids"][:, -1:], "attention_mask": batch["attention_mask"],
+            "position_ids": batch["position_ids"][:, -1:], "use_cache": True, "logits_to_keep": 1}
+    return cache, tail, _tail_block_outputs(lm, llm.block_paths(lm), tail, cache)
+
+
+def _tail_margins(lm, paths, cache, tail, clean, ell, edits, ids, max_rows: int | None = MAX_ROWS) -> np.ndarray:
+    """Margins (E, B) with each of the E ``edits`` applied at layer ``ell`` (block ℓ−1, last token);
+    only blocks ℓ−1.. are recomputed, E edits stacked per rerun up to ``max_rows`` rows (None: all at once)."""
+    n = tail["input_ids"].shape[0]
+    per_run = len(edits) if max_rows is None else max(1, max_rows // n)
+    out = []
+    for g in range(0, len(edits), per_run):
+        group = list(edits[g : g + per_run])
+        k = len(group)
+        c = copy.deepcopy(cache)
+        c.batch_repeat_interleave(k)
+        rep = {key: (v.repeat_interleave(k, dim=0) if torch.is_tensor(v) else v) for key, v in tail.items()}
+        skip_with = clean[ell - 2].repeat_interleave(k, dim=0) if ell >= 2 else None
+        logits = _tail_edit(lm, {**rep, "cache": c}, paths, ell, _stacked(group), skip_with)
+        out.append(margin(logits[:, -1], ids).float().numpy().reshape(n, k).T)
+    return np.concatenate(out, 0)
+
+
+def edit_margins(
+    lm,
+    tokenizer,
+    prompts: Sequence[str],
+    layer: int,
+    edits: Sequence[Callable[[torch.Tensor], torch.Tensor]],
+    *,
+    batch_size: int = 25,
+    remote: bool | str = False,
+) -> np.ndarray:
+    """Margins (E, N) of the N ``prompts`` under each of the E ``edits`` at ``layer`` (last token).
+
+    Each edit maps the (rows, D) last-token block output to a tensor of the same shape. Locally this
+    runs as :func:`sweep_margins`' fast path (the prefix once per batch, then only the last token
+    through blocks ℓ−1..); with ``remote`` or one-token prompts every edit is a full forward.
+    """
+    paths = llm.block_paths(lm)
+    enc = llm.encode(tokenizer, prompts)
+    out = np.zeros((len(edits), len(prompts)))
+    fast = not remote and enc["input_ids"].shape[1] > 1
+    with contextlib.ExitStack() as stack:
+        ids = stack.enter_context(verb_head(lm, tokenizer)) if not remote else verb_token_ids(tokenizer)
+        for start in range(0, enc["input_ids"].shape[0], batch_size):
+            batch = llm.batch_rows(enc, start, start + batch_size)
+            stop = start + batch["input_ids"].shape[0]
+            if fast:
+                cache, tail, clean = _tail_inputs(lm, batch)
+                out[:, start:stop] = _tail_margins(lm, paths, cache, tail, clean, layer, edits, ids)
+                continue
+            kw = {"remote": remote} if remote else {}
+            for k, fn in enumerate(edits):
+                logits = interventions.run_with_edit(lm, batch, paths[layer - 1], fn, positions=-1, **kw)
+                out[k, start:stop] = margin(logits[:, -1], ids).float().numpy()
+    return out
 
 
 def _sweep(lm, enc, paths, layers, cores, modes, batch_size, remote, ids, out) -> None:
@@ -73,19 +144,11 @@ def _sweep(lm, enc, paths, layers, cores, modes, batch_size, remote, ids, out) -
                     logits = interventions.run_with_edit(lm, batch, paths[ell - 1], fn, positions=-1, **kw)
                     out[mode][li, start:stop] = margin(logits[:, -1], ids).float().numpy()
             continue
-        cache = llm.prefix_cache(lm, batch)
-        tail = {"input_ids": batch["input_ids"][:, -1:], "attention_mask": batch["attention_mask"],
-                "position_ids": batch["position_ids"][:, -1:], "use_cache": True, "logits_to_keep": 1}
-        clean = _tail_block_outputs(lm, paths, tail, cache)  # (n_blocks, B, 1, D)
-        tail3 = {k: (v.repeat_interleave(3, dim=0) if torch.is_tensor(v) else v) for k, v in tail.items()}
+        cache, tail, clean = _tail_inputs(lm, batch)  # clean: (n_blocks, B, 1, D)
         for li, ell in enumerate(layers):
-            c = copy.deepcopy(cache)
-            c.batch_repeat_interleave(3)
-            skip_with = clean[ell - 2].repeat_interleave(3, dim=0) if ell >= 2 else None
-            logits = _tail_edit(lm, {**tail3, "cache": c}, paths, ell, _three_way(cores[li]), skip_with)
-            m = margin(logits[:, -1], ids).float().numpy().reshape(-1, 3)
+            m = _tail_margins(lm, paths, cache, tail, clean, ell, _core_edits(cores[li]), ids, max_rows=None)
             for k, mode in enumerate(MODES):
-                out[mode][li, start:stop] = m[:, k]
+                out[mode][li, start:stop] = m[k]
 
 
 def _tail_block_outputs(lm, paths, tail, cache) -> list[torch.Tensor]:
@@ -121,7 +184,7 @@ def _tail_edit(lm, inputs, paths, ell, fn, skip_with) -> torch.Tensor:
 
 
 def last_token_probs(
-    lm, tokenizer, prompts: Sequence[str], layer: int, core: Core | None, mode: str | None
+    lm, tokenizer, prompts: Sequence[str], layer: int, core: Core | None, mode: str | None, *, remote: bool | str = False
 ) -> np.ndarray:
     """P(is), P(are), P(was), P(were) (full-vocabulary softmax) at the last token: (N, 4).
 
@@ -131,7 +194,8 @@ def last_token_probs(
     ids = verb_token_ids(tokenizer)
     batch = llm.encode(tokenizer, prompts)
     path = llm.block_paths(lm)[layer - 1]
-    logits = interventions.run_with_core(lm, batch, path, core, mode, positions=-1, centered=True)[:, -1]
+    kw = {"remote": remote} if remote else {}
+    logits = interventions.run_with_core(lm, batch, path, core, mode, positions=-1, centered=True, **kw)[:, -1]
     probs = torch.softmax(logits.double(), -1)
     return probs[:, [ids[v] for v in VERBS]].numpy()
 
