@@ -1,5 +1,6 @@
 """The book's wiring: every chapter is paired, executed from its current source, listed in the TOC."""
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -70,3 +71,16 @@ def test_parameters_cell_declares_exactly_the_chapters_knobs(py, tmp_path):
 def test_jupytext_source_carries_no_execution_metadata(py):
     header = py.read_text().split("# ---", 2)[1]
     assert "papermill" not in header and "execution" not in header, f"{py.name}'s header changes at every run"
+
+
+INTERNAL = re.compile(r"spec §|spec's|appendix b|must reach|issue [0-9]", re.IGNORECASE)
+
+
+def test_reader_facing_text_cites_the_paper_not_internal_documents():
+    """Chapters, book pages, the README and the library cite the paper, its code release or our own
+    measurements; never a reproduction spec, an appendix of one, a target list or an issue."""
+    files = [*ROOT.glob("notebooks/*.py"), *ROOT.glob("book/*.md"), ROOT / "README.md", *ROOT.glob("ace_helpers/**/*.py")]
+    hits = [f"{f.relative_to(ROOT)}:{n}: {line.strip()}" for f in files
+            for n, line in enumerate(f.read_text().splitlines(), 1) if INTERNAL.search(line)]  # fmt: skip
+    assert not hits, "internal references in reader-facing text:\n" + "\n".join(hits)
+    assert INTERNAL.search("as the Must reach list says")  # the pattern itself can fail

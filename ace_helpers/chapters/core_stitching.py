@@ -60,7 +60,7 @@ CONDITIONS = ("core", "random", "unmapped", "full")
 REGIMES = ("same", "crossed")
 #: Accuracy a working stitch may lose against B's own (ours): 0.01.
 TOLERANCE = 0.01
-#: Agreement with B's clean predictions a working stitch must reach (ours).
+#: Agreement with B's clean predictions that counts as a working stitch (ours).
 AGREE_MIN = 0.99
 #: Test accuracy at which a mod-add model counts as grokked (chapter 2's threshold).
 GROK_ACC = 0.99
