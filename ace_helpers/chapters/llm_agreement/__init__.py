@@ -6,16 +6,16 @@ is re-exported here:
 * :mod:`.states` — last-token block outputs ``H`` and margin gradients ``G = ∂m/∂h`` for all layers
   from one backward pass per batch (:func:`collect_states`), one 1-D core per layer
   (:func:`layer_cores`).
-* :mod:`.sweep` — test margins under keep / remove / flip (:func:`sweep_margins`) and the flip demo.
+* :mod:`~ace_helpers.chapters.llm_agreement.sweep` — test margins under keep / remove / flip (:func:`sweep_margins`) and the flip demo.
 * :mod:`.controls` — random-direction and difference-of-means controls, zero vs mean ablation and
   attractor-free prompts at the chosen layer (:func:`run_controls`).
 * :mod:`.within_class` — the knob fit and the cross-model alignment pooled and within each number
   class, with label-preserving permutation nulls (:func:`knob_tests`, :func:`pairwise_alignment`).
 * :mod:`.generation` — steered generation with the calibrated per-step flip, under the official
   rule and our refined one (:func:`steered_generations`).
-* :mod:`.pipeline` — one model end to end (:func:`analyse_model`), the chapter run
+* :mod:`~ace_helpers.chapters.llm_agreement.pipeline` — one model end to end (:func:`analyse_model`), the chapter run
   (:func:`run_chapter`), the cross-model alignment and the flat ``results.json`` entries
-  (:func:`flat_results`; keys listed in :mod:`.pipeline`).
+  (:func:`flat_results`; keys listed in :mod:`~ace_helpers.chapters.llm_agreement.pipeline`).
 * :mod:`.claims` — the claims from the flat results (:func:`build_claims`, known gaps in
   :data:`KNOWN_GAPS`), so that a stored ``results.json`` rebuilds the same verdicts.
 """

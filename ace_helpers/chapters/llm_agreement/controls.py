@@ -97,7 +97,7 @@ class Controls:
             ``"dom.keep"``, ``"dom.remove"``, ``"dom.flip"`` (difference of means).
         auc_random: edit of :data:`RANDOM_MODES` -> (K,) AUCs over the K random directions.
         auc_free: ``"base"``, ``"keep"``, ``"remove"``, ``"flip"`` on the attractor-free prompts.
-        cos_core_dom: |cos| between the core and the difference-of-means direction.
+        cos_core_dom: ``|cos|`` between the core and the difference-of-means direction.
         mean_margin: ``"clean"``, ``"remove"``, ``"remove_zero"`` -> [singular, plural] mean test margins.
         coord: centred core coordinates qᵀ(x − μ): ``"singular"`` / ``"plural"`` (training class
             means) and ``"zero"`` (x = 0, where zero ablation sets every prompt).
@@ -111,7 +111,7 @@ class Controls:
     coord: dict[str, float]
 
     def flat(self) -> dict[str, object]:
-        """``results.json`` entries (unprefixed; see :mod:`.pipeline` for the keys)."""
+        """``results.json`` entries (unprefixed; see :mod:`~ace_helpers.chapters.llm_agreement.pipeline` for the keys)."""
         out: dict[str, object] = {f"auc_{k.replace('.', '_')}": v for k, v in self.auc.items()}
         out.update({f"auc_random_{m}": self.auc_random[m] for m in RANDOM_MODES})
         out.update({f"auc_free_{k}": v for k, v in self.auc_free.items()})

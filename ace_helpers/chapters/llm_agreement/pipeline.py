@@ -1,7 +1,7 @@
 """Chapter 5 pipeline: per-model analysis, the chapter run and its flat results.
 
 Per model: train-prompt states and margin gradients at every layer (:mod:`.states`), one 1-D core
-per layer, the keep / remove / flip sweep on the test prompts (:mod:`.sweep`), AUC of the margin
+per layer, the keep / remove / flip sweep on the test prompts (:mod:`~ace_helpers.chapters.llm_agreement.sweep`), AUC of the margin
 vs the plural label; the chosen layer has the lowest flip AUC (as the official code release chooses
 it); the knob fit pooled and within each class (:mod:`.within_class`); the controls at the chosen
 layer (:mod:`.controls`); the flip demo with Wilcoxon tests; steered generation under the official

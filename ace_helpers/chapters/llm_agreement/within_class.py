@@ -55,8 +55,8 @@ def pairwise_alignment(
 
     Per pair: ``spearman``, ``pearson`` (signed by the Pearson sign, as the official code release
     aligns), ``p_value`` (random pairings of the prompts). With ``labels`` (N,) also
-    ``p_label_preserving`` (pooled |ρ| against pairings within each class), ``label_null`` (the
-    median |ρ| of that null), and per class ``c``: ``spearman_<c>`` (signed by the pooled alignment)
+    ``p_label_preserving`` (pooled ``|ρ|`` against pairings within each class), ``label_null`` (the
+    median ``|ρ|`` of that null), and per class ``c``: ``spearman_<c>`` (signed by the pooled alignment)
     and ``p_<c>`` (one-sided, within-class pairings).
     """
     from ace_helpers.compare import aligned_correlations
