@@ -108,7 +108,7 @@ def test_run_gives_every_condition_regime_and_rank(small_run) -> None:
         assert 0.0 <= s["floor"]["agree"] <= 1.0
     assert set(res["markov"]["transfer"]) == {"core", "random", "full"}
     claims, not_tested = chapter.build_claims(res, cfg)
-    assert len(claims.rows) == 9 + 7 and not not_tested  # the untrained mod-add models fail their claims
+    assert len(claims.rows) == 10 + 7 and not not_tested  # the untrained mod-add models fail their claims
     assert "Markov chain" in chapter.finding_text(res) and "Modular addition" in chapter.finding_text(res)
     json.dumps(to_plain(res))  # results.json can hold it
 
@@ -126,10 +126,29 @@ def test_claims_can_fail(small_run) -> None:
     assert not rows["Markov: the core swap starts to work exactly at the core rank"].passed
 
 
+def test_transfer_only_through_the_core_has_three_outcomes(small_run) -> None:
+    res, cfg = small_run
+    claim = next(r.claim for r in chapter.build_claims(res, cfg)[0].rows if "only through the core" in r.claim)
+    base = res["markov"]["base_acc"][2]
+
+    def verdict(core: float, full: float) -> str:
+        edited = copy.deepcopy(res)
+        tr = edited["markov"]["transfer"]
+        tr["core"]["crossed"] = {"acc": base if core else 0.3, "agree": core or 0.3}
+        tr["full"]["crossed"] = {"acc": base, "agree": full}
+        tr["random"]["crossed"] = {"acc": 0.25, "agree": 0.25}
+        edited["markov"]["floor_heldout"] = {"acc": 0.25, "agree": 0.25}
+        return {r.claim: r.verdict for r in chapter.build_claims(edited, cfg)[0].rows}[claim]
+
+    assert verdict(core=1.0, full=0.3) == REPRODUCED  # only the core carries it
+    assert verdict(core=1.0, full=1.0) == "partly"  # the full-rank map transfers too
+    assert verdict(core=0.0, full=1.0) == NOT_REPRODUCED  # the core does not transfer
+
+
 def test_without_modadd_its_claims_are_not_tested(small_run) -> None:
     res, cfg = small_run
     claims, not_tested = chapter.build_claims(dict(res, modadd=None), cfg)
-    assert len(claims.rows) == 9 and len(not_tested) == 3
+    assert len(claims.rows) == 10 and len(not_tested) == 3
     assert "not run at this preset" in chapter.finding_text(dict(res, modadd=None))
 
 
