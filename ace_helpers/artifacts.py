@@ -169,9 +169,9 @@ def write_results(
     payload["versions"] = versions()
     payload["claims"] = list(claims or [])
     path = write_json(Path(output_dir) / "results.json", payload)
-    root = project_root()
-    if display_path(path) != str(path) and Path.cwd().resolve().is_relative_to(root):
-        return Path(os.path.relpath(path.resolve(), Path.cwd().resolve()))
+    root, cwd = project_root(), Path.cwd().resolve()
+    if path.resolve().is_relative_to(root) and cwd.is_relative_to(root):
+        return Path(os.path.relpath(path.resolve(), cwd))
     return path
 
 

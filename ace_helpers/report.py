@@ -163,6 +163,22 @@ class Claims:
             )
 
 
+@dataclass(frozen=True)
+class ClaimRow:
+    """A claim a run cannot test, with our value and why (never counted as a pass).
+
+    ``where`` (the paper's figure or section) and ``rule`` (our acceptance rule) are carried into
+    the claim records (:func:`not_tested_records`) when given.
+    """
+
+    claim: str
+    paper: str
+    ours: str
+    why: str
+    where: str = ""
+    rule: str = ""
+
+
 def not_tested_records(rows: Any, section: str) -> list[dict[str, Any]]:
     """Records (as :meth:`Claims.records`) of claims a run cannot test: objects with ``claim``,
     ``paper``, ``ours``, ``why`` (the reason becomes the note) and optionally ``where`` and ``rule``."""

@@ -173,7 +173,6 @@ def _run_on_dask(todo, store, workers, scheduler, done, report, bar) -> None:
     """Submit ``todo`` to a cluster (a new single-threaded LocalCluster, or ``scheduler``) and collect."""
     from distributed import Client, LocalCluster, as_completed
 
-    os.environ.setdefault("TORCH_THREADS", "1")
     if scheduler is None:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)

@@ -36,7 +36,7 @@ from typing import Any
 from ace_helpers.artifacts import load_artifact, project_root, save_artifact
 from ace_helpers.chapters.grokking_scaling_law.claims import (
     KNOWN_GAPS,
-    NotTested,
+    ClaimRow,
     SweepFits,
     build_claims,
     fit_sweeps,
@@ -64,7 +64,7 @@ from ace_helpers.params import ChapterParams, Params, check_int, check_list, che
 from ace_helpers.report import Claims
 
 __all__ = [
-    "ACC_THRESHOLD", "KNOWN_GAPS", "PARAMS", "PRESETS", "SEED0", "GrokRecord", "GrokTimes", "NotTested", "SweepFits",
+    "ACC_THRESHOLD", "KNOWN_GAPS", "PARAMS", "PRESETS", "SEED0", "GrokRecord", "GrokTimes", "ClaimRow", "SweepFits",
     "Sweeps", "build_claims", "fit_sweeps", "gap_numbers", "grok_times", "not_tested", "p_sweep_omegas", "p_sweep_rows",
     "records_from_dicts", "results", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
     "setting_stats", "sweep_config", "uncensored",

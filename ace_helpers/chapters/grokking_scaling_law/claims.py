@@ -30,7 +30,7 @@ from ace_helpers.fits import (
     log_slope,
 )
 from ace_helpers.params import Params
-from ace_helpers.report import Claims, KnownGaps
+from ace_helpers.report import ClaimRow, Claims, KnownGaps
 
 FIG_A = "grokking-time figure, panel A 'Grok Time vs. Weight Decay'"
 FIG_B = "grokking-time figure, panel B 'Grok Time vs. Redundancy'"
@@ -246,23 +246,11 @@ def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params) -> 
     return claims
 
 
-@dataclass(frozen=True)
-class NotTested:
-    """A claim this run cannot test, and why (:func:`ace_helpers.report.not_tested_records`)."""
-
-    claim: str
-    paper: str
-    ours: str
-    why: str
-    where: str = ""
-    rule: str = ""
-
-
-def not_tested(fits: SweepFits) -> list[NotTested]:
+def not_tested(fits: SweepFits) -> list[ClaimRow]:
     """The claims a run cannot test: Ω ∝ 1/ω needs the p sweep at two weight decays or more."""
     if len(fits.p_stats) > 1:
         return []
-    return [NotTested("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)", "—",
+    return [ClaimRow("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)", "—",
                       "the p sweep runs at one weight decay (EXTRA_OMEGAS_P is empty)", THEORY,
                       "needs the p sweep at ≥ 2 weight decays (EXTRA_OMEGAS_P)")]  # fmt: skip
 

@@ -3,23 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from ace_helpers.report import ClaimRow
 
-@dataclass(frozen=True)
-class ClaimRow:
-    """A claim the preset cannot test (reported with our value, never counted as a pass).
-
-    ``where`` (the paper's figure or section) and ``rule`` (our acceptance rule) are carried into
-    the claim records (:func:`ace_helpers.report.not_tested_records`) when given.
-    """
-
-    claim: str
-    paper: str
-    ours: str
-    why: str
-    where: str = ""
-    rule: str = ""
+__all__ = ["ClaimRow", "not_tested_table"]
 
 
 def not_tested_table(rows: Sequence[ClaimRow]) -> str:
