@@ -31,7 +31,7 @@ exact too and saves most of the projection work when the batch is much larger th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,12 +60,30 @@ DROPOUT_SEED_OFFSET = 1_000_003  # member m's dropout generator is seeded seeds[
 _TOP_PARAMS = {"tok_emb": "tok_emb.weight", "pos_emb": "pos_emb.weight", "head_w": "lm_head.weight", "head_b": "lm_head.bias"}
 
 
-def _dropout(x: torch.Tensor, p: float, generators: Sequence[torch.Generator] | None) -> torch.Tensor:
-    """Inverted dropout on a (M, ...) tensor; member ``m``'s mask comes from ``generators[m]``."""
+#: ``fast`` attention multiplies queries and keys elementwise (no matrix products) up to this context length.
+SMALL_CONTEXT = 8
+
+
+def _dropout(x: torch.Tensor, p: float, generators: Sequence[torch.Generator] | None, fast: bool = False) -> torch.Tensor:
+    """Inverted dropout on a (M, ...) tensor; member ``m``'s mask comes from ``generators[m]``.
+
+    The reference masks compare one uniform float per element with ``p``.  ``fast`` masks
+    compare 16 random bits per element with ``p`` rounded to a multiple of 1/65536 (and scale
+    by the rounded keep rate, so the expectation is exact): one 64-bit draw of member ``m``'s
+    generator makes four masks, about 3x cheaper to draw than the floats.
+    """
     if p == 0.0:
         return x
     if generators is None:
         return F.dropout(x, p, training=True)
+    if fast:
+        n = x[0].numel()
+        words = torch.empty((x.shape[0], -(-n // 4)), dtype=torch.int64, device=x.device)
+        for m, g in enumerate(generators):
+            words[m].random_(-(2**63), 2**63 - 1, generator=g)
+        cut = round(p * 65536)  # drop the 16-bit values below -32768 + cut
+        bits = words.view(torch.int16)[:, :n].reshape(x.shape)
+        return x * (bits >= cut - 32768).to(x.dtype).mul_(65536.0 / (65536 - cut))
     keep = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     for m, g in enumerate(generators):
         keep[m].uniform_(generator=g)
@@ -89,12 +107,16 @@ class _StackedBlock(nn.Module):
         last_only: bool,
         generators: Sequence[torch.Generator] | None,
         qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+        fast: bool = False,
     ) -> torch.Tensor:
         """x (M, B, T, D) -> (M, B, T', D) with T' = 1 if ``last_only`` else T.
 
         ``qkv``, when given, is the already computed attention input of ``x``: queries
         (M, B, H, T', hd), keys and values (M, B, H, T, hd) (the first block gets them from
-        per-token tables, see ``ToyEnsemble._first_qkv``).
+        per-token tables, see ``ToyEnsemble._first_qkv``).  ``fast``: the same maths with
+        cheaper kernels (elementwise attention for contexts up to :data:`SMALL_CONTEXT`, fast
+        dropout masks, see :func:`_dropout`); the numbers differ from the reference kernels
+        by rounding, and the dropout masks by their random stream.
         """
         M, B, T, D = x.shape
         hd = D // n_heads
@@ -121,26 +143,35 @@ class _StackedBlock(nn.Module):
             scores = (q * k).sum(-1) / math.sqrt(hd)  # (M, B, H, T)
             attn = scores.softmax(-1)
             if drop:
-                attn = _dropout(attn, drop, generators)
+                attn = _dropout(attn, drop, generators, fast)
             ctx = (attn.unsqueeze(-1) * v).sum(-2).reshape(M, B, D)  # (M, B, H, hd) -> (M, B, D)
+        elif fast and T <= SMALL_CONTEXT:
+            # a few positions: broadcast products beat M*B*H tiny matrix products
+            scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(hd)  # (M, B, H, Tq, T)
+            causal = torch.ones(Tq, T, dtype=torch.bool, device=x.device).triu(1)
+            attn = scores.masked_fill(causal, float("-inf")).softmax(-1)
+            if drop:
+                attn = _dropout(attn, drop, generators, fast)
+            ctx = (attn.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)  # (M, B, H, Tq, hd)
+            ctx = ctx.transpose(2, 3).reshape(M, B * Tq, D)
         else:
             scores = (q @ k.transpose(-1, -2)) / math.sqrt(hd)  # (M, B, H, Tq, T)
             causal = torch.ones(Tq, T, dtype=torch.bool, device=x.device).triu(1)
             scores = scores.masked_fill(causal, float("-inf"))
             attn = scores.softmax(-1)
             if drop:
-                attn = _dropout(attn, drop, generators)
+                attn = _dropout(attn, drop, generators, fast)
             ctx = (attn @ v).transpose(2, 3).reshape(M, B * Tq, D)
         sa = torch.baddbmm(self.out_b[:, None, :], ctx, self.out_w.transpose(1, 2)).view(M, B, Tq, D)
         if drop:
-            sa = _dropout(sa, drop, generators)
+            sa = _dropout(sa, drop, generators, fast)
         h = F.layer_norm(x_q + sa, (D,)) * self.ln1_w[:, None, None, :] + self.ln1_b[:, None, None, :]
         f = torch.baddbmm(self.ff1_b[:, None, :], h.reshape(M, B * Tq, D), self.ff1_w.transpose(1, 2)).relu()
         if drop:
-            f = _dropout(f, drop, generators)
+            f = _dropout(f, drop, generators, fast)
         f = torch.baddbmm(self.ff2_b[:, None, :], f, self.ff2_w.transpose(1, 2)).view(M, B, Tq, D)
         if drop:
-            f = _dropout(f, drop, generators)
+            f = _dropout(f, drop, generators, fast)
         return F.layer_norm(h + f, (D,)) * self.ln2_w[:, None, None, :] + self.ln2_b[:, None, None, :]
 
 
@@ -240,6 +271,7 @@ class ToyEnsemble(nn.Module):
         *,
         last_only: bool = False,
         generators: Sequence[torch.Generator] | None = None,
+        fast: bool = False,
     ) -> torch.Tensor:
         """Logits (M, B, T, V), or (M, B, V) for ``last_only``.
 
@@ -248,6 +280,7 @@ class ToyEnsemble(nn.Module):
             last_only: compute only the last position (exact for a causal model).
             generators: in training mode, one ``torch.Generator`` per member for its dropout
                 masks (``None``: torch's global RNG).
+            fast: cheaper kernels for the same maths (see :meth:`_StackedBlock.forward`).
         """
         if tokens.dim() == 2:
             tokens = tokens.unsqueeze(0).expand(self.n_members, -1, -1)
@@ -261,11 +294,23 @@ class ToyEnsemble(nn.Module):
         n = len(self.layers)
         for i, block in enumerate(self.layers):
             qkv = self._first_qkv(tokens, last_only) if i == 0 else None
-            h = block(h, self.config.n_heads, self.config.dropout, last_only and i == n - 1, generators, qkv)
+            h = block(h, self.config.n_heads, self.config.dropout, last_only and i == n - 1, generators, qkv, fast)
         M, B, T, D = h.shape
         logits = torch.baddbmm(self.head_b[:, None, :], h.reshape(M, B * T, D), self.head_w.transpose(1, 2))
         logits = logits.view(M, B, T, -1)
         return logits[:, :, -1] if last_only else logits
+
+    @torch.no_grad()
+    def extend(self, copies: Sequence[int]) -> None:
+        """Append copies of the members ``copies`` (in that order) as new members, in place.
+
+        Like :meth:`select`, this replaces the parameters; hand the optimizer the new ones.
+        """
+        idx = torch.as_tensor(copies, dtype=torch.long)
+        for module in self.modules():
+            for name, param in list(module.named_parameters(recurse=False)):
+                grown = torch.cat([param.detach(), param.detach().index_select(0, idx)])
+                setattr(module, name, nn.Parameter(grown))
 
     @torch.no_grad()
     def select(self, keep: Sequence[int] | torch.Tensor) -> None:
@@ -283,7 +328,9 @@ class ToyEnsemble(nn.Module):
 class EnsembleAdamW:
     """AdamW (as ``torch.optim.AdamW``, no amsgrad) over stacked parameters, with a weight
     decay per member: ``weight_decay`` is a (M,) tensor, member ``m`` of every parameter decays
-    with ``weight_decay[m]``.  :meth:`select` drops members together with :meth:`ToyEnsemble.select`.
+    with ``weight_decay[m]``.  :meth:`select` drops members together with :meth:`ToyEnsemble.select`;
+    :meth:`extend` adds members with a fresh state (their own step count from 0, as a new
+    ``torch.optim.AdamW`` would have), together with :meth:`ToyEnsemble.extend`.
     """
 
     def __init__(
@@ -303,7 +350,8 @@ class EnsembleAdamW:
             raise ValueError(f"weight_decay must have one value per member ({M}), got shape {tuple(self.weight_decay.shape)}")
         self.exp_avg = [torch.zeros_like(p) for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
-        self.t = 0
+        self.t = 0  # steps taken (all members, until members of another age join)
+        self.member_t: torch.Tensor | None = None  # (M,) float64 per-member step counts, once ages differ
 
     def zero_grad(self) -> None:
         """Drop all gradients."""
@@ -312,9 +360,12 @@ class EnsembleAdamW:
 
     @torch.no_grad()
     def step(self) -> None:
-        """One AdamW update of every member (all members share the step count)."""
+        """One AdamW update of every member."""
         self.t += 1
         b1, b2 = self.betas
+        if self.member_t is not None:
+            self._step_per_member()
+            return
         bc1 = 1.0 - b1**self.t
         bc2_sqrt = math.sqrt(1.0 - b2**self.t)
         for p, m, v in zip(self.params, self.exp_avg, self.exp_avg_sq):
@@ -326,6 +377,23 @@ class EnsembleAdamW:
             v.mul_(b2).addcmul_(p.grad, p.grad, value=1.0 - b2)
             p.addcdiv_(m, v.sqrt().div_(bc2_sqrt).add_(self.eps), value=-self.lr / bc1)
 
+    def _step_per_member(self) -> None:
+        """The update with each member's own bias corrections (members of different ages)."""
+        assert self.member_t is not None
+        self.member_t += 1
+        b1, b2 = self.betas
+        step_size = (-self.lr / (1.0 - b1**self.member_t)).float()  # (M,)
+        bc2_sqrt = (1.0 - b2**self.member_t).sqrt().float()
+        for p, m, v in zip(self.params, self.exp_avg, self.exp_avg_sq):
+            if p.grad is None:
+                continue
+            shape = (-1, *([1] * (p.dim() - 1)))
+            p.mul_((1.0 - self.lr * self.weight_decay).view(shape))
+            m.lerp_(p.grad, 1.0 - b1)
+            v.mul_(b2).addcmul_(p.grad, p.grad, value=1.0 - b2)
+            denom = v.sqrt().div_(bc2_sqrt.view(shape)).add_(self.eps)
+            p.add_(m.div(denom).mul_(step_size.view(shape)))
+
     def select(self, keep: Sequence[int] | torch.Tensor, params: Sequence[nn.Parameter]) -> None:
         """Keep only the members ``keep`` of the optimizer state; ``params`` are the new
         (already selected) parameters, in the original order (``ToyEnsemble.parameters()``)."""
@@ -334,6 +402,37 @@ class EnsembleAdamW:
         self.weight_decay = self.weight_decay.index_select(0, idx)
         self.exp_avg = [s.index_select(0, idx).contiguous() for s in self.exp_avg]
         self.exp_avg_sq = [s.index_select(0, idx).contiguous() for s in self.exp_avg_sq]
+        if self.member_t is not None:
+            self.member_t = self.member_t.index_select(0, idx)
+
+    def extend(self, weight_decay: Sequence[float], params: Sequence[nn.Parameter]) -> None:
+        """Add ``len(weight_decay)`` members with a fresh state (zero moments, step count 0);
+        ``params`` are the new (already extended) parameters (``ToyEnsemble.parameters()``)."""
+        n_new = len(weight_decay)
+        M = self.weight_decay.shape[0]
+        if self.member_t is None:
+            self.member_t = torch.full((M,), float(self.t), dtype=torch.float64)
+        self.member_t = torch.cat([self.member_t, torch.zeros(n_new, dtype=torch.float64)])
+        self.weight_decay = torch.cat([self.weight_decay, torch.as_tensor(weight_decay, dtype=torch.float32)])
+        self.params = list(params)
+        self.exp_avg = [torch.cat([s, s.new_zeros((n_new, *s.shape[1:]))]) for s in self.exp_avg]
+        self.exp_avg_sq = [torch.cat([s, s.new_zeros((n_new, *s.shape[1:]))]) for s in self.exp_avg_sq]
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """The optimizer state as flat arrays (``exp_avg/<i>``, ``exp_avg_sq/<i>``, ``weight_decay``, ``t``)."""
+        out = {f"exp_avg/{i}": s.numpy().copy() for i, s in enumerate(self.exp_avg)}
+        out |= {f"exp_avg_sq/{i}": s.numpy().copy() for i, s in enumerate(self.exp_avg_sq)}
+        t = self.member_t if self.member_t is not None else torch.full_like(self.weight_decay, self.t, dtype=torch.float64)
+        return out | {"weight_decay": self.weight_decay.numpy().copy(), "t": t.numpy().copy(), "t_shared": np.array(self.t)}
+
+    def load_state_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Load what :meth:`state_arrays` stored (for the same parameters, already loaded)."""
+        self.exp_avg = [torch.from_numpy(np.array(arrays[f"exp_avg/{i}"])) for i in range(len(self.params))]
+        self.exp_avg_sq = [torch.from_numpy(np.array(arrays[f"exp_avg_sq/{i}"])) for i in range(len(self.params))]
+        self.weight_decay = torch.from_numpy(np.array(arrays["weight_decay"]))
+        self.t = int(arrays["t_shared"])
+        t = torch.from_numpy(np.array(arrays["t"]))
+        self.member_t = None if bool((t == self.t).all()) else t
 
 
 @torch.no_grad()
@@ -387,6 +486,8 @@ def train_ensemble(
     desc: str = "ensemble",
     loss_positions: str = "last",
     track_loss: bool = False,
+    precision: str = "fp32",
+    fast: bool = False,
 ) -> EnsembleRun:
     """Train ``len(seeds)`` ToyTransformers together (cross-entropy at the last or at every position).
 
@@ -415,12 +516,19 @@ def train_ensemble(
             gradients do not mix.
         track_loss: record each member's mean training loss per completed epoch
             (``EnsembleRun.loss``); always on for ``loss_positions="all"``, where it is free.
+        precision: ``"fp32"`` or ``"bf16"`` (the forward pass under bf16 autocast, see
+            :mod:`ace_helpers.precision`; weights, optimizer state and loss stay fp32).
+        fast: the fast kernels (see :meth:`ToyEnsemble.forward`): same maths, other rounding
+            and another dropout random stream than the reference kernels.
 
     Returns:
         :class:`EnsembleRun`.
     """
     from tqdm.std import tqdm  # plain text bar: no ipywidgets needed in notebooks
 
+    from ace_helpers.precision import autocast, check_precision
+
+    check_precision("precision", precision)
     seeds = [int(s) for s in seeds]
     wds = [float(w) for w in weight_decays]
     if len(seeds) == 0 or len(seeds) != len(wds):
@@ -458,13 +566,15 @@ def train_ensemble(
         pos += batch_size
         gens = [drop_gens[m] for m in active]
         if all_positions:
-            logits = ensemble(inputs[idx], generators=gens)  # (A, b, T, V)
+            with autocast(precision):
+                logits = ensemble(inputs[idx], generators=gens, fast=fast).float()  # (A, b, T, V)
             A, b = idx.shape
             per_token = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[idx].reshape(-1), reduction="none")
             member_loss = per_token.view(A, -1).mean(dim=1)  # (A,) each member's own mean
             loss = member_loss.sum()
         else:
-            logits = ensemble(inputs[idx], last_only=True, generators=gens)
+            with autocast(precision):
+                logits = ensemble(inputs[idx], last_only=True, generators=gens, fast=fast).float()
             A, b, V = logits.shape
             loss = F.cross_entropy(logits.reshape(A * b, V), labels[idx].reshape(-1), reduction="sum") / b
             if track_loss:

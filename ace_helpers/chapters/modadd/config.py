@@ -17,6 +17,7 @@ import numpy as np
 
 from ace_helpers import params as P_
 from ace_helpers.models import ToyConfig
+from ace_helpers.precision import check_precision
 
 PRESETS: dict[str, dict[str, Any]] = {
     # p = 31, 60 % of the pairs, lr 3e-3: groks at epoch ~450 (two steps per epoch, minutes).  The
@@ -41,6 +42,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "CLOCK_EPOCHS": None,
         "ARTIFACT_DIR": None,
         "WORKERS": 1,
+        "TRAINER": "loop",
+        "PRECISION": "fp32",
     },
     # The paper's task (p = 53, 50 % split) and schedule, cut to what 2 CPU cores allow.  With
     # these seeds every model has grokked by epoch 1000 (not 800), so the WD-off arm forks 100
@@ -65,6 +68,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "CLOCK_EPOCHS": None,
         "ARTIFACT_DIR": None,
         "WORKERS": 2,
+        "TRAINER": "loop",
+        "PRECISION": "fp32",
     },
 }
 
@@ -78,6 +83,20 @@ KNOBS: tuple[str, ...] = tuple(PRESETS["book"])
 
 #: Knobs that change the training run / analysis (the artifact key); the others only change plots.
 RUN_KNOBS: tuple[str, ...] = tuple(k for k in KNOBS if k not in ("N_MODELS", "CLOCK_EPOCHS", "ARTIFACT_DIR", "WORKERS"))
+
+#: Run knobs added after runs were stored, with the value those runs had: a run at this value
+#: leaves the knob out of its artifact key, so the stored runs keep their names and keys.
+KEYED_WHEN_CHANGED: dict[str, Any] = {"TRAINER": "loop", "PRECISION": "fp32"}
+
+#: ``TRAINER`` values: ``"loop"`` trains each model alone (``torch.optim.AdamW`` on a
+#: ``ToyTransformer``; the stored runs), ``"ensemble"`` trains every model and both arms as one
+#: batched ensemble (:mod:`ace_helpers.chapters.modadd.ensemble_run`).
+TRAINERS = ("loop", "ensemble")
+
+
+def run_knob_values(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The run knobs that key a run's artifacts (see :data:`KEYED_WHEN_CHANGED`)."""
+    return {k: cfg[k] for k in RUN_KNOBS if k not in KEYED_WHEN_CHANGED or cfg[k] != KEYED_WHEN_CHANGED[k]}
 
 
 def holdout_classes(p: int, fraction: float) -> int:
@@ -185,9 +204,18 @@ def check(cfg: dict[str, Any]) -> None:
     if cfg["CLOCK_EPOCHS"] is not None:
         P_.check_list("CLOCK_EPOCHS", cfg["CLOCK_EPOCHS"], lambda n, v: P_.check_int(n, v, low=0, high=epochs))
     workers = P_.check_int("WORKERS", cfg["WORKERS"], low=1, high=MAX_MODELS)
+    P_.check_choice("TRAINER", cfg["TRAINER"], TRAINERS)
+    check_precision("PRECISION", cfg["PRECISION"])
+    if cfg["PRECISION"] != "fp32" and cfg["TRAINER"] != "ensemble":
+        raise ValueError(
+            f"PRECISION={cfg['PRECISION']!r} is not allowed with TRAINER={cfg['TRAINER']!r}: only the ensemble trainer "
+            "runs bf16 (set TRAINER='ensemble', or PRECISION='fp32')"
+        )
     if cfg["ARTIFACT_DIR"] is not None:
         P_.check_output_dir("ARTIFACT_DIR", cfg["ARTIFACT_DIR"], "modadd_grokking_cache")
-    _check_size(cfg["P"], cfg["TRAIN_FRACTION"], cfg["BATCH_SIZE"], min(workers, n_models))
+    # the ensemble trains every model's two arms in one process: its batch memory is 2 N_MODELS batches
+    processes = 2 * n_models if cfg["TRAINER"] == "ensemble" else min(workers, n_models)
+    _check_size(cfg["P"], cfg["TRAIN_FRACTION"], cfg["BATCH_SIZE"], processes)
     _check_split(cfg["P"], cfg["TRAIN_FRACTION"], cfg["DATA_SEED"])
     _check_schedule(cfg)
 

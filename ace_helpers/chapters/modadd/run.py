@@ -35,7 +35,7 @@ from ace_helpers.chapters.modadd.analysis import (
     row_to_plain,
     stack_rows,
 )
-from ace_helpers.chapters.modadd.config import RUN_KNOBS, holdout_classes, model_config, schedule_of
+from ace_helpers.chapters.modadd.config import holdout_classes, model_config, run_knob_values, schedule_of
 from ace_helpers.models import build_model
 from ace_helpers.tasks.modadd import modadd_dataset
 from ace_helpers.train import load_state, state_arrays, train_lm
@@ -54,13 +54,13 @@ def _segment_seed(seed: int, arm: int, model_index: int, start: int) -> int:
 
 def run_hash(cfg: Mapping[str, Any]) -> str:
     """12 hex digits naming a run's artifacts: a hash of its :data:`RUN_KNOBS` values."""
-    key = json.dumps(to_plain({k: cfg[k] for k in RUN_KNOBS}), sort_keys=True)
+    key = json.dumps(to_plain(run_knob_values(cfg)), sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def model_key(cfg: Mapping[str, Any], model_index: int) -> dict[str, Any]:
     """Parameters the stored analyses of model ``model_index`` must match: the run knobs and the index."""
-    return {k: cfg[k] for k in RUN_KNOBS} | {"model_index": model_index}
+    return run_knob_values(cfg) | {"model_index": model_index}
 
 
 def snapshot_key(cfg: Mapping[str, Any], model_index: int) -> dict[str, Any]:
@@ -273,7 +273,24 @@ def load_or_train(
     found = [load_artifact(directory, names[m], keys[m]) for m in range(cfg["N_MODELS"])]
     missing = [m for m, a in enumerate(found) if a is None]
     snap = None if snapshot_dir is None else str(snapshot_dir)
-    if missing:
+    if missing and cfg["TRAINER"] == "ensemble":
+        from ace_helpers.chapters.modadd.ensemble_run import ensemble_snapshot_name, train_models_together
+        from ace_helpers.precision import describe
+
+        threads = P_.set_threads()
+        if log is not None:
+            log(f"models {missing}: training both arms as one ensemble of {2 * len(missing)} members in this process "
+                f"with {threads} torch thread(s); {describe(cfg['PRECISION'])}")  # fmt: skip
+        per_model, wall = train_models_together(cfg, missing, snapshot_dir=snap, log=log)
+        for m in missing:
+            save_artifact(directory, names[m], params=keys[m], data={"model_index": m}, arrays=per_model[m],
+                          wall_s=wall / len(missing))  # fmt: skip
+            found[m] = load_artifact(directory, names[m], keys[m])
+        if snapshot_dir is not None:
+            stem = ensemble_snapshot_name(cfg, missing)
+            for f in [*Path(snapshot_dir).glob(f"{stem}.*"), *Path(snapshot_dir).glob(f".{stem}.*")]:
+                f.unlink()
+    elif missing:
         n_workers = min(workers, len(missing))
         jobs = [(cfg, m, snap, wd_first, n_workers) for m in missing]
         if n_workers > 1:

@@ -1,0 +1,69 @@
+"""Training precision: the ``PRECISION`` knob (``"fp32"`` or ``"bf16"``) and what it runs on this CPU.
+
+``"fp32"`` is the reference: every stored result of the book was trained that way unless its
+manifest says otherwise.  ``"bf16"`` runs the training forward pass under
+``torch.autocast("cpu", dtype=torch.bfloat16)``: the batched matrix products take bf16 inputs
+(on a CPU with AMX, oneDNN runs them on the AMX tiles), while the master weights, the
+optimizer state, the loss and every analysis stay fp32.  On a CPU without AMX bf16 is
+allowed but emulated, and usually slower than fp32: :func:`describe` says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ace_helpers.params import check_choice
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def check_precision(name: str, value: Any) -> str:
+    """``value`` must be one of :data:`PRECISIONS`; returns it."""
+    return check_choice(name, value, PRECISIONS)
+
+
+@lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    """The CPU feature flags of ``/proc/cpuinfo`` (empty where there is none, e.g. macOS)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def has_amx_bf16() -> bool:
+    """Whether this CPU has AMX bf16 tiles (the ``amx_bf16`` flag)."""
+    return "amx_bf16" in cpu_flags()
+
+
+def describe(precision: str) -> str:
+    """One line on which kernels ``precision`` runs on this CPU (printed by the training chapters)."""
+    import torch
+
+    check_precision("PRECISION", precision)
+    capability = torch.backends.cpu.get_cpu_capability()
+    if precision == "fp32":
+        return f"fp32 throughout (torch CPU kernels: {capability})"
+    if has_amx_bf16():
+        return f"bf16 matmuls on AMX (amx_bf16 present, oneDNN), fp32 weights, optimizer state and analyses ({capability})"
+    return (
+        f"bf16 matmuls WITHOUT AMX (no amx_bf16 flag on this CPU): emulated, expect it to run slower than fp32; "
+        f"fp32 weights, optimizer state and analyses ({capability})"
+    )
+
+
+def autocast(precision: str) -> contextlib.AbstractContextManager:
+    """The context to run a training forward pass in: bf16 autocast on the CPU, or nothing for fp32."""
+    import torch
+
+    check_precision("PRECISION", precision)
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast("cpu", dtype=torch.bfloat16)
