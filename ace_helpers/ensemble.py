@@ -638,6 +638,7 @@ def train_seeds(
     batch_size: int,
     lr: float,
     method: str = "ensemble",
+    precision: str = "fp32",
 ) -> TrainResult:
     """Train one language model per seed (AdamW, no weight decay, cross-entropy on every position).
 
@@ -648,6 +649,8 @@ def train_seeds(
     ``method="ensemble1"`` runs the same code one seed at a time (identical numbers, for the
     benchmark); ``method="sequential"`` is the plain :func:`ace_helpers.train.train_lm` loop on
     ``nn.Module`` s (dropout from torch's global RNG seeded with ``seed + 1_000_003``).
+    ``precision="bf16"`` (ensemble methods only) trains under bf16 autocast with the fast
+    kernels (``fast=True`` of :func:`train_ensemble`); ``"fp32"`` runs the reference kernels.
 
     Returns:
         :class:`TrainResult` with plain :class:`ToyTransformer` s in eval mode.
@@ -658,6 +661,8 @@ def train_seeds(
 
     if method not in ("ensemble", "ensemble1", "sequential"):
         raise ValueError(f"method must be one of ['ensemble', 'ensemble1', 'sequential'], got {method!r}")
+    if method == "sequential" and precision != "fp32":
+        raise ValueError(f"precision={precision!r} needs an ensemble method; method='sequential' trains in fp32 only")
     seeds = [int(s) for s in seeds]
     start, start_cpu = time.perf_counter(), time.process_time()
     models: list[ToyTransformer] = []
@@ -680,7 +685,7 @@ def train_seeds(
         run = train_ensemble(config, inputs, targets, seeds=group, weight_decays=[0.0] * len(group),
                              batch_size=batch_size, lr=lr, max_steps=int(epochs) * steps_per_epoch,
                              eval_every=int(epochs) * steps_per_epoch, keep_models=True, progress=False,
-                             loss_positions="all")
+                             loss_positions="all", precision=precision, fast=precision == "bf16")
         models += run.models
         losses += run.loss
     return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)

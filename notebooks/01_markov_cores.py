@@ -61,6 +61,7 @@ ABLATION = None  # "mean" (project about the activation mean) | "zero" (the pape
 SEED = None  # base seed of model initialisation, data order and dropout
 LR = None  # AdamW learning rate (paper: 1e-4, no weight decay)
 BATCH_SIZE = None  # mini-batch size (paper: 64)
+PRECISION = None  # "fp32" (the stored results) or "bf16" (matmuls on AMX, fast dropout masks)
 DATA_SEED = None  # numpy RandomState seed of the training sequences (paper: 0)
 TEST_DATA_SEED = None  # numpy RandomState seed of the test sequences (paper: 999)
 EXTRA_CHAINS = None  # "try your own chain": more transition matrices, analysed the same way

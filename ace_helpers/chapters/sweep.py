@@ -31,12 +31,13 @@ CHAPTERS = ("04_grokking_scaling_law",)
 
 def grok_unit(
     sweep: str, p: int, omega: float, seed: int, *, batch_size: int | None, max_steps: int, eval_every: int,
-    train_fraction: float, stop_margin: int, lr: float,
+    train_fraction: float, stop_margin: int, lr: float, precision: str = "fp32",
 ) -> dict[str, Any]:  # fmt: skip
     """One grokking run (modulus ``p``, weight decay ``omega``, ``seed``): its :class:`GrokRecord` as a dict."""
     (record,) = gsl.run_grok_sweep(
         p, [omega], [seed], batch_size=batch_size, max_steps=max_steps, eval_every=eval_every,
         train_fraction=train_fraction, stop_margin=stop_margin, lr=lr, sweep=sweep, progress=False,
+        precision=precision,
     )  # fmt: skip
     return record.to_dict()
 
@@ -45,7 +46,8 @@ def grok_tasks(cfg: Params) -> list[Task]:
     """One task per run of chapter 4's sweeps under resolved ``cfg``: the ω sweep, then the p sweep at
     each of its weight decays (``OMEGA_P``, then ``EXTRA_OMEGAS_P``)."""
     seeds = [gsl.SEED0 + i for i in range(cfg["N_SEEDS"])]
-    common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"]}
+    common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"],
+              "precision": cfg["PRECISION"]}  # fmt: skip
     fn = f"{__name__}:grok_unit"
     tasks = [
         Task(fn, {"sweep": "omega", "p": cfg["P_OMEGA"], "omega": float(w), "seed": s, "batch_size": cfg["BATCH_SIZE_OMEGA"],

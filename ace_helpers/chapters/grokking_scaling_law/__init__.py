@@ -61,6 +61,7 @@ from ace_helpers.chapters.grokking_scaling_law.runs import (
     uncensored,
 )
 from ace_helpers.params import ChapterParams, Params, check_int, check_list, check_prime, check_range
+from ace_helpers.precision import check_precision
 from ace_helpers.report import Claims
 
 __all__ = [
@@ -95,6 +96,7 @@ PRESETS: dict[str, dict] = {
         "OMEGA_P": 1.0,
         "EXTRA_OMEGAS_P": [2.0],
         "LR": 1e-3,
+        "PRECISION": "fp32",
     },
     "paper": {
         "OMEGAS": [0.3, 0.5, 1.0, 1.5, 2.0, 3.0],
@@ -112,6 +114,7 @@ PRESETS: dict[str, dict] = {
         "OMEGA_P": 1.0,
         "EXTRA_OMEGAS_P": [],
         "LR": 1e-3,
+        "PRECISION": "fp32",
     },
 }
 
@@ -157,6 +160,7 @@ def check(p: dict) -> None:
     if len({p["OMEGA_P"], *p["EXTRA_OMEGAS_P"]}) != 1 + len(p["EXTRA_OMEGAS_P"]):
         raise ValueError(f"EXTRA_OMEGAS_P={p['EXTRA_OMEGAS_P']!r} is not allowed: it must not repeat values or OMEGA_P ({p['OMEGA_P']})")
     p["LR"] = check_range("LR", p["LR"], low=0.0, low_open=True, high=1.0)
+    p["PRECISION"] = check_precision("PRECISION", p["PRECISION"])
     sweeps = [("TRAIN_FRACTION", "P_OMEGA", p["P_OMEGA"], len(p["OMEGAS"]) * p["N_SEEDS"], p["BATCH_SIZE_OMEGA"])]
     members_p = p["N_SEEDS"] * (1 + len(p["EXTRA_OMEGAS_P"]))
     sweeps += [("TRAIN_FRACTION_P", "PRIMES", q, members_p, None) for q in p["PRIMES"]]

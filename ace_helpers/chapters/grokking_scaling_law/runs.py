@@ -119,6 +119,7 @@ def run_grok_sweep(
     lr: float = 1e-3,
     sweep: str = "omega",
     progress: bool = True,
+    precision: str = "fp32",
 ) -> list[GrokRecord]:
     """Train every (ω, seed) pair for modulus ``p`` as one ensemble and time its grokking.
 
@@ -129,6 +130,7 @@ def run_grok_sweep(
         max_steps: step cap (censoring).  eval_every: steps between evaluations.
         train_fraction, split_seed: the ``modadd_dataset`` split.
         stop_margin: steps a run keeps training after it grokked.
+        precision: ``"fp32"`` (reference kernels) or ``"bf16"`` (bf16 autocast and the fast kernels).
 
     Returns:
         One :class:`GrokRecord` per (ω, seed), ω-major.
@@ -168,6 +170,8 @@ def run_grok_sweep(
         evaluate=evaluate,
         progress=progress,
         desc=f"{sweep} sweep p={p}",
+        precision=precision,
+        fast=precision == "bf16",
     )
     records = []
     for m, (w, s) in enumerate(members):
@@ -237,6 +241,7 @@ def run_omega_sweep(params: Params, progress: bool = False) -> list[GrokRecord]:
         params["P_OMEGA"], params["OMEGAS"], seeds, batch_size=params["BATCH_SIZE_OMEGA"],
         max_steps=params["MAX_STEPS"], eval_every=params["EVAL_EVERY"], train_fraction=params["TRAIN_FRACTION"],
         stop_margin=params["STOP_MARGIN"], lr=params["LR"], sweep="omega", progress=progress,
+        precision=params["PRECISION"],
     )
 
 
@@ -254,6 +259,7 @@ def run_p_sweep(params: Params, progress: bool = False) -> list[GrokRecord]:
             p, p_sweep_omegas(params), seeds, batch_size=None, max_steps=params["MAX_STEPS"],
             eval_every=params["EVAL_EVERY"], train_fraction=params["TRAIN_FRACTION_P"],
             stop_margin=params["STOP_MARGIN"], lr=params["LR"], sweep="p", progress=progress,
+            precision=params["PRECISION"],
         )
     return out
 

@@ -100,6 +100,7 @@ from ace_helpers.chapters.markov_cores.pipeline import (
     train_models,
 )
 from ace_helpers.params import ChapterParams, check_choice, check_int, check_list, check_range
+from ace_helpers.precision import check_precision
 from ace_helpers.tasks.markov import PAPER_CHAIN, state_r2, validate_transition
 
 __all__ = [
@@ -137,6 +138,7 @@ _COMMON = {
     "ABLATION": "mean",
     "SEED": 0,
     "BATCH_SIZE": 64,
+    "PRECISION": "fp32",
     "DATA_SEED": 0,
     "TEST_DATA_SEED": 999,
 }
@@ -218,6 +220,7 @@ def check(p: dict[str, Any]) -> None:
     p["TEST_DATA_SEED"] = check_int("TEST_DATA_SEED", p["TEST_DATA_SEED"], low=0)
     p["LR"] = check_range("LR", p["LR"], low=0.0, high=1.0, low_open=True)
     p["BATCH_SIZE"] = check_int("BATCH_SIZE", p["BATCH_SIZE"], low=1)
+    p["PRECISION"] = check_precision("PRECISION", p["PRECISION"])
     p["EXTRA_CHAINS"] = check_list("EXTRA_CHAINS", p["EXTRA_CHAINS"], _check_chain, min_len=0)
     p["EXTRA_SEEDS"] = check_int("EXTRA_SEEDS", p["EXTRA_SEEDS"], low=1, high=16)
     for name, T in [("T", p["T"])] + [(f"EXTRA_CHAINS[{i}]", t) for i, t in enumerate(p["EXTRA_CHAINS"])]:

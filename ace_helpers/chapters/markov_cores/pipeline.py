@@ -68,16 +68,18 @@ def train_models(
     batch_size: int = 64,
     lr: float = 1e-4,
     method: str = "ensemble",
+    precision: str = "fp32",
 ) -> TrainResult:
     """Train one model per seed on ``data`` (AdamW, no weight decay, CE on every position).
 
     The chapter's model (:func:`toy_config`) trained by :func:`ace_helpers.ensemble.train_seeds`
     (``method``: ``"ensemble"`` all seeds at once, ``"ensemble1"`` the same code one seed at a
-    time, ``"sequential"`` the plain ``train_lm`` loop).
+    time, ``"sequential"`` the plain ``train_lm`` loop).  ``precision="bf16"`` trains under bf16
+    autocast with the fast kernels (see :mod:`ace_helpers.precision`).
     """
     check_choice("method", method, ("ensemble", "ensemble1", "sequential"))
     return train_seeds(toy_config(data.n_states, d_model), data.train_inputs, data.train_targets, seeds,
-                       epochs=epochs, batch_size=batch_size, lr=lr, method=method)
+                       epochs=epochs, batch_size=batch_size, lr=lr, method=method, precision=precision)
 
 
 # -------------------- eigenvalues: errors, the state-mean fit, the sampling floor -------------
@@ -310,12 +312,14 @@ def run_chain(
     data_seed: int = 0,
     test_data_seed: int = 999,
     method: str = "ensemble",
+    precision: str = "fp32",
 ) -> ChainRun:
     """Sample data, train the seeds, analyse each model for each ``(tail, ablation)`` variant."""
     start, start_cpu = time.perf_counter(), time.process_time()
     T = validate_transition(T)
     data = markov_dataset(T, n_train, n_test, seq_len, train_seed=data_seed, test_seed=test_data_seed)
-    trained = train_models(data, seeds, d_model=d_model, epochs=epochs, batch_size=batch_size, lr=lr, method=method)
+    trained = train_models(data, seeds, d_model=d_model, epochs=epochs, batch_size=batch_size, lr=lr, method=method,
+                           precision=precision)
     variants = list(dict.fromkeys(tuple(v) for v in variants))
     analyses = [analyse_model(m, data, energy=energy, variants=variants) for m in trained.models]
     pairs = list(combinations(range(len(seeds)), 2))
@@ -415,7 +419,7 @@ def run_chapter(p: Params, *, method: str = "ensemble") -> tuple[dict[str, Any],
     variants = [(p["TAIL"], p["ABLATION"]), (PAPER_TAIL, PAPER_ABLATION)] + ALL_VARIANTS
     common = dict(d_model=p["D_MODEL"], n_train=p["N_TRAIN"], n_test=p["N_TEST"], seq_len=p["SEQ_LEN"],
                   energy=p["ENERGY"], lr=p["LR"], batch_size=p["BATCH_SIZE"], data_seed=p["DATA_SEED"],
-                  test_data_seed=p["TEST_DATA_SEED"], variants=variants, method=method)
+                  test_data_seed=p["TEST_DATA_SEED"], variants=variants, method=method, precision=p["PRECISION"])
     main = run_chain(p["T"], seeds=model_seeds(p["SEED"], p["N_SEEDS"]), epochs=p["EPOCHS"], **common)
     results = chain_results(main, p["TAIL"], p["ABLATION"])
     extras = [run_chain(T, seeds=model_seeds(p["SEED"], p["EXTRA_SEEDS"]), epochs=p["EXTRA_EPOCHS"], **common)
