@@ -6,15 +6,21 @@ import numpy as np
 import pytest
 
 from ace_helpers.chapters.modadd import config
+from ace_helpers.chapters.modadd import ensemble_run
 from ace_helpers.chapters.modadd.ensemble_run import train_models_together
 from ace_helpers.chapters.modadd.run import load_or_train, run_hash
 from ace_helpers.params import set_threads
 
 set_threads(1)
 
-# p = 7: 29 train pairs, one step per epoch; the fork at 505 and a snapshot at 500 (one segment)
-SMALL = dict(P=7, TRAIN_FRACTION=0.6, EPOCHS=520, FORK_EPOCH=505, CHECKPOINT_EVERY=100, CHECKPOINT_SWITCH=520,
-             CHECKPOINT_EVERY_LATE=100, HOLDOUT_FRACTION=0.0, TRAINER="ensemble")
+# p = 7: 29 train pairs, one step per epoch; segments of 50 epochs (the chapters' 500, scaled down)
+SMALL = dict(P=7, TRAIN_FRACTION=0.6, EPOCHS=52, FORK_EPOCH=51, CHECKPOINT_EVERY=10, CHECKPOINT_SWITCH=52,
+             CHECKPOINT_EVERY_LATE=10, HOLDOUT_FRACTION=0.0, TRAINER="ensemble")
+
+
+@pytest.fixture(autouse=True)
+def short_segments(monkeypatch):
+    monkeypatch.setattr(ensemble_run, "SEGMENT_EPOCHS", 50)
 
 
 def _cfg(**changes):
@@ -35,27 +41,30 @@ def test_stored_runs_keep_their_keys() -> None:
     assert run_hash(book.replace(TRAINER="ensemble", PRECISION="bf16")) != run_hash(book.replace(TRAINER="ensemble"))
 
 
-def test_resumed_run_equals_uninterrupted_and_both_arms_are_stored(tmp_path) -> None:
-    cfg = _cfg(N_MODELS=2)
-    whole, _ = train_models_together(cfg, [0, 1])
+def test_resume_falls_back_past_a_corrupt_snapshot_and_equals_the_uninterrupted_run(tmp_path) -> None:
+    cfg = _cfg(N_MODELS=1, EPOCHS=102, FORK_EPOCH=101, CHECKPOINT_SWITCH=102)
+    whole, _ = train_models_together(cfg, [0])
 
     class Stop(Exception):
         pass
 
-    def stop_at_segment(msg: str) -> None:
-        if "epoch 500" in msg:
+    def stop_at(msg: str) -> None:
+        if "epoch 100," in msg:
             raise Stop
 
     with pytest.raises(Stop):
-        train_models_together(cfg, [0, 1], snapshot_dir=tmp_path, log=stop_at_segment)
+        train_models_together(cfg, [0], snapshot_dir=tmp_path, log=stop_at)
+    shards = sorted(p.name for p in tmp_path.glob("ensemble_*_e100_j*.npz"))
+    assert len(shards) == 1 and list(tmp_path.glob("ensemble_*_e50.manifest.json"))  # two generations kept
+    shard = tmp_path / shards[0]
+    shard.write_bytes(shard.read_bytes()[:-100])  # the newest generation is now corrupt
     resumed_log: list[str] = []
-    resumed, _ = train_models_together(cfg, [0, 1], snapshot_dir=tmp_path, log=resumed_log.append)
-    assert any("resumed at epoch 500" in m for m in resumed_log)
-    for m in (0, 1):
-        _same(whole[m], resumed[m])
-        assert whole[m]["wd/epochs"].tolist() == [0, 100, 200, 300, 400, 500, 520]
-        assert whole[m]["nowd/epochs"].tolist() == [505, 520]
-    assert not np.array_equal(whole[0]["wd/test_acc"], whole[1]["wd/test_acc"])  # two different models
+    resumed, _ = train_models_together(cfg, [0], snapshot_dir=tmp_path, log=resumed_log.append)
+    assert any("epoch 100 is incomplete or corrupt" in m for m in resumed_log)
+    assert any("resumed at epoch 50" in m for m in resumed_log)
+    _same(whole[0], resumed[0])
+    assert whole[0]["wd/epochs"].tolist() == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 102]
+    assert whole[0]["nowd/epochs"].tolist() == [101, 102]
 
 
 def test_a_model_trains_the_same_alone_or_beside_others() -> None:

@@ -27,14 +27,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--n-models", type=int, default=None, help="number of models (default: the preset's)")
     ap.add_argument("--store-partial", action="store_true", help="store the analyses an unfinished run has reached; no training")
     ap.add_argument("--wd-first", action="store_true", help="train each model's weight-decay arm to the end before its WD-off arm")
+    ap.add_argument("--trainer", choices=config.TRAINERS, default=None, help="loop (the stored runs) or ensemble (default: the preset's)")
+    ap.add_argument("--precision", default=None, help="fp32 or bf16 (bf16 needs --trainer ensemble; default: the preset's)")
+    ap.add_argument("--snapshot-dir", default=None, help="resume snapshots (default: outputs/modadd_grokking_snapshots; "
+                    "book/artifacts/modadd_grokking_snapshots to commit them, so another machine resumes from a clone)")
     args = ap.parse_args(argv)
     P_.set_threads()
-    cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers)
+    cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers, TRAINER=args.trainer,
+                                PRECISION=args.precision)  # fmt: skip
+    snapshots = args.snapshot_dir if args.snapshot_dir is not None else snapshot_dir_for(cfg)
     if args.store_partial:
-        through = store_partial(cfg, snapshot_dir_for(cfg))
+        through = store_partial(cfg, snapshots)
         print(f"stored {cfg['N_MODELS']} model(s) through epochs {through} of {cfg['EPOCHS']} in {artifact_dir(cfg)}")
         return
-    run = load_or_train(cfg, snapshot_dir=snapshot_dir_for(cfg), workers=cfg["WORKERS"], wd_first=args.wd_first)
+    run = load_or_train(cfg, snapshot_dir=snapshots, workers=cfg["WORKERS"], wd_first=args.wd_first)
     print(f"stored in {run.directory}; grok epoch {grok_epoch(run.wd.epochs, run.wd['test_acc'])}")
 
 

@@ -30,12 +30,67 @@ from ace_helpers.tasks.modadd import modadd_dataset
 
 
 def ensemble_snapshot_name(cfg: Mapping[str, Any], models: Sequence[int]) -> str:
-    """Artifact name stem of the ensemble's resume snapshot (one for all its members)."""
+    """Name stem of the ensemble's resume snapshots (one set for all its members)."""
     return f"ensemble_{run_hash(cfg)}_m{'-'.join(str(m) for m in models)}"
 
 
 def _snapshot_key(cfg: Mapping[str, Any], models: Sequence[int]) -> dict[str, Any]:
     return model_key(cfg, -1) | {"models": list(models), "segment_epochs": SEGMENT_EPOCHS}
+
+
+#: Snapshot generations kept: the newest and the one before it (read when the newest is corrupt).
+KEEP_GENERATIONS = 2
+
+
+def _generations(directory: Path, stem: str) -> list[int]:
+    """Epochs of the stored snapshot indexes of ``stem``, newest first."""
+    found = []
+    for path in directory.glob(f"{stem}_e*.manifest.json"):
+        tail = path.name[len(stem) + 2 : -len(".manifest.json")]
+        if tail.isdigit():
+            found.append(int(tail))
+    return sorted(found, reverse=True)
+
+
+def save_snapshot(directory: str | Path, stem: str, key: Mapping[str, Any], trainer: EnsembleTrainer, data: dict[str, Any]) -> None:
+    """Store the trainer's state at ``data["epoch"]`` as one checksummed shard per member (a few MB each)
+    plus an index (written last: a generation without its index is never read), then drop older generations.
+    """
+    directory = Path(directory)
+    epoch = int(data["epoch"])
+    arrays = trainer.state_arrays()
+    shared = {k: v for k, v in arrays.items() if v.ndim == 0}
+    for j in range(trainer.n_members):
+        shard = {k: v[j] for k, v in arrays.items() if v.ndim > 0}
+        save_artifact(directory, f"{stem}_e{epoch}_j{j}", params=dict(key) | {"epoch": epoch, "member": j}, arrays=shard)
+    save_artifact(directory, f"{stem}_e{epoch}", params=dict(key) | {"epoch": epoch}, arrays=shared,
+                  data=data | {"n_members": trainer.n_members})  # fmt: skip
+    for old in _generations(directory, stem)[KEEP_GENERATIONS:]:
+        for path in [*directory.glob(f"{stem}_e{old}.*"), *directory.glob(f"{stem}_e{old}_j*")]:
+            path.unlink()
+
+
+def load_snapshot(
+    directory: str | Path, stem: str, key: Mapping[str, Any], log: Callable[[str], None]
+) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """The newest intact snapshot generation: ``(index data, stacked arrays)``, or ``None``.
+
+    A generation with a missing, partial or corrupt file (checksums) is reported and skipped,
+    so training resumes from the generation before it (or from the start).
+    """
+    directory = Path(directory)
+    for epoch in _generations(directory, stem):
+        index = load_artifact(directory, f"{stem}_e{epoch}", dict(key) | {"epoch": epoch})
+        shards = [] if index is None else [
+            load_artifact(directory, f"{stem}_e{epoch}_j{j}", dict(key) | {"epoch": epoch, "member": j})
+            for j in range(int(index.data["n_members"]))
+        ]  # fmt: skip
+        if index is None or any(s is None for s in shards):
+            log(f"snapshot {stem} at epoch {epoch} is incomplete or corrupt: skipped")
+            continue
+        arrays = {k: np.stack([s.arrays[k] for s in shards]) for k in shards[0].arrays} | index.arrays
+        return index.data, arrays
+    return None
 
 
 def train_models_together(
@@ -72,14 +127,15 @@ def train_models_together(
     members = [(m, 0) for m in models]  # (model index, arm index) of every member
     rows: dict[tuple[int, int], list[tuple[int, CheckpointAnalysis]]] = {(m, a): [] for m in models for a in (0, 1)}
     name, key = ensemble_snapshot_name(cfg, models), _snapshot_key(cfg, models)
-    snap = None if snapshot_dir is None else load_artifact(snapshot_dir, name, key)
+    snap = None if snapshot_dir is None else load_snapshot(snapshot_dir, name, key, log)
     done, wall = 0, 0.0
     if snap is not None:
-        trainer.load_state_arrays(snap.arrays)
-        done, wall = int(snap.data["epoch"]), float(snap.data["wall_s"])
+        snap_data, snap_arrays = snap
+        trainer.load_state_arrays(snap_arrays)
+        done, wall = int(snap_data["epoch"]), float(snap_data["wall_s"])
         if trainer.n_members > len(models):
             members += [(m, 1) for m in models]
-        for entry in snap.data["rows"]:
+        for entry in snap_data["rows"]:
             rows[(int(entry["model"]), int(entry["arm"]))].append((int(entry["epoch"]), row_from_plain(entry["row"])))
         log(f"ensemble of models {models}: resumed at epoch {done}")
     else:
@@ -105,10 +161,7 @@ def train_models_together(
         if done % SEGMENT_EPOCHS == 0 or done == epochs:
             if snapshot_dir is not None and done < epochs:
                 plain = [{"model": m, "arm": a, "epoch": e, "row": row_to_plain(r)} for (m, a), rs in rows.items() for e, r in rs]
-                save_artifact(
-                    snapshot_dir, name, params=key, arrays=trainer.state_arrays(),
-                    data={"epoch": done, "wall_s": wall + time.perf_counter() - tic, "rows": plain},
-                )  # fmt: skip
+                save_snapshot(snapshot_dir, name, key, trainer, {"epoch": done, "wall_s": wall + time.perf_counter() - tic, "rows": plain})
             last = rows[(models[0], 0)][-1][1]
             log(f"ensemble of models {models}: epoch {done}, model {models[0]} test acc {last.test_acc:.3f}, core dim {last.core_dim}")
     wall += time.perf_counter() - tic

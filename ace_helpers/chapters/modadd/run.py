@@ -288,7 +288,7 @@ def load_or_train(
             found[m] = load_artifact(directory, names[m], keys[m])
         if snapshot_dir is not None:
             stem = ensemble_snapshot_name(cfg, missing)
-            for f in [*Path(snapshot_dir).glob(f"{stem}.*"), *Path(snapshot_dir).glob(f".{stem}.*")]:
+            for f in [*Path(snapshot_dir).glob(f"{stem}_e*"), *Path(snapshot_dir).glob(f".{stem}_e*")]:
                 f.unlink()
     elif missing:
         n_workers = min(workers, len(missing))

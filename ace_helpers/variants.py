@@ -1,0 +1,191 @@
+"""Re-run a chapter with other training knobs (precision, trainer) and compare its verdicts claim by claim.
+
+``python -m ace_helpers.variants 02_modadd_grokking --preset book --name ensemble-bf16 --set TRAINER=ensemble PRECISION=bf16``
+executes the chapter (papermill, a fresh kernel, as :mod:`ace_helpers.runbook` does) with those
+parameters into ``outputs/variants/<notebook>/<preset>-<name>/`` and stores its ``results.json``
+as ``book/results/variants/<notebook>/<preset>-<name>.json`` (committed with the book, beside the
+chapter's own ``book`` run in ``book/results/<notebook>.json``).  The executed notebook itself is
+not kept: the book shows the chapter's own run.
+
+:func:`write_variant_table` rebuilds ``book/variants_table.md`` (included by the reproducibility
+page) from the stored files: per chapter and preset, every claim with the verdict of each run
+and whether the verdicts agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ace_helpers.artifacts import atomic_write_bytes, project_root, write_json
+from ace_helpers.params import PRESET_NAMES, check_choice
+
+#: The chapter's own run, shown first in every comparison.
+OWN_RUN = "own run"
+
+
+def variants_dir(root: Path) -> Path:
+    """Where the stored variant results live: ``book/results/variants``."""
+    return root / "book" / "results" / "variants"
+
+
+def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
+    """``["TRAINER=ensemble", "N_MODELS=3"]`` -> ``{"TRAINER": "ensemble", "N_MODELS": 3}`` (values as Python literals, else strings)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.isupper():
+            raise ValueError(f"--set {item!r} is not allowed: give KNOB=VALUE with an UPPER_CASE knob, e.g. PRECISION=bf16")
+        try:
+            out[name] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            out[name] = raw
+    return out
+
+
+def run_variant(stem: str, preset: str, name: str, knobs: Mapping[str, Any], *, root: Path | None = None) -> Path:
+    """Execute notebook ``stem`` at ``preset`` with ``knobs``; store its results as variant ``name``.
+
+    Returns the stored results file.  Raises ``ValueError`` for an unknown notebook, preset or
+    a name that is not a plain word (it becomes a file name).
+    """
+    import jupytext
+    import nbformat
+    import papermill
+
+    root = root or project_root()
+    check_choice("preset", preset, PRESET_NAMES)
+    py = root / "notebooks" / f"{stem}.py"
+    if not py.is_file():
+        known = sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.py"))
+        raise ValueError(f"notebook {stem!r} not found; allowed: {known}")
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"variant name {name!r} is not allowed: letters, digits, '-' and '_' only (it names a file)")
+    out_dir = root / "outputs" / "variants" / stem / f"{preset}-{name}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    nb = jupytext.reads(py.read_text(), fmt="py:percent")
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "in.ipynb"
+        nbformat.write(nb, src)
+        params = {"PRESET": preset, "OUTPUT_DIR": str(out_dir), **knobs}
+        papermill.execute_notebook(str(src), str(Path(tmp) / "out.ipynb"), parameters=params, cwd=str(py.parent),
+                                   kernel_name="python3", progress_bar=False)  # fmt: skip
+    results = json.loads((out_dir / "results.json").read_text())
+    results["variant"] = {"name": name, "preset": preset, "knobs": dict(knobs), "wall_s": round(time.perf_counter() - start, 1)}
+    return write_json(variants_dir(root) / stem / f"{preset}-{name}.json", results)
+
+
+def stored_variants(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{notebook: {"<preset>-<name>": results}}`` of every stored variant."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in sorted(variants_dir(root).glob("*/*.json")):
+        out.setdefault(path.parent.name, {})[path.stem] = json.loads(path.read_text())
+    return out
+
+
+def comparison_rows(own: Mapping[str, Any] | None, variants: Mapping[str, Mapping[str, Any]], preset: str) -> list[dict[str, Any]]:
+    """One row per claim of one chapter at one preset: ``{"claim", "section", <run name>: verdict, "agree"}``.
+
+    ``own`` is the chapter's own stored run (used at the ``book`` preset), ``variants`` its stored
+    variants; only the variants of ``preset`` are compared.  Claims are matched by (section, claim
+    text); a claim missing from a run shows "—" and counts as disagreement.
+    """
+    runs: dict[str, Mapping[str, Any]] = {}
+    if own is not None and preset == "book":
+        runs[OWN_RUN] = own
+    runs |= {key.split("-", 1)[1]: res for key, res in sorted(variants.items()) if key.split("-", 1)[0] == preset}
+    order: list[tuple[str, str]] = []
+    verdicts: dict[str, dict[tuple[str, str], str]] = {}
+    for run, res in runs.items():
+        verdicts[run] = {}
+        for rec in res.get("claims", []):
+            key = (_section(rec["section"]), rec["claim"])
+            verdicts[run][key] = rec["verdict"]
+            if key not in order:
+                order.append(key)
+    rows = []
+    for key in order:
+        row: dict[str, Any] = {"section": key[0], "claim": key[1]}
+        got = [verdicts[run].get(key, "—") for run in runs]
+        row |= dict(zip(runs, got))
+        row["agree"] = len(set(got)) == 1 and "—" not in got
+        rows.append(row)
+    return rows
+
+
+def _section(section: str) -> str:
+    """A claim's run label without the preset name (variants at one preset share it)."""
+    return section.replace("book preset", "this run").replace("ci preset", "this run")
+
+
+def variant_markdown(root: Path) -> str:
+    """The reproducibility page's comparison: per chapter and preset, runs' knobs and wall times, then the claim rows."""
+    from ace_helpers.runbook import stored_book_results
+
+    own_all = stored_book_results(root)
+    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines: list[str] = []
+    for stem, variants in stored_variants(root).items():
+        for preset in sorted({k.split("-", 1)[0] for k in variants}):
+            rows = comparison_rows(own_all.get(stem), variants, preset)
+            if not rows:
+                continue
+            runs = [k for k in rows[0] if k not in ("section", "claim", "agree")]
+            agree = sum(r["agree"] for r in rows)
+            lines += [f"**`{stem}` at the `{preset}` preset**: verdicts agree on {agree} of {len(rows)} claims.", ""]
+            lines += ["| run | knobs | precision | wall time (s) |", "|---|---|---|---|"]
+            for run in runs:
+                res = own_all[stem] if run == OWN_RUN else variants[f"{preset}-{run}"]
+                knobs = {} if run == OWN_RUN else res["variant"]["knobs"]
+                wall = res.get("wall_s") if run == OWN_RUN else res["variant"]["wall_s"]
+                precision = res.get("params", {}).get("PRECISION", knobs.get("PRECISION", "fp32"))
+                shown = ", ".join(f"{k}={v}" for k, v in knobs.items()) or "the chapter's preset"
+                lines.append(f"| {run} | {cell(shown)} | {precision} | {wall if wall is not None else '—'} |")
+            lines += ["", "| run | claim | " + " | ".join(runs) + " | same verdict |", "|---|---|" + "---|" * (len(runs) + 1)]
+            for r in rows:
+                mark = "yes" if r["agree"] else "**no**"
+                lines.append(f"| {cell(r['section'])} | {cell(r['claim'])} | " + " | ".join(r[k] for k in runs) + f" | {mark} |")
+            lines.append("")
+    if not lines:
+        lines = ["No variant runs are stored."]
+    return "\n".join(lines) + "\n"
+
+
+def write_variant_table(root: Path | None = None) -> Path:
+    """Regenerate ``book/variants_table.md`` from the stored variant results."""
+    root = root or project_root()
+    path = root / "book" / "variants_table.md"
+    atomic_write_bytes(path, variant_markdown(root).encode())
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point (see the module docstring); returns the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebook", nargs="?", help="notebook stem, e.g. 02_modadd_grokking (omit with --table-only)")
+    parser.add_argument("--preset", default="book", help="ci | book | paper (default: book)")
+    parser.add_argument("--name", help="the variant's name, e.g. bf16")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KNOB=VALUE", help="knobs of the variant")
+    parser.add_argument("--table-only", action="store_true", help="only rebuild book/variants_table.md")
+    args = parser.parse_args(argv)
+    root = project_root()
+    if not args.table_only:
+        if not args.notebook or not args.name:
+            parser.error("give a notebook and --name (or --table-only)")
+        os.environ.setdefault("TORCH_THREADS", "1")
+        print(f"stored {run_variant(args.notebook, args.preset, args.name, parse_assignments(args.set), root=root)}")
+    print(f"wrote {write_variant_table(root)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Variant runs (other precision / trainer) and their claim-by-claim comparison with the chapter's own run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ace_helpers import variants
+from ace_helpers.report import REPRODUCED, PARTLY
+
+
+def _claims(*verdicts: str, section: str = "book preset") -> dict:
+    return {"claims": [{"claim": f"claim {i}", "section": section, "verdict": v} for i, v in enumerate(verdicts)]}
+
+
+def test_parse_assignments_reads_literals_and_refuses_malformed() -> None:
+    assert variants.parse_assignments(["PRECISION=bf16", "N_MODELS=3", "OMEGAS=[0.5, 1.0]"]) == {
+        "PRECISION": "bf16", "N_MODELS": 3, "OMEGAS": [0.5, 1.0]}
+    for bad in ("PRECISION", "precision=bf16"):
+        with pytest.raises(ValueError, match="KNOB=VALUE"):
+            variants.parse_assignments([bad])
+
+
+def test_rows_agree_and_disagree_per_claim() -> None:
+    own = _claims(REPRODUCED, PARTLY)
+    stored = {"book-bf16": _claims(REPRODUCED, REPRODUCED), "ci-bf16": _claims(PARTLY, section="ci preset")}
+    rows = variants.comparison_rows(own, stored, "book")
+    assert [(r["claim"], r[variants.OWN_RUN], r["bf16"], r["agree"]) for r in rows] == [
+        ("claim 0", REPRODUCED, REPRODUCED, True), ("claim 1", PARTLY, REPRODUCED, False)]
+    # at ci the chapter's own (book) run is not part of the comparison; a claim one run lacks is a disagreement
+    ci = variants.comparison_rows(own, stored | {"ci-fp32": _claims(PARTLY, PARTLY, section="ci preset")}, "ci")
+    assert [(r["bf16"], r["fp32"], r["agree"]) for r in ci] == [(PARTLY, PARTLY, True), ("—", PARTLY, False)]
+
+
+def test_table_is_built_from_stored_files(tmp_path) -> None:
+    (tmp_path / "book" / "results" / "variants" / "09_x").mkdir(parents=True)
+    (tmp_path / "book" / "results" / "09_x.json").write_text(json.dumps(_claims(REPRODUCED) | {"wall_s": 3.0}))
+    stored = _claims(PARTLY) | {"variant": {"name": "bf16", "preset": "book", "knobs": {"PRECISION": "bf16"}, "wall_s": 2.0},
+                                "params": {"PRECISION": "bf16"}}
+    (tmp_path / "book" / "results" / "variants" / "09_x" / "book-bf16.json").write_text(json.dumps(stored))
+    text = variants.variant_markdown(tmp_path)
+    assert "verdicts agree on 0 of 1 claims" in text
+    assert "| bf16 | PRECISION=bf16 | bf16 | 2.0 |" in text and "**no**" in text
+
+
+def test_run_variant_refuses_unknown_notebook_and_bad_name(tmp_path) -> None:
+    (tmp_path / "notebooks").mkdir()
+    with pytest.raises(ValueError, match="not found"):
+        variants.run_variant("99_nothing", "ci", "bf16", {}, root=tmp_path)
+    (tmp_path / "notebooks" / "09_x.py").write_text("")
+    with pytest.raises(ValueError, match="variant name"):
+        variants.run_variant("09_x", "ci", "../up", {}, root=tmp_path)
+    with pytest.raises(ValueError, match="preset"):
+        variants.run_variant("09_x", "huge", "bf16", {}, root=tmp_path)
