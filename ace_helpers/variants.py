@@ -31,6 +31,9 @@ from ace_helpers.params import PRESET_NAMES, check_choice
 #: The chapter's own run, shown first in every comparison.
 OWN_RUN = "own run"
 
+#: Claim sections about the run a notebook trained itself (others are about stored runs it shows).
+OWN_SECTIONS = ("book preset", "ci preset", "paper preset")
+
 
 def variants_dir(root: Path) -> Path:
     """Where the stored variant results live: ``book/results/variants``."""
@@ -96,8 +99,10 @@ def comparison_rows(own: Mapping[str, Any] | None, variants: Mapping[str, Mappin
     """One row per claim of one chapter at one preset: ``{"claim", "section", <run name>: verdict, "agree"}``.
 
     ``own`` is the chapter's own stored run (used at the ``book`` preset), ``variants`` its stored
-    variants; only the variants of ``preset`` are compared.  Claims are matched by (section, claim
-    text); a claim missing from a run shows "—" and counts as disagreement.
+    variants; only the variants of ``preset`` are compared.  Only the claims on the run itself are
+    compared (the sections in :data:`OWN_SECTIONS`), not those on stored runs a chapter shows beside
+    it (e.g. the 20 000-epoch run), which a variant does not retrain.  Claims are matched by claim
+    text; a claim missing from a run shows "—" and counts as disagreement.
     """
     runs: dict[str, Mapping[str, Any]] = {}
     if own is not None and preset == "book":
@@ -108,6 +113,8 @@ def comparison_rows(own: Mapping[str, Any] | None, variants: Mapping[str, Mappin
     for run, res in runs.items():
         verdicts[run] = {}
         for rec in res.get("claims", []):
+            if rec["section"] not in OWN_SECTIONS:
+                continue  # a stored run shown beside this one (e.g. the 20 000-epoch run): not what the variant trained
             key = (_section(rec["section"]), rec["claim"])
             verdicts[run][key] = rec["verdict"]
             if key not in order:

@@ -23,15 +23,19 @@ variants are what to read.  Sections:
 
 Usage::
 
-    python benchmarks/trainer_speed.py [--threads 1 2] [--rounds 3] [--epochs 2] [--sections modadd sweep markov roofline]
+    python benchmarks/trainer_speed.py [--threads 1 2] [--rounds 3] [--epochs 2] [--sections modadd sweep markov roofline] [--out FILE]
+
+``--out book/trainer_speed.txt`` also writes the printed report there (atomically), with the date,
+the machine and the torch version; the reproducibility page includes that file.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -50,6 +54,15 @@ from ace_helpers.train import train_lm
 P, BATCH, LR = 53, 512, 1e-3
 
 
+REPORT: list[str] = []
+
+
+def say(line: str = "") -> None:
+    """Print a report line and keep it for ``--out``."""
+    print(line, flush=True)
+    REPORT.extend(line.split("\n"))
+
+
 def interleaved(variants: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
     """Best of ``rounds`` interleaved runs of each variant (each returns seconds per member-epoch)."""
     best = {k: float("inf") for k in variants}
@@ -60,9 +73,9 @@ def interleaved(variants: dict[str, Callable[[], float]], rounds: int) -> dict[s
 
 
 def show(title: str, best: dict[str, float], reference: str) -> None:
-    print(f"\n{title}  (ms per member-epoch, best round; ratio = {reference} / variant)")
+    say(f"\n{title}  (ms per member-epoch, best round; ratio = {reference} / variant)")
     for k, s in best.items():
-        print(f"  {k:<18} {s * 1e3:9.1f} ms   {best[reference] / s:5.2f}x")
+        say(f"  {k:<18} {s * 1e3:9.1f} ms   {best[reference] / s:5.2f}x")
 
 
 # ---------------------------------------------------------------- chapters 2-3 -------------
@@ -212,18 +225,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--sections", nargs="+", default=["modadd", "sweep", "markov", "roofline"])
+    parser.add_argument("--out", default=None, help="also write the report to this file")
     args = parser.parse_args()
-    print(describe("fp32"))
-    print(describe("bf16"))
+    import platform
+
+    say(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPUs; torch {torch.__version__}; rounds {args.rounds}, epochs per round {args.epochs}")
+    say(describe("fp32"))
+    say(describe("bf16"))
     for threads in args.threads:
         torch.set_num_threads(threads)
-        print(f"\n===== {threads} torch thread(s) =====")
+        say(f"\n===== {threads} torch thread(s) =====")
         modadd = None
         if "modadd" in args.sections or "roofline" in args.sections:
             modadd = interleaved(modadd_variants(args.epochs), args.rounds)
         if "modadd" in args.sections:
             show("chapters 2-3 trainer, 6 members", modadd, "loop (stored runs)")
-            print(f"  bf16 vs fp32 (ensemble): {modadd['ens-fp32'] / modadd['ens-bf16']:.2f}x;  dropout share of an fp32 step: "
+            say(f"  bf16 vs fp32 (ensemble): {modadd['ens-fp32'] / modadd['ens-bf16']:.2f}x;  dropout share of an fp32 step: "
                   f"{1 - modadd['ens-fp32-nodrop'] / modadd['ens-fp32']:.0%}, of a bf16 step: "
                   f"{1 - modadd['ens-bf16-nodrop'] / modadd['ens-bf16']:.0%}")
         if "sweep" in args.sections:
@@ -232,14 +250,20 @@ def main() -> None:
             show("chapter 1 trainer, 3 seeds, paper settings", interleaved(markov_variants(1), args.rounds), "DataLoader loop")
         if "roofline" in args.sections and modadd is not None:
             roof = {prec: bmm_gflops(prec) for prec in ("fp32", "bf16")}
-            print(f"\nroofline: torch.bmm at the mod-add shapes: fp32 {roof['fp32']:.0f} GFLOP/s, bf16 {roof['bf16']:.0f} GFLOP/s "
+            say(f"\nroofline: torch.bmm at the mod-add shapes: fp32 {roof['fp32']:.0f} GFLOP/s, bf16 {roof['bf16']:.0f} GFLOP/s "
                   f"({roof['bf16'] / roof['fp32']:.1f}x)")
             for name, prec in (("loop (stored runs)", "fp32"), ("ens-ref", "fp32"), ("ens-fp32", "fp32"), ("ens-bf16", "bf16")):
                 sec = modadd[name]
                 counts = [("executed", modadd_flops(name != "loop (stored runs)")), ("model", modadd_flops(False))]
                 text = ", ".join(f"{label} {fl / sec / 1e9:.0f} GFLOP/s = {fl / sec / 1e9 / roof[prec]:.2f} of the {prec} roofline"
                                  for label, fl in counts)
-                print(f"  {name:<18} {text}")
+                say(f"  {name:<18} {text}")
+
+
+    if args.out:
+        from ace_helpers.artifacts import atomic_write_bytes
+
+        atomic_write_bytes(Path(args.out), ("\n".join(REPORT) + "\n").encode())
 
 
 if __name__ == "__main__":

@@ -79,3 +79,18 @@ def test_chapter_four_sweep_has_one_task_per_run():
     assert CHAPTERS == ("04_grokking_scaling_law",)
     with pytest.raises(SystemExit):
         main(["04_grokking_scaling_law", "--workers", "2", "--in-process"])
+
+
+def test_the_chapter_reads_a_complete_sweep_store_and_trains_when_a_run_is_missing(tmp_path, monkeypatch):
+    cfg = gsl.PARAMS.resolve(PRESET="ci", OMEGAS=[1.0], PRIMES=[11], N_SEEDS=1, MAX_STEPS=60, EVAL_EVERY=10, P_OMEGA=11,
+                             EXTRA_OMEGAS_P=[], TRAIN_FRACTION=0.8, TRAIN_FRACTION_P=0.8)
+    tasks = grok_tasks(cfg)
+    report = run_sweep(tasks, tmp_path / "store", in_process=True, progress=False, log=None)
+    monkeypatch.setattr(gsl, "run_omega_sweep", None)  # reading the store trains nothing
+    monkeypatch.setattr(gsl, "run_p_sweep", None)
+    sweeps = gsl.Sweeps(cfg, tmp_path / "artifact", store=tmp_path / "store")
+    assert sweeps.from_artifact and "all 2 runs" in sweeps.describe()
+    assert sweeps.omega() + sweeps.p() == grok_records(tasks, report)
+    (tmp_path / "store" / f"{tasks[1].name}.json").unlink()
+    partial = gsl.Sweeps(cfg, tmp_path / "artifact", store=tmp_path / "store")
+    assert not partial.from_artifact and "holds 1 of 2 runs" in partial.describe()

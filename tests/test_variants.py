@@ -33,6 +33,13 @@ def test_rows_agree_and_disagree_per_claim() -> None:
     assert [(r["bf16"], r["fp32"], r["agree"]) for r in ci] == [(PARTLY, PARTLY, True), ("—", PARTLY, False)]
 
 
+def test_claims_on_stored_runs_shown_beside_are_not_compared() -> None:
+    """A variant does not retrain the stored 20 000-epoch run a chapter shows: agreeing there proves nothing."""
+    own = {"claims": _claims(REPRODUCED)["claims"] + _claims(PARTLY, section="stored paper-preset run")["claims"]}
+    rows = variants.comparison_rows(own, {"book-bf16": own}, "book")
+    assert [r["section"] for r in rows] == ["this run"]
+
+
 def test_table_is_built_from_stored_files(tmp_path) -> None:
     (tmp_path / "book" / "results" / "variants" / "09_x").mkdir(parents=True)
     (tmp_path / "book" / "results" / "09_x.json").write_text(json.dumps(_claims(REPRODUCED) | {"wall_s": 3.0}))

@@ -202,45 +202,69 @@ def artifact_key(cfg: Params) -> dict:
 
 
 class Sweeps:
-    """The ω and p sweeps of one run: read from the stored artifact when its knobs match, else trained.
+    """The ω and p sweeps of one run: read from the stored artifact when its knobs match, else
+    from the sweep store when it holds every run, else trained.
 
-    ``Sweeps(cfg)`` looks the artifact up; :meth:`omega` and :meth:`p` return each sweep's
-    records (timing what they train); :meth:`save` stores a paper-preset run's freshly trained
-    sweeps as the artifact (other presets store nothing).
+    ``Sweeps(cfg)`` looks the artifact up, then the store that ``python -m
+    ace_helpers.chapters.sweep 04_grokking_scaling_law --preset PRESET`` fills (one checksummed
+    artifact per run, keyed by its parameters: ``book/artifacts/<notebook>_sweep/<preset>``);
+    :meth:`omega` and :meth:`p` return each sweep's records (timing what they train); :meth:`save`
+    stores a paper-preset run's freshly trained sweeps as the artifact (other presets store nothing).
     """
 
-    def __init__(self, cfg: Params, directory: str | Path | None = None) -> None:
+    def __init__(self, cfg: Params, directory: str | Path | None = None, store: str | Path | None = None) -> None:
         self.cfg = cfg
         self.directory = Path(directory) if directory is not None else artifact_dir()
         self.stored = load_artifact(self.directory, ARTIFACT_NAME, artifact_key(cfg))
+        self.swept: list[GrokRecord] | None = None
+        self.store_count = (0, 0)
+        if self.stored is None:
+            self.swept = self._from_store(store)
         self.omega_runs: list[GrokRecord] | None = None
         self.p_runs: list[GrokRecord] | None = None
         self.omega_wall_s = 0.0
         self.p_wall_s = 0.0
 
+    def _from_store(self, store: str | Path | None) -> list[GrokRecord] | None:
+        """Every run of this configuration from the sweep store, or None when any is missing."""
+        from ace_helpers.chapters.sweep import default_store, grok_tasks
+        from ace_helpers.sweeps import stored
+
+        tasks = grok_tasks(self.cfg)
+        folder = Path(store) if store is not None else default_store(NOTEBOOK, self.cfg["PRESET"])
+        found = [stored(t, folder) for t in tasks] if folder.is_dir() else []
+        self.store_count = (sum(f is not None for f in found), len(tasks))
+        return records_from_dicts(found) if found and all(f is not None for f in found) else None
+
     @property
     def from_artifact(self) -> bool:
-        """Whether the records come from the stored artifact."""
-        return self.stored is not None
+        """Whether the records come from the stored artifact or the sweep store (nothing is trained)."""
+        return self.stored is not None or self.swept is not None
 
     def describe(self) -> str:
         """One line: where the records come from."""
-        return "using the stored artifact (params match)" if self.stored else "no matching stored artifact: training now"
+        if self.stored:
+            return "using the stored artifact (params match)"
+        done, total = self.store_count
+        if self.swept is not None:
+            return f"using the sweep store: all {total} runs of these knobs are stored there"
+        return f"no matching stored artifact; the sweep store holds {done} of {total} runs of these knobs: training now"
 
     def _stored(self, sweep: str) -> list[GrokRecord]:
-        return [r for r in records_from_dicts(self.stored.data["runs"]) if r.sweep == sweep]
+        rows = records_from_dicts(self.stored.data["runs"]) if self.stored else list(self.swept or [])
+        return [r for r in rows if r.sweep == sweep]
 
     def omega(self, progress: bool = False) -> list[GrokRecord]:
         """The ω sweep's records (stored, or trained now)."""
         start = time.perf_counter()
-        self.omega_runs = self._stored("omega") if self.stored else run_omega_sweep(self.cfg, progress)
+        self.omega_runs = self._stored("omega") if self.from_artifact else run_omega_sweep(self.cfg, progress)
         self.omega_wall_s = time.perf_counter() - start
         return self.omega_runs
 
     def p(self, progress: bool = False) -> list[GrokRecord]:
         """The p sweep's records (stored, or trained now)."""
         start = time.perf_counter()
-        self.p_runs = self._stored("p") if self.stored else run_p_sweep(self.cfg, progress)
+        self.p_runs = self._stored("p") if self.from_artifact else run_p_sweep(self.cfg, progress)
         self.p_wall_s = time.perf_counter() - start
         return self.p_runs
 
@@ -253,7 +277,7 @@ class Sweeps:
 
     def save(self) -> Path | None:
         """Store freshly trained paper-preset sweeps as the artifact; returns its manifest path (else None)."""
-        if self.cfg["PRESET"] != "paper" or self.stored:
+        if self.cfg["PRESET"] != "paper" or self.from_artifact:
             return None
         return save_artifact(self.directory, ARTIFACT_NAME, params=artifact_key(self.cfg),
                              data={"runs": [r.to_dict() for r in self.runs]}, wall_s=self.omega_wall_s + self.p_wall_s)
