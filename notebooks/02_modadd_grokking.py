@@ -67,7 +67,7 @@ HOLDOUT_FRACTION = None  # fraction of classes held out (a block at the cycle's 
 CLOCK_EPOCHS = None  # epochs of the clock panels; None -> start, before, at, after grokking, last
 WORKERS = None  # processes training the models in parallel (same numbers; book: 2)
 TRAINER = None  # "loop": each model alone, as the stored runs were trained; "ensemble": every model and both arms in one batched step
-PRECISION = None  # "fp32" (the stored runs) or "bf16" (matmuls on AMX; needs TRAINER = "ensemble")
+PRECISION = None  # "fp32" (the stored runs) or "bf16" (matmuls on AMX; only with the ensemble trainer)
 ARTIFACT_DIR = None  # cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)
 OUTPUT_DIR = None  # where results.json goes; None -> outputs/02_modadd_grokking
 

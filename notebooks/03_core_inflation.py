@@ -76,7 +76,7 @@ HOLDOUT_FRACTION = None  # fraction of classes held out (block at the cycle's ed
 CLOCK_EPOCHS = None  # unused here (Chapter 2's clock panels); kept so both chapters share one run
 WORKERS = None  # processes training the models in parallel (same numbers; book: 2)
 TRAINER = None  # "loop": each model alone, as the stored runs were trained; "ensemble": every model and both arms in one batched step
-PRECISION = None  # "fp32" (the stored runs) or "bf16" (matmuls on AMX; needs TRAINER = "ensemble")
+PRECISION = None  # "fp32" (the stored runs) or "bf16" (matmuls on AMX; only with the ensemble trainer)
 ARTIFACT_DIR = None  # cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)
 OUTPUT_DIR = None  # where results.json goes; None -> outputs/03_core_inflation
 
