@@ -192,14 +192,20 @@ def not_tested_records(rows: Any, section: str) -> list[dict[str, Any]]:
 def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per claim over chapters: ``results`` maps a notebook stem to its stored ``results.json``.
 
+    Each row carries ``trained``: the trainer and precision of the chapter's run (its ``TRAINER`` /
+    ``PRECISION`` knobs, e.g. ``"loop, fp32"``; empty for chapters that have neither), shown in the
+    scorecard's run column.
+
     Raises ``ValueError`` for a record with an unknown verdict (a stored file that was edited by hand).
     """
     rows = []
     for stem in sorted(results):
+        knobs = results[stem].get("params", {})
+        trained = ", ".join(str(knobs[k]) for k in ("TRAINER", "PRECISION") if k in knobs)
         for rec in results[stem].get("claims", []):
             if rec.get("verdict") not in VERDICTS:
                 raise ValueError(f"{stem}: claim {rec.get('claim')!r} has verdict {rec.get('verdict')!r}; allowed: {VERDICTS}")
-            rows.append({"chapter": stem, **rec})
+            rows.append({"chapter": stem, "trained": trained, **rec})
     return rows
 
 
@@ -217,7 +223,7 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         lines.append(f"| {r['chapter'][:2]} | {cell(r['claim'])} | **{r['verdict']}** | {cell(r['paper'])} "
                      f"| {cell(r.get('where', ''))} | {cell(r.get('rule', ''))} | {cell(r['ours'])} "
-                     f"| {cell(r['section'])} | {cell(r['note'])} |")  # fmt: skip
+                     f"| {cell(r['section'] + (f' ({t})' if (t := r.get('trained')) else ''))} | {cell(r['note'])} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
