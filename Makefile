@@ -55,7 +55,7 @@ mathjax: $(STAMP)
 
 ## test: unit tests + every notebook at the ci preset under nbval (one pytest run)
 test: $(STAMP)
-	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q --nbval-lax --ignore=tests/browser tests notebooks
+	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q --durations=15 --nbval-lax --ignore=tests/browser tests notebooks
 
 unit: $(STAMP)
 	TORCH_THREADS=1 $(PY) -m pytest -q --ignore=tests/browser tests
