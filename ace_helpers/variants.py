@@ -95,17 +95,19 @@ def stored_variants(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
-def comparison_rows(own: Mapping[str, Any] | None, variants: Mapping[str, Mapping[str, Any]], preset: str) -> list[dict[str, Any]]:
+def comparison_rows(
+    own: Mapping[str, Any] | None, variants: Mapping[str, Mapping[str, Any]], preset: str, *, with_own: bool | None = None
+) -> list[dict[str, Any]]:
     """One row per claim of one chapter at one preset: ``{"claim", "section", <run name>: verdict, "agree"}``.
 
-    ``own`` is the chapter's own stored run (used at the ``book`` preset), ``variants`` its stored
-    variants; only the variants of ``preset`` are compared.  Only the claims on the run itself are
+    ``own`` is the chapter's own run (compared when ``with_own``, by default at the ``book``
+    preset only: the stored own run is a book run), ``variants`` its stored variants; only the variants of ``preset`` are compared.  Only the claims on the run itself are
     compared (the sections in :data:`OWN_SECTIONS`), not those on stored runs a chapter shows beside
     it (e.g. the 20 000-epoch run), which a variant does not retrain.  Claims are matched by claim
     text; a claim missing from a run shows "—" and counts as disagreement.
     """
     runs: dict[str, Mapping[str, Any]] = {}
-    if own is not None and preset == "book":
+    if own is not None and (preset == "book" if with_own is None else with_own):
         runs[OWN_RUN] = own
     runs |= {key.split("-", 1)[1]: res for key, res in sorted(variants.items()) if key.split("-", 1)[0] == preset}
     order: list[tuple[str, str]] = []
@@ -165,6 +167,55 @@ def variant_markdown(root: Path) -> str:
     if not lines:
         lines = ["No variant runs are stored."]
     return "\n".join(lines) + "\n"
+
+
+def chapter_comparison(stem: str, records: Sequence[Mapping[str, Any]], preset: str, *, root: Path | None = None) -> str:
+    """Markdown for a chapter's own page: this run's verdicts (``records``, the claims it just checked)
+    beside the stored variants of ``stem`` at ``preset``, claim by claim; a sentence when none is stored."""
+    root = root or project_root()
+    stored = {k: v for k, v in stored_variants(root).get(stem, {}).items() if k.split("-", 1)[0] == preset}
+    if not stored:
+        return f"No other run of this chapter is stored at the `{preset}` preset."
+    rows = comparison_rows({"claims": list(records)}, stored, preset, with_own=True)
+    for r in rows:  # at every preset the first column is this run
+        r["this run"] = r.pop(OWN_RUN, "—")
+    names = [k.split("-", 1)[1] for k in sorted(stored)]
+    knobs = "; ".join(f"{k.split('-', 1)[1]}: " + ", ".join(f"{n}={v}" for n, v in res["variant"]["knobs"].items())
+                      for k, res in sorted(stored.items()))  # fmt: skip
+    agree = sum(r["agree"] for r in rows)
+    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = [f"Verdicts agree on **{agree} of {len(rows)}** claims ({knobs}).", "",
+             "| claim | this run | " + " | ".join(names) + " | same verdict |", "|---|---|" + "---|" * (len(names) + 1)]
+    ours = {"this run": _ours(records)} | {k.split("-", 1)[1]: _ours(res.get("claims", [])) for k, res in stored.items()}
+
+    def shown(run: str, r: Mapping[str, Any]) -> str:  # where verdicts differ, the measured values too
+        verdict = r.get(run, "—")
+        value = ours[run].get(r["claim"])
+        return f"{verdict}: {cell(value)}" if not r["agree"] and value and verdict != "—" else verdict
+
+    for r in rows:
+        lines.append(f"| {cell(r['claim'])} | " + " | ".join(shown(n, r) for n in ["this run", *names])
+                     + f" | {'yes' if r['agree'] else '**no**'} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def comparison_for(cfg: Any, records: Sequence[Mapping[str, Any]], protocol: Sequence[str], *, root: Path | None = None) -> str:
+    """A notebook's comparison cell: which trainer and precision this run used, then
+    :func:`chapter_comparison` when the run's ``protocol`` knobs are the preset's (the stored runs
+    are of the preset's protocol), else a sentence saying there is nothing to compare with.
+
+    ``cfg`` is the chapter's resolved :class:`~ace_helpers.params.Params`.
+    """
+    how = ", ".join(f"{k} = {cfg[k]!r}" for k in ("TRAINER", "PRECISION") if k in cfg)
+    head = f"This run: {how}." if how else ""
+    if not cfg.is_preset_run(protocol):
+        return f"{head} The stored runs are of the `{cfg['PRESET']}` preset's protocol; this run changes it, so there is nothing to compare with.\n"
+    return f"{head}\n\n" + chapter_comparison(cfg.chapter.notebook, records, cfg["PRESET"], root=root)
+
+
+def _ours(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Measured value (``ours``) of each claim on the run itself, by claim text."""
+    return {r["claim"]: str(r.get("ours", "")) for r in records if r["section"] in OWN_SECTIONS}
 
 
 def write_variant_table(root: Path | None = None) -> Path:

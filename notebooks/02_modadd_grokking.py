@@ -79,7 +79,7 @@ from IPython.display import Markdown, display
 
 from myst_nb import glue
 
-from ace_helpers import artifacts, params, report
+from ace_helpers import artifacts, params, report, variants
 from ace_helpers.chapters import modadd_grokking as chapter
 from ace_helpers.plots import modadd_grokking as plots
 from ace_helpers.plots.style import set_style
@@ -314,6 +314,22 @@ if long is not None:
 # %%
 # NBVAL_CHECK_OUTPUT
 print(long_claims.verdict() if long is not None else "no long run stored")
+
+# %% [markdown]
+# ## The same protocol, trained again
+#
+# How a run is trained is not part of the protocol: the chapter's `TRAINER` knob trains each model
+# alone (`loop`) or every model and both arms in one batched step (`ensemble`), and `PRECISION`
+# runs the training matmuls in fp32 or bf16. The ensemble draws each member's dropout masks from
+# its own generator, so an ensemble run is a second sample of the same experiment; bf16 against fp32
+# on the ensemble changes only the precision. Runs of this protocol trained that way are stored
+# (`python -m ace_helpers.variants`; the reproducibility page lists them all). Below, every claim on
+# this run beside the same claim on each of them, with the measured values where the verdicts
+# differ: a claim whose verdict changes from one sample to the next depends on the sample at this
+# run's length and number of models.
+
+# %%
+display(Markdown(variants.comparison_for(cfg, records, chapter.config.PROTOCOL_KNOBS)))
 
 # %% [markdown]
 # ## Results

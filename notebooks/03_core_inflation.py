@@ -89,7 +89,7 @@ from IPython.display import Markdown, display
 
 from myst_nb import glue
 
-from ace_helpers import artifacts, params, report
+from ace_helpers import artifacts, params, report, variants
 from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.plots import core_inflation as plots
 from ace_helpers.plots.style import set_style
@@ -444,3 +444,14 @@ if ref is not None:
     records += ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {ref_epochs}")
 glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records))
+
+# %% [markdown]
+# ## The same protocol, trained again
+#
+# This chapter's run, trained again with the ensemble trainer (a second sample of the same
+# experiment: each member draws its dropout masks from its own generator) in fp32 and in bf16, as
+# in chapter 2's section of the same name. A claim whose verdict changes between samples depends
+# on the sample at this run's length and number of models.
+
+# %%
+display(Markdown(variants.comparison_for(cfg, records, chapter.config.PROTOCOL_KNOBS)))

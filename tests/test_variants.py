@@ -60,3 +60,22 @@ def test_run_variant_refuses_unknown_notebook_and_bad_name(tmp_path) -> None:
         variants.run_variant("09_x", "ci", "../up", {}, root=tmp_path)
     with pytest.raises(ValueError, match="preset"):
         variants.run_variant("09_x", "huge", "bf16", {}, root=tmp_path)
+
+
+def test_a_chapter_shows_its_run_beside_the_stored_variants_of_its_protocol(tmp_path) -> None:
+    from ace_helpers.chapters import modadd_grokking as chapter
+
+    folder = tmp_path / "book" / "results" / "variants" / "02_modadd_grokking"
+    folder.mkdir(parents=True)
+    stored = {"claims": [{"claim": "c0", "section": "ci preset", "verdict": PARTLY, "ours": "0.5"}],
+              "variant": {"name": "bf16", "preset": "ci", "knobs": {"PRECISION": "bf16"}, "wall_s": 1.0}}
+    (folder / "ci-bf16.json").write_text(json.dumps(stored))
+    records = [{"claim": "c0", "section": "ci preset", "verdict": REPRODUCED, "ours": "0.9"}]
+    cfg = chapter.PARAMS.resolve(PRESET="ci")
+    text = variants.comparison_for(cfg, records, chapter.config.PROTOCOL_KNOBS, root=tmp_path)
+    assert "TRAINER = 'loop', PRECISION = 'fp32'" in text and "agree on **0 of 1**" in text
+    assert "| c0 | reproduced: 0.9 | partly: 0.5 | **no** |" in text
+    other = variants.comparison_for(cfg.replace(P=37), records, chapter.config.PROTOCOL_KNOBS, root=tmp_path)
+    assert "nothing to compare with" in other  # another protocol: the stored runs do not apply
+    none = variants.comparison_for(chapter.PARAMS.resolve(PRESET="book"), records, chapter.config.PROTOCOL_KNOBS, root=tmp_path)
+    assert "No other run" in none

@@ -94,6 +94,11 @@ KEYED_WHEN_CHANGED: dict[str, Any] = {"TRAINER": "loop", "PRECISION": "fp32"}
 TRAINERS = ("loop", "ensemble")
 
 
+#: The knobs that make two runs the same experiment (the protocol): how it is trained (TRAINER,
+#: PRECISION) is left out, so runs that differ only there are samples of one protocol.
+PROTOCOL_KNOBS: tuple[str, ...] = (*(k for k in RUN_KNOBS if k not in KEYED_WHEN_CHANGED), "N_MODELS")
+
+
 def run_knob_values(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The run knobs that key a run's artifacts (see :data:`KEYED_WHEN_CHANGED`)."""
     return {k: cfg[k] for k in RUN_KNOBS if k not in KEYED_WHEN_CHANGED or cfg[k] != KEYED_WHEN_CHANGED[k]}
