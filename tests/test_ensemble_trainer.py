@@ -125,3 +125,19 @@ def test_bad_arguments_raise() -> None:
     with pytest.raises(ValueError, match=r"\(N, T\)"):
         tr.train_epoch(DATA.train_inputs[:, :1], DATA.train_targets)
     assert np.isfinite(tr.train_epoch(DATA.train_inputs, DATA.train_targets)).all()
+
+
+def test_fast_kernels_keep_their_numbers() -> None:
+    """The fast kernels' numbers are pinned: resume snapshots committed with the book (the paper run of
+    chapters 2-3) continue only if a later version trains exactly as the one that wrote them.
+    Changing the fast kernels on purpose means retraining those runs (and updating this value)."""
+    tr = EnsembleTrainer(TINY2, [1, 2], [1.0, 1.0], lr=1e-2, batch_size=16, precision="fp32", fast=True)
+    tr.train_epoch(DATA.train_inputs, DATA.train_targets)
+    tr.fork([0], 0.0)  # a fork with a fresh optimizer, as the WD-off arm
+    tr.reseed(2, 7)
+    losses = [tr.train_epoch(DATA.train_inputs, DATA.train_targets) for _ in range(2)]
+    np.testing.assert_allclose(np.asarray(losses), PINNED_FAST_LOSSES, rtol=1e-5)
+
+
+#: Per-member mean training losses of the last two epochs above, as this version computes them.
+PINNED_FAST_LOSSES = [[2.3462678, 2.3650248, 2.3933394], [2.2690039, 2.3171579, 2.2617213]]
