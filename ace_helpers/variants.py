@@ -158,7 +158,7 @@ def variant_markdown(root: Path) -> str:
                 wall = res.get("wall_s") if run == OWN_RUN else res["variant"]["wall_s"]
                 precision = res.get("params", {}).get("PRECISION", knobs.get("PRECISION", "fp32"))
                 shown = ", ".join(f"{k}={v}" for k, v in knobs.items()) or "the chapter's preset"
-                lines.append(f"| {run} | {cell(shown)} | {precision} | {wall if wall is not None else '—'} |")
+                lines.append(f"| {run} | {cell(shown)} | {precision} | {f'{wall:.0f}' if wall is not None else '—'} |")
             lines += ["", "| run | claim | " + " | ".join(runs) + " | same verdict |", "|---|---|" + "---|" * (len(runs) + 1)]
             for r in rows:
                 mark = "yes" if r["agree"] else "**no**"

@@ -48,7 +48,7 @@ def test_table_is_built_from_stored_files(tmp_path) -> None:
     (tmp_path / "book" / "results" / "variants" / "09_x" / "book-bf16.json").write_text(json.dumps(stored))
     text = variants.variant_markdown(tmp_path)
     assert "verdicts agree on 0 of 1 claims" in text
-    assert "| bf16 | PRECISION=bf16 | bf16 | 2.0 |" in text and "**no**" in text
+    assert "| bf16 | PRECISION=bf16 | bf16 | 2 |" in text and "**no**" in text
 
 
 def test_run_variant_refuses_unknown_notebook_and_bad_name(tmp_path) -> None:
