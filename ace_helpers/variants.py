@@ -159,10 +159,10 @@ def variant_markdown(root: Path) -> str:
                 precision = res.get("params", {}).get("PRECISION", knobs.get("PRECISION", "fp32"))
                 shown = ", ".join(f"{k}={v}" for k, v in knobs.items()) or "the chapter's preset"
                 lines.append(f"| {run} | {cell(shown)} | {precision} | {f'{wall:.0f}' if wall is not None else '—'} |")
-            lines += ["", "| run | claim | " + " | ".join(runs) + " | same verdict |", "|---|---|" + "---|" * (len(runs) + 1)]
+            lines += ["", "| claim | " + " | ".join(runs) + " | same verdict |", "|---|" + "---|" * (len(runs) + 1)]
             for r in rows:
                 mark = "yes" if r["agree"] else "**no**"
-                lines.append(f"| {cell(r['section'])} | {cell(r['claim'])} | " + " | ".join(r[k] for k in runs) + f" | {mark} |")
+                lines.append(f"| {cell(r['claim'])} | " + " | ".join(r[k] for k in runs) + f" | {mark} |")
             lines.append("")
     if not lines:
         lines = ["No variant runs are stored."]

@@ -322,7 +322,8 @@ print(long_claims.verdict() if long is not None else "no long run stored")
 # alone (`loop`) or every model and both arms in one batched step (`ensemble`), and `PRECISION`
 # runs the training matmuls in fp32 or bf16. The ensemble draws each member's dropout masks from
 # its own generator, so an ensemble run is a second sample of the same experiment; bf16 against fp32
-# on the ensemble changes only the precision. Runs of this protocol trained that way are stored
+# on the ensemble changes only the rounding of the matrix products, which training can amplify into
+# another trajectory. Runs of this protocol trained that way are stored
 # (`python -m ace_helpers.variants`; the reproducibility page lists them all). Below, every claim on
 # this run beside the same claim on each of them, with the measured values where the verdicts
 # differ: a claim whose verdict changes from one sample to the next depends on the sample at this
