@@ -34,7 +34,8 @@ def ensemble_snapshot_name(cfg: Mapping[str, Any], models: Sequence[int]) -> str
     return f"ensemble_{run_hash(cfg)}_m{'-'.join(str(m) for m in models)}"
 
 
-def _snapshot_key(cfg: Mapping[str, Any], models: Sequence[int]) -> dict[str, Any]:
+def ensemble_snapshot_key(cfg: Mapping[str, Any], models: Sequence[int]) -> dict[str, Any]:
+    """Parameters the ensemble's snapshots must match: the run knobs, the models, the segment length."""
     return model_key(cfg, -1) | {"models": list(models), "segment_epochs": SEGMENT_EPOCHS}
 
 
@@ -126,7 +127,7 @@ def train_models_together(
     )  # fmt: skip
     members = [(m, 0) for m in models]  # (model index, arm index) of every member
     rows: dict[tuple[int, int], list[tuple[int, CheckpointAnalysis]]] = {(m, a): [] for m in models for a in (0, 1)}
-    name, key = ensemble_snapshot_name(cfg, models), _snapshot_key(cfg, models)
+    name, key = ensemble_snapshot_name(cfg, models), ensemble_snapshot_key(cfg, models)
     snap = None if snapshot_dir is None else load_snapshot(snapshot_dir, name, key, log)
     done, wall = 0, 0.0
     if snap is not None:
