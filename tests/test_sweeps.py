@@ -94,3 +94,16 @@ def test_the_chapter_reads_a_complete_sweep_store_and_trains_when_a_run_is_missi
     (tmp_path / "store" / f"{tasks[1].name}.json").unlink()
     partial = gsl.Sweeps(cfg, tmp_path / "artifact", store=tmp_path / "store")
     assert not partial.from_artifact and "holds 1 of 2 runs" in partial.describe()
+
+
+def test_a_partial_sweep_runs_the_first_seeds_of_one_sweep_and_its_runs_belong_to_the_full_one(tmp_path, monkeypatch):
+    import ace_helpers.chapters.sweep as sweep_cli
+    from ace_helpers.sweeps import SweepReport
+
+    seen: list[list[Task]] = []
+    monkeypatch.setattr(sweep_cli, "run_sweep", lambda tasks, store, **kw: seen.append(list(tasks)) or SweepReport())
+    assert main(["04_grokking_scaling_law", "--preset", "paper", "--in-process", "--n-seeds", "4", "--sweep", "omega",
+                 "--store", str(tmp_path)]) == 0  # fmt: skip
+    full = {t.name for t in grok_tasks(gsl.PARAMS.resolve(PRESET="paper"))}
+    (tasks,) = seen
+    assert len(tasks) == 6 * 4 and {t.kwargs["sweep"] for t in tasks} == {"omega"} and {t.name for t in tasks} <= full

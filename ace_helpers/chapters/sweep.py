@@ -82,9 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
     where.add_argument("--in-process", action="store_true", help="run the tasks here, one after another")
     ap.add_argument("--store", type=Path, help="folder of the stored runs (default: book/artifacts/<chapter>_sweep/<preset>)")
+    ap.add_argument("--n-seeds", type=int, help="run only the first N seeds (the rest later: each run is keyed by its own "
+                    "parameters, so the full sweep skips these)")
+    ap.add_argument("--sweep", choices=("omega", "p", "both"), default="both", help="run one sweep only (default: both)")
     args = ap.parse_args(argv)
-    cfg = gsl.PARAMS.resolve(PRESET=args.preset)
-    tasks = grok_tasks(cfg)
+    cfg = gsl.PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds)
+    tasks = [t for t in grok_tasks(cfg) if args.sweep in ("both", t.kwargs["sweep"])]
     report = run_sweep(
         tasks, args.store or default_store(args.chapter, args.preset), workers=args.workers, scheduler=args.scheduler,
         in_process=args.in_process, desc=f"{args.chapter} ({args.preset})",
