@@ -107,3 +107,21 @@ def test_a_partial_sweep_runs_the_first_seeds_of_one_sweep_and_its_runs_belong_t
     full = {t.name for t in grok_tasks(gsl.PARAMS.resolve(PRESET="paper"))}
     (tasks,) = seen
     assert len(tasks) == 6 * 4 and {t.kwargs["sweep"] for t in tasks} == {"omega"} and {t.name for t in tasks} <= full
+
+
+def test_the_command_line_stores_runs_under_the_names_the_chapter_reads(tmp_path, monkeypatch):
+    """Run as ``python -m``, the module is ``__main__``: its tasks must still name the importable function,
+    or the chapter (which imports it) looks for other names than the command stored."""
+    import runpy
+    import sys
+
+    import ace_helpers.sweeps
+    from ace_helpers.sweeps import SweepReport
+
+    seen: list[list[Task]] = []
+    monkeypatch.setattr(ace_helpers.sweeps, "run_sweep", lambda tasks, store, **kw: seen.append(list(tasks)) or SweepReport())
+    monkeypatch.setattr(sys, "argv", ["sweep", "04_grokking_scaling_law", "--preset", "ci", "--in-process", "--store", str(tmp_path)])
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_module("ace_helpers.chapters.sweep", run_name="__main__")
+    assert stop.value.code == 0
+    assert {t.name for t in seen[0]} == {t.name for t in grok_tasks(gsl.PARAMS.resolve(PRESET="ci"))}

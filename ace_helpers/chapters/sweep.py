@@ -48,7 +48,7 @@ def grok_tasks(cfg: Params) -> list[Task]:
     seeds = [gsl.SEED0 + i for i in range(cfg["N_SEEDS"])]
     common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"],
               "precision": cfg["PRECISION"]}  # fmt: skip
-    fn = f"{__name__}:grok_unit"
+    fn = "ace_helpers.chapters.sweep:grok_unit"  # not __name__: run as a script, that is "__main__"
     tasks = [
         Task(fn, {"sweep": "omega", "p": cfg["P_OMEGA"], "omega": float(w), "seed": s, "batch_size": cfg["BATCH_SIZE_OMEGA"],
                   "train_fraction": cfg["TRAIN_FRACTION"], **common})
