@@ -112,7 +112,6 @@ class Claims:
         failure shows in bold capitals, a known one with its measured cause.
         """
         lines = ["| claim | paper | our rule | ours | verdict |", "|---|---|---|---|---|"]
-        cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731 - keep pipes inside their cell
         for r in self.rows:
             if r.passed:
                 verdict = r.verdict
@@ -121,7 +120,7 @@ class Claims:
             else:
                 verdict = f"{r.verdict}: {r.known_gap}"
             paper = f"{r.paper} ({r.where})" if r.where else r.paper
-            lines.append(f"| {cell(r.claim)} | {cell(paper)} | {cell(r.rule)} | {cell(r.ours)} | {cell(verdict)} |")
+            lines.append(f"| {md_cell(r.claim)} | {md_cell(paper)} | {md_cell(r.rule)} | {md_cell(r.ours)} | {md_cell(verdict)} |")
         return "\n".join(lines)
 
     def summary(self) -> str:
@@ -189,6 +188,11 @@ def not_tested_records(rows: Any, section: str) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+def md_cell(text: Any) -> str:
+    """``text`` as one markdown table cell: pipes escaped, line breaks flattened."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per claim over chapters: ``results`` maps a notebook stem to its stored ``results.json``.
 
@@ -211,7 +215,6 @@ def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
 
 def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
     """The scorecard page's tables: counts per chapter, then every claim (markdown; MyST renders tables)."""
-    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     stems = sorted({r["chapter"] for r in rows})
     lines = ["| chapter | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
     for stem in stems:
@@ -221,9 +224,9 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
     lines.append("| **all chapters** | " + " | ".join(f"**{c}**" for c in total) + " |")
     lines += ["", "| ch. | claim | verdict | paper | where | our rule | ours | run | note |", "|---|" + "---|" * 8]
     for r in rows:
-        lines.append(f"| {r['chapter'][:2]} | {cell(r['claim'])} | **{r['verdict']}** | {cell(r['paper'])} "
-                     f"| {cell(r.get('where', ''))} | {cell(r.get('rule', ''))} | {cell(r['ours'])} "
-                     f"| {cell(r['section'] + (f' ({t})' if (t := r.get('trained')) else ''))} | {cell(r['note'])} |")  # fmt: skip
+        lines.append(f"| {r['chapter'][:2]} | {md_cell(r['claim'])} | **{r['verdict']}** | {md_cell(r['paper'])} "
+                     f"| {md_cell(r.get('where', ''))} | {md_cell(r.get('rule', ''))} | {md_cell(r['ours'])} "
+                     f"| {md_cell(r['section'] + (f' ({t})' if (t := r.get('trained')) else ''))} | {md_cell(r['note'])} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

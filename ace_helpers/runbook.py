@@ -25,7 +25,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ace_helpers.artifacts import atomic_write_bytes, default_output_dir, project_root, write_json
 from ace_helpers.params import PRESET_NAMES, check_choice, versions
@@ -50,29 +52,38 @@ def stored_key(ipynb: Path) -> str | None:
     return nbformat.read(ipynb, as_version=4).metadata.get("ace_book", {}).get("key")
 
 
-def execute(py: Path, preset: str) -> float:
-    """Execute ``py`` at ``preset`` into its paired ``.ipynb``; returns the wall time in seconds."""
+def run_source(py: Path, parameters: Mapping[str, Any] | None = None) -> tuple[Any, float]:
+    """Execute the jupytext source ``py`` in a fresh kernel (papermill, in ``py``'s folder) with
+    ``parameters`` injected; returns the executed notebook (nbformat) and the wall time in seconds."""
     import jupytext
     import nbformat
     import papermill
 
-    source = py.read_text()
-    nb = jupytext.reads(source, fmt="py:percent")
+    nb = jupytext.reads(py.read_text(), fmt="py:percent")
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "in.ipynb", Path(tmp) / "out.ipynb"
         nbformat.write(nb, src)
-        old = os.environ.get("ACE_PRESET")
-        os.environ["ACE_PRESET"] = preset
         start = time.perf_counter()
-        try:
-            papermill.execute_notebook(str(src), str(dst), cwd=str(py.parent), kernel_name="python3", progress_bar=False)
-        finally:
-            if old is None:
-                os.environ.pop("ACE_PRESET", None)
-            else:
-                os.environ["ACE_PRESET"] = old
+        papermill.execute_notebook(str(src), str(dst), parameters=dict(parameters or {}), cwd=str(py.parent),
+                                   kernel_name="python3", progress_bar=False)  # fmt: skip
         wall = time.perf_counter() - start
-        out = nbformat.read(dst, as_version=4)
+        return nbformat.read(dst, as_version=4), wall
+
+
+def execute(py: Path, preset: str) -> float:
+    """Execute ``py`` at ``preset`` into its paired ``.ipynb``; returns the wall time in seconds."""
+    import nbformat
+
+    source = py.read_text()
+    old = os.environ.get("ACE_PRESET")
+    os.environ["ACE_PRESET"] = preset
+    try:
+        out, wall = run_source(py)
+    finally:
+        if old is None:
+            os.environ.pop("ACE_PRESET", None)
+        else:
+            os.environ["ACE_PRESET"] = old
     out.metadata["ace_book"] = {
         "key": cache_key(source, preset),
         "preset": preset,

@@ -19,14 +19,13 @@ import ast
 import json
 import os
 import sys
-import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ace_helpers.artifacts import atomic_write_bytes, project_root, write_json
 from ace_helpers.params import PRESET_NAMES, check_choice
+from ace_helpers.report import md_cell
 
 #: The chapter's own run, shown first in every comparison.
 OWN_RUN = "own run"
@@ -60,9 +59,7 @@ def run_variant(stem: str, preset: str, name: str, knobs: Mapping[str, Any], *, 
     Returns the stored results file.  Raises ``ValueError`` for an unknown notebook, preset or
     a name that is not a plain word (it becomes a file name).
     """
-    import jupytext
-    import nbformat
-    import papermill
+    from ace_helpers.runbook import run_source
 
     root = root or project_root()
     check_choice("preset", preset, PRESET_NAMES)
@@ -74,16 +71,9 @@ def run_variant(stem: str, preset: str, name: str, knobs: Mapping[str, Any], *, 
         raise ValueError(f"variant name {name!r} is not allowed: letters, digits, '-' and '_' only (it names a file)")
     out_dir = root / "outputs" / "variants" / stem / f"{preset}-{name}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    nb = jupytext.reads(py.read_text(), fmt="py:percent")
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "in.ipynb"
-        nbformat.write(nb, src)
-        params = {"PRESET": preset, "OUTPUT_DIR": str(out_dir), **knobs}
-        papermill.execute_notebook(str(src), str(Path(tmp) / "out.ipynb"), parameters=params, cwd=str(py.parent),
-                                   kernel_name="python3", progress_bar=False)  # fmt: skip
+    _, wall = run_source(py, {"PRESET": preset, "OUTPUT_DIR": str(out_dir), **knobs})
     results = json.loads((out_dir / "results.json").read_text())
-    results["variant"] = {"name": name, "preset": preset, "knobs": dict(knobs), "wall_s": round(time.perf_counter() - start, 1)}
+    results["variant"] = {"name": name, "preset": preset, "knobs": dict(knobs), "wall_s": round(wall, 1)}
     return write_json(variants_dir(root) / stem / f"{preset}-{name}.json", results)
 
 
@@ -110,30 +100,33 @@ def comparison_rows(
     if own is not None and (preset == "book" if with_own is None else with_own):
         runs[OWN_RUN] = own
     runs |= {key.split("-", 1)[1]: res for key, res in sorted(variants.items()) if key.split("-", 1)[0] == preset}
-    order: list[tuple[str, str]] = []
-    verdicts: dict[str, dict[tuple[str, str], str]] = {}
+    order: list[str] = []
+    verdicts: dict[str, dict[str, str]] = {}
     for run, res in runs.items():
         verdicts[run] = {}
         for rec in res.get("claims", []):
             if rec["section"] not in OWN_SECTIONS:
                 continue  # a stored run shown beside this one (e.g. the 20 000-epoch run): not what the variant trained
-            key = (_section(rec["section"]), rec["claim"])
-            verdicts[run][key] = rec["verdict"]
-            if key not in order:
-                order.append(key)
+            verdicts[run][rec["claim"]] = rec["verdict"]
+            if rec["claim"] not in order:
+                order.append(rec["claim"])
     rows = []
-    for key in order:
-        row: dict[str, Any] = {"section": key[0], "claim": key[1]}
-        got = [verdicts[run].get(key, "—") for run in runs]
+    for claim in order:
+        row: dict[str, Any] = {"section": "this run", "claim": claim}
+        got = [verdicts[run].get(claim, "—") for run in runs]
         row |= dict(zip(runs, got))
         row["agree"] = len(set(got)) == 1 and "—" not in got
         rows.append(row)
     return rows
 
 
-def _section(section: str) -> str:
-    """A claim's run label without the preset name (variants at one preset share it)."""
-    return section.replace("book preset", "this run").replace("ci preset", "this run")
+def _verdict_table(rows: Sequence[Mapping[str, Any]], runs: Sequence[str], shown=lambda run, row: row[run]) -> list[str]:
+    """Markdown lines of a claim-by-claim table: one column per run (``shown(run, row)`` fills a cell), then whether they agree."""
+    lines = ["| claim | " + " | ".join(runs) + " | same verdict |", "|---|" + "---|" * (len(runs) + 1)]
+    for r in rows:
+        mark = "yes" if r["agree"] else "**no**"
+        lines.append(f"| {md_cell(r['claim'])} | " + " | ".join(shown(run, r) for run in runs) + f" | {mark} |")
+    return lines
 
 
 def variant_markdown(root: Path) -> str:
@@ -141,7 +134,6 @@ def variant_markdown(root: Path) -> str:
     from ace_helpers.runbook import stored_book_results
 
     own_all = stored_book_results(root)
-    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     lines: list[str] = []
     for stem, variants in stored_variants(root).items():
         for preset in sorted({k.split("-", 1)[0] for k in variants}):
@@ -158,12 +150,8 @@ def variant_markdown(root: Path) -> str:
                 wall = res.get("wall_s") if run == OWN_RUN else res["variant"]["wall_s"]
                 precision = res.get("params", {}).get("PRECISION", knobs.get("PRECISION", "fp32"))
                 shown = ", ".join(f"{k}={v}" for k, v in knobs.items()) or "the chapter's preset"
-                lines.append(f"| {run} | {cell(shown)} | {precision} | {f'{wall:.0f}' if wall is not None else '—'} |")
-            lines += ["", "| claim | " + " | ".join(runs) + " | same verdict |", "|---|" + "---|" * (len(runs) + 1)]
-            for r in rows:
-                mark = "yes" if r["agree"] else "**no**"
-                lines.append(f"| {cell(r['claim'])} | " + " | ".join(r[k] for k in runs) + f" | {mark} |")
-            lines.append("")
+                lines.append(f"| {run} | {md_cell(shown)} | {precision} | {f'{wall:.0f}' if wall is not None else '—'} |")
+            lines += ["", *_verdict_table(rows, runs), ""]
     if not lines:
         lines = ["No variant runs are stored."]
     return "\n".join(lines) + "\n"
@@ -183,19 +171,14 @@ def chapter_comparison(stem: str, records: Sequence[Mapping[str, Any]], preset: 
     knobs = "; ".join(f"{k.split('-', 1)[1]}: " + ", ".join(f"{n}={v}" for n, v in res["variant"]["knobs"].items())
                       for k, res in sorted(stored.items()))  # fmt: skip
     agree = sum(r["agree"] for r in rows)
-    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = [f"Verdicts agree on **{agree} of {len(rows)}** claims ({knobs}).", "",
-             "| claim | this run | " + " | ".join(names) + " | same verdict |", "|---|---|" + "---|" * (len(names) + 1)]
     ours = {"this run": _ours(records)} | {k.split("-", 1)[1]: _ours(res.get("claims", [])) for k, res in stored.items()}
 
     def shown(run: str, r: Mapping[str, Any]) -> str:  # where verdicts differ, the measured values too
         verdict = r.get(run, "—")
         value = ours[run].get(r["claim"])
-        return f"{verdict}: {cell(value)}" if not r["agree"] and value and verdict != "—" else verdict
+        return f"{verdict}: {md_cell(value)}" if not r["agree"] and value and verdict != "—" else verdict
 
-    for r in rows:
-        lines.append(f"| {cell(r['claim'])} | " + " | ".join(shown(n, r) for n in ["this run", *names])
-                     + f" | {'yes' if r['agree'] else '**no**'} |")  # fmt: skip
+    lines = [f"Verdicts agree on **{agree} of {len(rows)}** claims ({knobs}).", "", *_verdict_table(rows, ["this run", *names], shown)]
     return "\n".join(lines) + "\n"
 
 

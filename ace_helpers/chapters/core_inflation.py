@@ -46,7 +46,7 @@ from ace_helpers.chapters.modadd.long_run import (  # noqa: F401
 from ace_helpers.chapters.modadd.run import load_run, model_key, run_hash, snapshot_key, snapshot_name, train_one_model  # noqa: F401
 from ace_helpers.operators import class_means, fit_shift_operator, rotational_modes
 from ace_helpers.params import ChapterParams, Params
-from ace_helpers.report import Claims, KnownGaps
+from ace_helpers.report import Claims, KnownGaps, md_cell
 
 PARAMS = ChapterParams("03_core_inflation", config.PRESETS, config.check)
 
@@ -274,9 +274,8 @@ def inflation_claims(
 def claims_table(claims: Claims, not_tested: Sequence[ClaimRow]) -> str:
     """One markdown claims table (:meth:`~ace_helpers.report.Claims.table`) with the claims a run
     cannot test appended as rows whose verdict is "not tested" and why."""
-    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731 - keep pipes inside their cell
-    rows = [f"| {cell(r.claim)} | {cell(f'{r.paper} ({r.where})' if r.where else r.paper)} | {cell(r.rule)} | "
-            f"{cell(r.ours)} | not tested: {cell(r.why)} |" for r in not_tested]  # fmt: skip
+    rows = [f"| {md_cell(r.claim)} | {md_cell(f'{r.paper} ({r.where})' if r.where else r.paper)} | {md_cell(r.rule)} | "
+            f"{md_cell(r.ours)} | not tested: {md_cell(r.why)} |" for r in not_tested]  # fmt: skip
     return "\n".join([claims.table(), *rows])
 
 

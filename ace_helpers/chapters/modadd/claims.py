@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ace_helpers.report import ClaimRow
+from ace_helpers.report import ClaimRow, md_cell
 
 __all__ = ["ClaimRow", "not_tested_table"]
 
@@ -13,7 +13,6 @@ def not_tested_table(rows: Sequence[ClaimRow]) -> str:
     """Markdown table of the claims a preset cannot test (empty string if none)."""
     if not rows:
         return ""
-    cell = lambda text: str(text).replace("|", "\\|").replace("\n", " ")  # noqa: E731 - keep pipes inside their cell
     lines = ["| claim (not tested at this preset) | paper | ours | why |", "|---|---|---|---|"]
-    lines += [f"| {cell(r.claim)} | {cell(r.paper)} | {cell(r.ours)} | {cell(r.why)} |" for r in rows]
+    lines += [f"| {md_cell(r.claim)} | {md_cell(r.paper)} | {md_cell(r.ours)} | {md_cell(r.why)} |" for r in rows]
     return "\n".join(lines)
