@@ -3,9 +3,11 @@
 ``"fp32"`` is the reference: every stored result of the book was trained that way unless its
 manifest says otherwise.  ``"bf16"`` runs the training forward pass under
 ``torch.autocast("cpu", dtype=torch.bfloat16)``: the batched matrix products take bf16 inputs
-(on a CPU with AMX, oneDNN runs them on the AMX tiles), while the master weights, the
-optimizer state, the loss and every analysis stay fp32.  On a CPU without AMX bf16 is
-allowed but emulated, and usually slower than fp32: :func:`describe` says so.
+(oneDNN runs them on the AMX tiles of recent Intel CPUs, or with the AVX512-BF16 dot-product
+instructions of recent AMD and Intel CPUs), while the master weights, the optimizer state, the
+loss and every analysis stay fp32.  On a CPU with neither, bf16 is allowed but emulated, and
+usually slower than fp32: :func:`describe` says so.  bf16 sums round differently on AMX and on
+AVX512-BF16, so a bf16 run is reproducible bit for bit on one kind of CPU, not across kinds.
 """
 
 from __future__ import annotations
@@ -43,6 +45,20 @@ def has_amx_bf16() -> bool:
     return "amx_bf16" in cpu_flags()
 
 
+def has_avx512_bf16() -> bool:
+    """Whether this CPU has the AVX512-BF16 dot-product instructions (the ``avx512_bf16`` flag)."""
+    return "avx512_bf16" in cpu_flags()
+
+
+def bf16_kernels() -> str:
+    """Which native bf16 matmul path this CPU offers: ``"amx"``, ``"avx512_bf16"`` or ``"emulated"``."""
+    if has_amx_bf16():
+        return "amx"
+    if has_avx512_bf16():
+        return "avx512_bf16"
+    return "emulated"
+
+
 def describe(precision: str) -> str:
     """One line on which kernels ``precision`` runs on this CPU (printed by the training chapters)."""
     import torch
@@ -51,10 +67,17 @@ def describe(precision: str) -> str:
     capability = torch.backends.cpu.get_cpu_capability()
     if precision == "fp32":
         return f"fp32 throughout (torch CPU kernels: {capability})"
-    if has_amx_bf16():
+    kernels = bf16_kernels()
+    if kernels == "amx":
         return f"bf16 matmuls on AMX (amx_bf16 present, oneDNN), fp32 weights, optimizer state and analyses ({capability})"
+    if kernels == "avx512_bf16":
+        return (
+            f"bf16 matmuls with AVX512-BF16 dot products (avx512_bf16 present, no AMX; oneDNN), "
+            f"fp32 weights, optimizer state and analyses ({capability})"
+        )
     return (
-        f"bf16 matmuls WITHOUT AMX (no amx_bf16 flag on this CPU): emulated, expect it to run slower than fp32; "
+        f"bf16 matmuls WITHOUT native bf16 instructions (neither amx_bf16 nor avx512_bf16 on this CPU): emulated, "
+        f"expect it to run slower than fp32; "
         f"fp32 weights, optimizer state and analyses ({capability})"
     )
 

@@ -141,3 +141,20 @@ def test_fast_kernels_keep_their_numbers() -> None:
 
 #: Per-member mean training losses of the last two epochs above, as this version computes them.
 PINNED_FAST_LOSSES = [[2.3462678, 2.3650248, 2.3933394], [2.2690039, 2.3171579, 2.2617213]]
+
+
+@pytest.mark.parametrize(
+    "flags, kernels, words",
+    [
+        ({"avx512f", "amx_bf16", "avx512_bf16"}, "amx", "on AMX"),
+        ({"avx512f", "avx512_bf16"}, "avx512_bf16", "AVX512-BF16 dot products"),
+        ({"avx2"}, "emulated", "expect it to run slower than fp32"),
+    ],
+)
+def test_precision_names_the_bf16_kernels_of_the_cpu(monkeypatch, flags, kernels, words):
+    from ace_helpers import precision
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset(flags))
+    assert precision.bf16_kernels() == kernels
+    assert words in precision.describe("bf16")
+    assert "fp32 throughout" in precision.describe("fp32")
