@@ -22,7 +22,7 @@ a gap applies only to that preset's exact run (:meth:`KnownGaps.reason`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,15 +141,17 @@ class Claims:
             "claims_failed": [r.claim for r in self.rows if not r.passed],
         }
 
-    def records(self, section: str) -> list[dict[str, Any]]:
+    def records(self, section: str, trained: str | None = None) -> list[dict[str, Any]]:
         """The rows as plain dicts for ``results.json`` and the scorecard (``section`` names the run).
 
         Keys: ``section``, ``claim``, ``paper``, ``where``, ``rule``, ``ours``, ``verdict`` (see
-        :data:`VERDICTS`), ``note`` (the known gap's measured cause, or ``""``).
+        :data:`VERDICTS`), ``note`` (the known gap's measured cause, or ``""``), and ``trained``
+        when given: how that run was trained (e.g. ``"ensemble, bf16"``), where it is not the
+        chapter's own run (the scorecard shows it instead of the chapter's knobs).
         """
         return [
             {"section": section, "claim": r.claim, "paper": r.paper, "where": r.where, "rule": r.rule, "ours": r.ours,
-             "verdict": r.verdict, "note": r.known_gap or ""}
+             "verdict": r.verdict, "note": r.known_gap or "", **({"trained": trained} if trained else {})}
             for r in self.rows
         ]  # fmt: skip
 
@@ -178,12 +180,13 @@ class ClaimRow:
     rule: str = ""
 
 
-def not_tested_records(rows: Any, section: str) -> list[dict[str, Any]]:
+def not_tested_records(rows: Any, section: str, trained: str | None = None) -> list[dict[str, Any]]:
     """Records (as :meth:`Claims.records`) of claims a run cannot test: objects with ``claim``,
     ``paper``, ``ours``, ``why`` (the reason becomes the note) and optionally ``where`` and ``rule``."""
     return [
         {"section": section, "claim": r.claim, "paper": r.paper, "where": getattr(r, "where", ""),
-         "rule": getattr(r, "rule", ""), "ours": str(r.ours), "verdict": NOT_TESTED, "note": r.why}
+         "rule": getattr(r, "rule", ""), "ours": str(r.ours), "verdict": NOT_TESTED, "note": r.why,
+         **({"trained": trained} if trained else {})}
         for r in rows
     ]  # fmt: skip
 
@@ -191,6 +194,14 @@ def not_tested_records(rows: Any, section: str) -> list[dict[str, Any]]:
 def md_cell(text: Any) -> str:
     """``text`` as one markdown table cell: pipes escaped, line breaks flattened."""
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def claims_table(claims: Claims, not_tested: Sequence[Any]) -> str:
+    """One markdown claims table (:meth:`~ace_helpers.report.Claims.table`) with the claims a run
+    cannot test appended as rows whose verdict is "not tested" and why."""
+    rows = [f"| {md_cell(r.claim)} | {md_cell(f'{r.paper} ({r.where})' if r.where else r.paper)} | {md_cell(r.rule)} | "
+            f"{md_cell(r.ours)} | not tested: {md_cell(r.why)} |" for r in not_tested]  # fmt: skip
+    return "\n".join([claims.table(), *rows])
 
 
 def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:

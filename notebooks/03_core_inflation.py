@@ -208,7 +208,7 @@ print("cap, WD = 1      :", caps[0].mean(0).round(1).tolist())
 
 # %%
 claims, not_tested, numbers = chapter.inflation_claims(run, cfg)
-display(Markdown(chapter.claims_table(claims, not_tested)))
+display(Markdown(report.claims_table(claims, not_tested)))
 
 # %%
 print(claims.summary())
@@ -234,11 +234,13 @@ display(Markdown(chapter.residue_table(nowd, p, nowd.epochs)))
 # Inflation is slow: the paper's core grows over 19 000 epochs after grokking. The `paper` preset
 # is that run (3 models × 20 000 epochs, both arms; its one departure, the fork at epoch 1100
 # instead of 900, is explained in `chapters.modadd.config.PRESETS`) and takes hours on a CPU. It
-# is trained in the background, resumably, with `python -m ace_helpers.chapters.modadd --preset paper --wd-first`,
-# and what it has reached is stored beside the book's artifacts with `--store-partial`. Each
-# training segment is seeded by its position alone, so the stored part holds exactly the numbers
-# the finished run will have at those epochs. This section loads whatever is stored and says how
-# far each arm goes. It trains nothing.
+# has been trained in the background twice: first each model alone in fp32 (the book run
+# continued: 2 of the 3 models, the WD-off arm to epoch 15 500), then all three models and both
+# arms as one ensemble in bf16 (`python -m ace_helpers.chapters.modadd --preset paper --trainer
+# ensemble --precision bf16`, resumable from committed snapshots). This section loads the more
+# complete of the two and prints which it is; it trains nothing. The ensemble run has the same
+# seeds and protocol but other kernels and precision, so it is a sibling of this chapter's run,
+# not its continuation, and its models grok at their own epoch (printed beside the fork).
 
 # %%
 long = chapter.stored_long_run(cfg)
@@ -323,7 +325,7 @@ if long is not None:
 # %%
 if long is not None:
     long_claims, long_not_tested, long_numbers = chapter.long_run_claims(cfg, long_cfg, lrun, through, comparison)
-    display(Markdown(chapter.claims_table(long_claims, long_not_tested)))
+    display(Markdown(report.claims_table(long_claims, long_not_tested)))
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -346,7 +348,7 @@ print(long_claims.verdict() if long is not None else "no long run stored")
 # means, for every $d$.
 
 # %%
-ref_cfg, ref_run = (long_cfg, lrun) if long is not None else (cfg, run)  # the paper preset's own run is the long run
+ref_cfg, ref_run = chapter.reference_source(cfg, run)  # the run whose model 0 the reference retrains
 ref = chapter.stored_reference(ref_cfg)
 if ref is None:
     print("no stored reference activations for this run (make them with `python -m ace_helpers.chapters.core_inflation`)")
@@ -439,7 +441,8 @@ results = chapter.results(
 records = claims.records(f"{cfg.PRESET} preset") + report.not_tested_records(not_tested, f"{cfg.PRESET} preset")
 if long is not None:
     section = f"stored paper-preset run, through epoch {through['wd']}"
-    records += long_claims.records(section) + report.not_tested_records(long_not_tested, section)
+    trained = chapter.how_trained(long_cfg)
+    records += long_claims.records(section, trained) + report.not_tested_records(long_not_tested, section, trained)
 if ref is not None:
     records += ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {ref_epochs}")
 glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top

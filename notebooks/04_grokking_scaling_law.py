@@ -301,7 +301,6 @@ print(chapter.linked_redundancy())
 # %%
 claims = chapter.build_claims(fits, p_runs, cfg)
 records = claims.records(f"{cfg.PRESET} preset") + report.not_tested_records(chapter.not_tested(fits), f"{cfg.PRESET} preset")
-glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 display(Markdown(claims.table()))
 n_cens = sum(r.censored for r in sweeps.runs)
 print(f"censored runs (reported, not fitted): {n_cens} of {len(sweeps.runs)}")
@@ -314,6 +313,39 @@ print(claims.summary())
 print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
 
 # %% [markdown]
+# ## The paper's settings: the stored runs
+#
+# The `paper` preset is the paper's protocol: train fraction 0.5 in both sweeps, evaluation at
+# every step (so τ is exact to the step), ω ∈ {0.3, 0.5, 1, 1.5, 2, 3} at p = 53 with batch 512,
+# the seven primes 31–101 at full batch, 12 seeds per setting. It is trained run by run, in the
+# background or on a cluster (`python -m ace_helpers.chapters.sweep 04_grokking_scaling_law
+# --preset paper`), and every finished run is stored; this section loads what is stored (nothing
+# is trained) and checks the claims above on it. A sweep is tested once every one of its settings
+# has enough seeds (4 for ω, 3 for p); until then its claims are listed as not tested, with how
+# far the runs have got.
+
+# %%
+paper = chapter.stored_paper_sweeps(cfg)
+print(chapter.NO_PAPER_SWEEPS if paper is None else paper.describe())
+if paper is not None:
+    paper_claims, paper_untested, paper_fits = chapter.paper_claims(paper)
+    if paper.runs["omega"]:
+        display(Markdown(plots.setting_table(paper.runs["omega"], "omega")))
+        plots.plot_omega_sweep(paper.runs["omega"], paper_fits.omega)
+        plt.gca().set_title("ω sweep at the paper's settings (stored runs)")
+        plt.show()
+        display(Markdown("*Panel A of the paper's grokking-time figure, at the paper's settings (train fraction 0.5, τ "
+                         "exact to the step): as above — look at the red line's slope against the dashed ω⁻¹.*"))  # fmt: skip
+    display(Markdown(report.claims_table(paper_claims, paper_untested)))
+    section = "paper settings, stored runs"
+    records += paper_claims.records(section, paper.trained) + report.not_tested_records(paper_untested, section, paper.trained)
+glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(paper_claims.verdict() if paper is not None else "no paper-settings run stored")
+
+# %% [markdown]
 # ## Results
 #
 # `results.json` keys: `runs` (one entry per run: `sweep` "omega"|"p", `omega`, `p`, `seed`,
@@ -324,10 +356,12 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 # `p_aic_const`, `p_n_fit`, `p_exponent`, `p_exponent_ci`, `p_log_secant`, `large_primes`,
 # `p_exponent_large`; the Ω law `omega_law_b`, `omega_law_b_ci`, `omega_law_p_crit`,
 # `omega_law_r2`; `n_censored`; `eval_every` (τ resolution in steps); `from_artifact`;
-# `omega_sweep_wall_s`, `p_sweep_wall_s`; `claims_passed`, `claims_total`; `wall_s`. A paper-preset
+# `omega_sweep_wall_s`, `p_sweep_wall_s`; `claims_passed`, `claims_total`; `wall_s`;
+# `paper_settings` (the stored runs at the paper's settings: `n_runs` and `seeds` per sweep, the
+# ω fit, `cpu_hours`, `trained`, `runs`; null at the paper preset or when none is stored). A paper-preset
 # run also stores `runs` as the artifact `book/artifacts/04_grokking_scaling_law/sweeps`.
 
 # %%
 sweeps.save()  # a paper-preset run stores its sweeps as the artifact; other presets store nothing
-results = chapter.results(sweeps, claims, wall_s=time.perf_counter() - T0)
+results = chapter.results(sweeps, claims, wall_s=time.perf_counter() - T0, paper=paper)
 print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records))

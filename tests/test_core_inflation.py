@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ace_helpers import report
 from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.chapters.modadd import analysis
 from ace_helpers.operators import class_means
@@ -126,7 +127,7 @@ def test_wd_vs_wd_off_contrasts_can_fail():
 def test_one_claims_table_shows_the_claims_a_run_cannot_test():
     cfg = PARAMS.resolve(PRESET="paper", EPOCHS=20000)
     claims, not_tested, _ = chapter.inflation_claims(_run(30, 12), cfg, last_epoch=8000)
-    table = chapter.claims_table(claims, not_tested).splitlines()
+    table = report.claims_table(claims, not_tested).splitlines()
     assert table[0] == "| claim | paper | our rule | ours | verdict |" and len(table) == 2 + len(claims.rows) + len(not_tested)
     assert sum("| not tested: needs 20 000 epochs" in line for line in table) == len(not_tested) == 4
 
@@ -257,12 +258,15 @@ def test_every_stored_section_rebuilds_from_the_stored_artifacts():
     sections = _records_by_section(result)
     long_section = f"stored paper-preset run, through epoch {through['wd']}"
     claims, not_tested, _ = chapter.long_run_claims(cfg, long_cfg, lrun, through, chapter.compare_with_long_run(cfg, run, long_cfg, lrun))
-    assert claims.records(long_section) + not_tested_records(not_tested, long_section) == sections[long_section]
-    ref = chapter.stored_reference(long_cfg)
+    trained = chapter.how_trained(long_cfg)
+    assert claims.records(long_section, trained) + not_tested_records(not_tested, long_section, trained) == sections[long_section]
+    ref_cfg, ref_run = chapter.reference_source(cfg, run)
+    assert ref_cfg["PRESET"] == "paper" and ref_cfg["TRAINER"] == "loop"  # the run the reference was retrained from
+    ref = chapter.stored_reference(ref_cfg)
     assert ref is not None, "the reference artifact is missing from book/artifacts/core_inflation_reference"
     ref_section = f"dimension-matched reference: model 0 retrained to epochs {ref.data['epochs']}"
-    assert chapter.reference_claims(ref, lrun, chapter.reference_rows(ref, long_cfg.P)).records(ref_section) == sections[ref_section]
-    assert [r["ace"] for r in result["mode_reference"]] == [r["ace"] for r in chapter.reference_rows(ref, long_cfg.P)]
+    assert chapter.reference_claims(ref, ref_run, chapter.reference_rows(ref, ref_cfg.P)).records(ref_section) == sections[ref_section]
+    assert [r["ace"] for r in result["mode_reference"]] == [r["ace"] for r in chapter.reference_rows(ref, ref_cfg.P)]
 
 
 def test_the_chapters_prose_agrees_with_the_stored_verdicts():

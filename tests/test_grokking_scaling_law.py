@@ -260,3 +260,31 @@ def test_sweeps_cache_stores_paper_runs_only(tmp_path, monkeypatch) -> None:
     again = Sweeps(paper_cfg, tmp_path)
     assert again.from_artifact and again.omega() == omega and again.p() == p
     assert not Sweeps(paper_cfg.replace(N_SEEDS=3), tmp_path).from_artifact  # other knobs: not the artifact
+
+
+def _paper_runs(omega_seeds: int, p_seeds: int, omega_exp: float = -1.0) -> list[GrokRecord]:
+    """Runs at every setting of the paper preset: τ ∝ ω^omega_exp (±5 % seed scatter) and τ ∝ 1/p."""
+    omegas, primes = PRESETS["paper"]["OMEGAS"], PRESETS["paper"]["PRIMES"]
+    omega = [_rec("omega", w, 53, s, int(900 * w**omega_exp * (1.05 if s % 2 else 0.95))) for w in omegas for s in range(omega_seeds)]
+    p = [_rec("p", 1.0, q, s, int(4000 * 31 / q * (1.05 if s % 2 else 0.95))) for q in primes for s in range(p_seeds)]
+    return omega + p
+
+
+def test_paper_settings_test_a_sweep_only_with_enough_seeds() -> None:
+    from ace_helpers.chapters.grokking_scaling_law import MIN_SEEDS, paper_claims, sweeps_from_runs
+
+    few = sweeps_from_runs(_paper_runs(MIN_SEEDS["omega"] - 1, 0), 3600.0)
+    claims, untested, _ = paper_claims(few)
+    assert not claims.rows and "ω exponent b of τ_grok ∝ ω^b" in [r.claim for r in untested]
+    assert all("not stored far enough" in r.why for r in untested if r.claim != "Ω ∝ ω^b in the log law, b near −1")
+    assert f"{MIN_SEEDS['omega'] - 1} of 12 seeds" in few.describe() and "1.00 CPU-hours" in few.describe()
+    omega_only = sweeps_from_runs(_paper_runs(MIN_SEEDS["omega"], MIN_SEEDS["p"] - 1), 0.0)
+    claims, untested, _ = paper_claims(omega_only)
+    assert [r.claim for r in claims.rows][:1] == ["ω exponent b of τ_grok ∝ ω^b"] and all(r.passed for r in claims.rows)
+    assert "p exponent b of τ_grok ∝ p^b" in [r.claim for r in untested]
+    assert "4 seeds per setting" in claims.rows[0].rule  # the seeds stored, not the preset's 12
+    both = sweeps_from_runs(_paper_runs(MIN_SEEDS["omega"], MIN_SEEDS["p"]), 0.0)
+    claims, untested, _ = paper_claims(both)
+    assert "p exponent b of τ_grok ∝ p^b" in _verdicts(claims) and claims.verdict() == "no unexpected claim failures"
+    flat = sweeps_from_runs(_paper_runs(MIN_SEEDS["omega"], 0, omega_exp=-0.3), 0.0)  # a law the paper does not state
+    assert not _verdicts(paper_claims(flat)[0])["ω exponent b of τ_grok ∝ ω^b"]

@@ -407,7 +407,33 @@ def test_stored_book_run_loads_without_training():
     assert found is not None
     paper_cfg, lrun, through = found
     assert paper_cfg["PRESET"] == "paper" and through["wd"] >= 1400 and lrun.n_models >= 1
-    assert long_run.continues(paper_cfg, cfg)
+    first = PARAMS.resolve(PRESET="paper")  # the first stored paper run: the book run continued (same trainer)
+    assert long_run.load_long_run(first) is not None and long_run.continues(first, cfg)
+
+
+def test_the_most_complete_stored_paper_run_is_shown(monkeypatch):
+    """Of the ways a paper run was trained, the chapters show the finished one, then the one with most models."""
+    from types import SimpleNamespace
+
+    stored = {"ensemble": (3, 20000), "loop": (2, 15500)}  # trainer -> (models, last epoch of the WD-off arm)
+
+    def fake_load(cfg):
+        if cfg["TRAINER"] not in stored:
+            return None
+        n, nowd = stored[cfg["TRAINER"]]
+        return SimpleNamespace(n_models=n), {"wd": 20000, "nowd": nowd}
+
+    monkeypatch.setattr(long_run, "load_long_run", fake_load)
+    book = PARAMS.resolve(PRESET="book")
+    assert long_run.stored_long_run(book)[0]["TRAINER"] == "ensemble"  # finished, 3 models
+    stored["ensemble"] = (1, 15000)
+    assert long_run.stored_long_run(book)[0]["TRAINER"] == "loop"  # neither finished: more models wins
+    stored["ensemble"] = (2, 16000)
+    assert long_run.stored_long_run(book)[0]["TRAINER"] == "ensemble"  # same models: further wins
+    stored.clear()
+    assert long_run.stored_long_run(book) is None
+    stored["loop"] = (2, 15500)
+    assert long_run.stored_long_run(PARAMS.resolve(PRESET="paper")) is None  # its own run is the long run
 
 
 def test_two_workers_share_the_cores_when_torch_threads_is_unset(tmp_path, monkeypatch):

@@ -48,3 +48,27 @@ def test_the_stored_paper_sweep_runs_are_intact_and_consistent() -> None:
         assert (rec.sweep, rec.p, rec.omega, rec.seed) == tuple(tasks[name].kwargs[k] for k in ("sweep", "p", "omega", "seed"))
         if not rec.censored:
             assert rec.tau_grok == rec.tau_test - rec.tau_mem and rec.steps_trained == rec.tau_test + cfg["STOP_MARGIN"]
+
+
+def test_chapter_4_shows_every_stored_paper_sweep_run() -> None:
+    """Chapter 4's committed results hold exactly the runs of the paper sweep store (else it is stale)."""
+    import json
+
+    from ace_helpers.artifacts import project_root
+    from ace_helpers.chapters import grokking_scaling_law as gsl
+
+    stored = gsl.stored_paper_sweeps(gsl.PARAMS.resolve(PRESET="book"))
+    result = json.loads((project_root() / "book" / "results" / f"{gsl.NOTEBOOK}.json").read_text())
+    shown = (result.get("paper_settings") or {}).get("runs", [])
+    in_store = [] if stored is None else [r.to_dict() for s in stored.runs for r in stored.runs[s]]
+    assert shown == in_store, (f"chapter 4 shows {len(shown)} paper-settings runs, the store holds {len(in_store)}: "
+                               "re-run the chapter (python -m ace_helpers.runbook --preset book --only 04_grokking_scaling_law)")  # fmt: skip
+
+
+def test_the_paper_runs_table_is_what_the_stored_artifacts_give() -> None:
+    """book/paper_runs_table.md (the reproducibility page's table of paper runs) is regenerated, not typed."""
+    from ace_helpers.artifacts import project_root
+    from ace_helpers.chapters.paper_runs import paper_runs_markdown
+
+    committed = (project_root() / "book" / "paper_runs_table.md").read_text()
+    assert committed == paper_runs_markdown(), "book/paper_runs_table.md is stale: python -m ace_helpers.chapters.paper_runs"

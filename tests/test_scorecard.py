@@ -203,3 +203,19 @@ def test_summary_box_shows_the_stored_verdicts(stem):
     assert glued, f"{stem}: the notebook glues no 'verdicts' for its summary box"
     text = glued[0] if isinstance(glued[0], str) else "".join(glued[0])
     assert text == verdict_summary(STORED[stem]["claims"])
+
+
+@pytest.mark.skipif("04_grokking_scaling_law" not in STORED, reason="chapter 4 has no stored results.json")
+def test_chapter_4_paper_settings_verdicts_rebuild_from_its_stored_runs():
+    """The paper-settings section of chapter 4 is what its stored runs give (fits and rules recomputed)."""
+    from ace_helpers.chapters import grokking_scaling_law as gsl
+    from ace_helpers.report import not_tested_records
+
+    result = STORED["04_grokking_scaling_law"]
+    section = "paper settings, stored runs"
+    shown = [r for r in result["claims"] if r["section"] == section]
+    ps = result.get("paper_settings")
+    assert ps is not None and shown, "chapter 4 shows no paper-settings runs: re-run it (the sweep store holds some)"
+    paper = gsl.sweeps_from_runs(gsl.records_from_dicts(ps["runs"]), ps["cpu_hours"] * 3600)
+    claims, untested, _ = gsl.paper_claims(paper)
+    assert claims.records(section, paper.trained) + not_tested_records(untested, section, paper.trained) == shown

@@ -39,6 +39,7 @@ from ace_helpers.chapters.modadd.long_run import (  # noqa: F401
     NO_LONG_RUN,
     continues,
     describe_long_run,
+    how_trained,
     load_long_run,
     same_prefix,
     stored_long_run,
@@ -46,7 +47,7 @@ from ace_helpers.chapters.modadd.long_run import (  # noqa: F401
 from ace_helpers.chapters.modadd.run import load_run, model_key, run_hash, snapshot_key, snapshot_name, train_one_model  # noqa: F401
 from ace_helpers.operators import class_means, fit_shift_operator, rotational_modes
 from ace_helpers.params import ChapterParams, Params
-from ace_helpers.report import Claims, KnownGaps, md_cell
+from ace_helpers.report import Claims, KnownGaps
 
 PARAMS = ChapterParams("03_core_inflation", config.PRESETS, config.check)
 
@@ -271,14 +272,6 @@ def inflation_claims(
     return claims, not_tested, nums
 
 
-def claims_table(claims: Claims, not_tested: Sequence[ClaimRow]) -> str:
-    """One markdown claims table (:meth:`~ace_helpers.report.Claims.table`) with the claims a run
-    cannot test appended as rows whose verdict is "not tested" and why."""
-    rows = [f"| {md_cell(r.claim)} | {md_cell(f'{r.paper} ({r.where})' if r.where else r.paper)} | {md_cell(r.rule)} | "
-            f"{md_cell(r.ours)} | not tested: {md_cell(r.why)} |" for r in not_tested]  # fmt: skip
-    return "\n".join([claims.table(), *rows])
-
-
 def compare_with_long_run(cfg: Params, run: GrokRun, long_cfg: Params, lrun: GrokRun) -> tuple[bool, list[int], float]:
     """Whether the long run reproduces this chapter's run where they overlap: ``(same, shared epochs, largest difference)``.
 
@@ -418,6 +411,17 @@ def stored_reference(cfg: Mapping[str, Any], epochs: Sequence[int] = REFERENCE_E
     return load_artifact(reference_dir(), name, key)
 
 
+def reference_source(cfg: Params, run: GrokRun) -> tuple[Params, GrokRun]:
+    """The run whose model 0 the stored reference retrains, with that run: at ``PRESET="paper"``
+    ``(cfg, run)`` itself, else the paper preset's first stored run (each model alone, fp32; the
+    reference was retrained from it), or ``(cfg, run)`` when that is not stored.  Trains nothing."""
+    if cfg["PRESET"] == "paper":
+        return cfg, run
+    paper_cfg = PARAMS.resolve(PRESET="paper")  # TRAINER / PRECISION: the defaults, as the reference was made
+    found = load_long_run(paper_cfg)
+    return (paper_cfg, found[0]) if found is not None else (cfg, run)
+
+
 def reference_rows(
     ref: Any, p: int, dims: Sequence[int] | None = None, *, draws: int = REFERENCE_DRAWS, seed: int = REFERENCE_SEED
 ) -> list[dict[str, Any]]:
@@ -545,9 +549,9 @@ def results(
         "not_tested": [r.claim for r in not_tested],
     } | run_entries(run, claims.counts(), wall_s)
     if long is not None:
-        _, lrun, through = long
+        long_cfg, lrun, through = long
         out["long_run"] = {
-            "preset": "paper", "n_models": lrun.n_models, "through_epoch": through, "numbers": long_numbers,
+            "preset": "paper", "trainer": long_cfg["TRAINER"], "precision": long_cfg["PRECISION"], "n_models": lrun.n_models, "through_epoch": through, "numbers": long_numbers,
             "not_tested": [r.claim for r in long_not_tested], "claims_failed": long_claims.counts()["claims_failed"],
         } | arm_results(lrun.wd) | arm_results(lrun.nowd, prefix="nowd_")  # fmt: skip
     out["mode_reference"] = None if reference is None else [

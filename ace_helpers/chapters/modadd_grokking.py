@@ -27,7 +27,7 @@ from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's
     per_model_summary,
 )
 from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table  # noqa: F401
-from ace_helpers.chapters.modadd.long_run import NO_LONG_RUN, describe_long_run, stored_long_run  # noqa: F401
+from ace_helpers.chapters.modadd.long_run import NO_LONG_RUN, describe_long_run, how_trained, stored_long_run  # noqa: F401
 from ace_helpers.chapters.modadd.run import load_run  # noqa: F401
 from ace_helpers.chapters.modadd.stats import (  # noqa: F401 - used by the notebook
     LATE_EPOCH,
@@ -418,7 +418,7 @@ def results(
         "numbers": dict(numbers or {}),
     } | run_entries(run, claims.counts(), wall_s)
     if long is not None:
-        _, lrun, through = long
-        out["long_run"] = {"preset": "paper", "n_models": lrun.n_models, "through_epoch": through, "numbers": long_numbers,
+        long_cfg, lrun, through = long
+        out["long_run"] = {"preset": "paper", "trainer": long_cfg["TRAINER"], "precision": long_cfg["PRECISION"], "n_models": lrun.n_models, "through_epoch": through, "numbers": long_numbers,
                            "claims_failed": long_claims.counts()["claims_failed"]}  # fmt: skip
     return out

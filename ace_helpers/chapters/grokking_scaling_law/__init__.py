@@ -24,7 +24,10 @@ and trains them otherwise (a paper-preset run stores what it trained).
 * Ω law over every p-sweep ω (``None`` with one ω): ``omega_law_b``, ``omega_law_b_ci``,
   ``omega_law_p_crit``, ``omega_law_r2``;
 * ``n_censored``, ``eval_every``, ``from_artifact``, ``omega_sweep_wall_s``, ``p_sweep_wall_s``,
-  ``claims_passed``, ``claims_total``, ``wall_s``.
+  ``claims_passed``, ``claims_total``, ``wall_s``;
+* ``paper_settings``: the stored runs at the paper's settings shown beside a shorter preset
+  (:func:`paper_results`: ``n_runs``, ``seeds``, ``omega_exponent``, ``omega_exponent_ci``,
+  ``omega_r2``, ``cpu_hours``, ``trained``, ``runs``), or ``None``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,14 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     not_tested,
     p_sweep_rows,
     setting_rows,
+)
+from ace_helpers.chapters.grokking_scaling_law.paper_store import (
+    MIN_SEEDS,
+    NO_PAPER_SWEEPS,
+    StoredSweeps,
+    paper_claims,
+    stored_paper_sweeps,
+    sweeps_from_runs,
 )
 from ace_helpers.chapters.grokking_scaling_law.runs import (
     ACC_THRESHOLD,
@@ -65,10 +76,10 @@ from ace_helpers.precision import check_precision
 from ace_helpers.report import Claims
 
 __all__ = [
-    "ACC_THRESHOLD", "KNOWN_GAPS", "PARAMS", "PRESETS", "SEED0", "GrokRecord", "GrokTimes", "ClaimRow", "SweepFits",
+    "ACC_THRESHOLD", "KNOWN_GAPS", "MIN_SEEDS", "NO_PAPER_SWEEPS", "PARAMS", "PRESETS", "SEED0", "GrokRecord", "GrokTimes", "ClaimRow", "SweepFits",
     "Sweeps", "build_claims", "fit_sweeps", "gap_numbers", "grok_times", "not_tested", "p_sweep_omegas", "p_sweep_rows",
-    "records_from_dicts", "results", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
-    "setting_stats", "sweep_config", "uncensored",
+    "paper_claims", "records_from_dicts", "results", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
+    "setting_stats", "stored_paper_sweeps", "StoredSweeps", "sweeps_from_runs", "sweep_config", "uncensored",
 ]  # fmt: skip
 
 NOTEBOOK = "04_grokking_scaling_law"
@@ -296,8 +307,24 @@ def linked_redundancy() -> str:
             f"mean over models, at its last checkpoint (epoch {gap['epoch']}): {gap['mean_gap']:.1f}")
 
 
-def results(sweeps: Sweeps, claims: Claims, wall_s: float) -> dict[str, Any]:
-    """The chapter's flat ``results.json`` dict (keys in the module docstring)."""
+def paper_results(paper: StoredSweeps | None) -> dict[str, Any] | None:
+    """The stored paper-settings runs for ``results.json``: per sweep the runs stored and the seeds
+    per setting, the ω fit, the CPU-hours, and the runs themselves (``None`` when none is stored)."""
+    if paper is None:
+        return None
+    fits = fit_sweeps(paper.runs["omega"], paper.runs["p"], paper.cfg["OMEGA_P"])
+    w = fits.omega
+    return {
+        "n_runs": {k: len(v) for k, v in paper.runs.items()}, "seeds": {k: list(paper.seeds(k)) for k in paper.runs},
+        "omega_exponent": w.exponent if w else None, "omega_exponent_ci": list(w.ci) if w else None,
+        "omega_r2": w.r2 if w else None, "cpu_hours": paper.wall_s / 3600, "trained": paper.trained,
+        "runs": [r.to_dict() for k in paper.runs for r in paper.runs[k]],
+    }  # fmt: skip
+
+
+def results(sweeps: Sweeps, claims: Claims, wall_s: float, paper: StoredSweeps | None = None) -> dict[str, Any]:
+    """The chapter's flat ``results.json`` dict (keys in the module docstring); ``paper``: the
+    stored paper-settings runs shown beside this run (:func:`paper_results`)."""
     runs = sweeps.runs
     fits = fit_sweeps([r for r in runs if r.sweep == "omega"], [r for r in runs if r.sweep == "p"], sweeps.cfg["OMEGA_P"])
     w, lf, pf, ol = fits.omega, fits.p_log, fits.p_pow, fits.omega_law
@@ -324,5 +351,6 @@ def results(sweeps: Sweeps, claims: Claims, wall_s: float) -> dict[str, Any]:
         "p_sweep_wall_s": sweeps.p_wall_s,
         "claims_passed": sum(r.passed for r in claims.rows),
         "claims_total": len(claims.rows),
+        "paper_settings": paper_results(paper),
         "wall_s": wall_s,
     }  # fmt: skip

@@ -183,12 +183,16 @@ def _p_diagnosis(claims: Claims, fits: SweepFits) -> None:
                       "(curvature of the log law would bring it closer to −1)")  # fmt: skip
 
 
-def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params) -> Claims:
+SWEEPS = ("omega", "p")
+
+
+def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params, sweeps: Sequence[str] = SWEEPS) -> Claims:
     """The chapter's claims from its fits (``p_runs`` is kept for callers; the fits carry its statistics).
 
     With one seed per setting (``N_SEEDS = 1``) the seed scatter dominates: the exponent windows
     of the ω sweep and of Ω become "exponent < 0" and the R² thresholds fall from 0.8 to 0.6,
-    as each rule says.  A fit that could not be made fails its claims.
+    as each rule says.  A fit that could not be made fails its claims.  ``sweeps``: the sweeps
+    whose claims are checked (``"omega"``, ``"p"``; default both).
     """
     one = cfg["N_SEEDS"] == 1
     r2_min = R2_MIN_ONE_SEED if one else R2_MIN
@@ -201,48 +205,50 @@ def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params) -> 
     seeds = f"{cfg['N_SEEDS']} seed{'s' if cfg['N_SEEDS'] > 1 else ''} per setting (paper 12)"
     fewer_w, fewer_p = (f"{seeds}, train fraction {cfg[k]} (paper 0.5)" for k in ("TRAIN_FRACTION", "TRAIN_FRACTION_P"))
     claims = Claims()
-    w = fits.omega
-    claims.check("ω exponent b of τ_grok ∝ ω^b", "τ ∝ ω^−1.02 (theory ω^−1)", _exp(w),
-                 w is not None and (w.exponent < 0 if one else _in(w.exponent)), where=f"{FIG_A}; fit as in {CODE}",
-                 rule=f"OLS slope of log τ_grok on log ω over every uncensored run (the code fits per-ω means; runs give "
-                      f"a CI from the seeds) {win}; {fewer_w}{loose}")  # fmt: skip
-    claims.check("R² of the ω power law", "printed on panel A (value not retrievable)", w.r2 if w else "n/a",
-                 w is not None and w.r2 >= r2_min, where=f"{FIG_A}; {CODE}", rule=r2_rule)
-    xs, means = _means(fits.omega_stats)
-    strict, within = _decreasing(means, cfg["EVAL_EVERY"])
-    claims.check("mean delay falls monotonically with ω", "τ_grok falls over ω = 0.3 … 3 (means ± sd on panel A)",
-                 [round(float(m)) for m in means], strict, where=FIG_A, partly=within,
-                 rule=f"per-ω mean τ_grok (uncensored runs) lower at every next ω; partly: every next mean lower or "
-                      f"within ±EVAL_EVERY = {cfg['EVAL_EVERY']} steps (the τ resolution) of the previous")  # fmt: skip
-    xs, means = _means(fits.p_stats.get(fits.omega_p, {}))
-    pp = fits.p_pow
-    claims.check("τ_grok decreases with p (means over seeds)", "τ falls with the modulus p (panel B)",
-                 [round(float(m)) for m in means], _decreasing(means, 0)[0] and pp is not None and pp.exponent < 0,
-                 where=FIG_B, rule="per-p mean τ_grok at ω = OMEGA_P lower at every next prime, and the fitted power of p < 0")  # fmt: skip
-    lf = fits.p_log
-    claims.check("R² of −Ω·log(1 − p_crit/p)", "printed on panel B (value not retrievable)", lf.r2 if lf else "n/a",
-                 lf is not None and lf.r2 >= r2_min, where=f"{FIG_B}; curve_fit with 0 < p_crit < min p as in {CODE}",
-                 rule=r2_rule.replace("in log space ", ""))
-    claims.check("log law beats a constant (AIC)", "τ(p) = −Ω·log(1 − p_crit/p) describes panel B",
-                 f"AIC {lf.aic:.1f} vs {lf.aic_const:.1f}" if lf else "n/a", lf is not None and lf.beats_constant,
-                 where=OURS, rule="Gaussian AIC of the law (2 parameters) below that of a constant (1 parameter), over the runs")
-    p_ok = _in(pp.exponent if pp else None)
-    claims.check("p exponent b of τ_grok ∝ p^b", "τ ∝ p^−1 in the high-redundancy regime (p ≫ p_crit)", _exp(pp),
-                 p_ok, _gap(cfg, "p_exponent", numbers),
-                 where=f"{FIG_B}; {THEORY}: τ ≈ Ω·p_crit/p for p ≫ p_crit",
-                 rule=f"OLS slope of log τ_grok on log p over every uncensored run at ω = OMEGA_P {win}, no one-seed "
-                      f"loosening; primes {[int(x) for x in xs]} (paper 31–101); {fewer_p}")  # fmt: skip
-    if not p_ok:  # the two checks of the measured cause, where the p exponent misses its window
-        _p_diagnosis(claims, fits)
-    if len(fits.p_stats) > 1:
-        ol = fits.omega_law
-        claims.check("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)",
-                     f"{ol.b:.3g} [{ol.b_ci[0]:.3g}, {ol.b_ci[1]:.3g}] (p_crit = {ol.p_crit:.3g}, ω = "
-                     f"{sorted(fits.p_stats)})" if ol else "n/a (too few uncensored runs)",
-                     ol is not None and (ol.b < 0 if one else _in(ol.b)), where=THEORY,
-                     rule=f"fit of log τ = log A + b·log ω + log(−log(1 − p_crit/p)) over every uncensored p-sweep run "
-                          f"(ω = OMEGA_P and EXTRA_OMEGAS_P; one p_crit, as the theory's p_crit does not depend on ω): b "
-                          f"{win}; ours: the paper's p sweep is at ω = 1 only; {fewer_p}{loose}")  # fmt: skip
+    if "omega" in sweeps:
+        w = fits.omega
+        claims.check("ω exponent b of τ_grok ∝ ω^b", "τ ∝ ω^−1.02 (theory ω^−1)", _exp(w),
+                     w is not None and (w.exponent < 0 if one else _in(w.exponent)), where=f"{FIG_A}; fit as in {CODE}",
+                     rule=f"OLS slope of log τ_grok on log ω over every uncensored run (the code fits per-ω means; runs give "
+                          f"a CI from the seeds) {win}; {fewer_w}{loose}")  # fmt: skip
+        claims.check("R² of the ω power law", "printed on panel A (value not retrievable)", w.r2 if w else "n/a",
+                     w is not None and w.r2 >= r2_min, where=f"{FIG_A}; {CODE}", rule=r2_rule)
+        xs, means = _means(fits.omega_stats)
+        strict, within = _decreasing(means, cfg["EVAL_EVERY"])
+        claims.check("mean delay falls monotonically with ω", "τ_grok falls over ω = 0.3 … 3 (means ± sd on panel A)",
+                     [round(float(m)) for m in means], strict, where=FIG_A, partly=within,
+                     rule=f"per-ω mean τ_grok (uncensored runs) lower at every next ω; partly: every next mean lower or "
+                          f"within ±EVAL_EVERY = {cfg['EVAL_EVERY']} steps (the τ resolution) of the previous")  # fmt: skip
+    if "p" in sweeps:
+        xs, means = _means(fits.p_stats.get(fits.omega_p, {}))
+        pp = fits.p_pow
+        claims.check("τ_grok decreases with p (means over seeds)", "τ falls with the modulus p (panel B)",
+                     [round(float(m)) for m in means], _decreasing(means, 0)[0] and pp is not None and pp.exponent < 0,
+                     where=FIG_B, rule="per-p mean τ_grok at ω = OMEGA_P lower at every next prime, and the fitted power of p < 0")  # fmt: skip
+        lf = fits.p_log
+        claims.check("R² of −Ω·log(1 − p_crit/p)", "printed on panel B (value not retrievable)", lf.r2 if lf else "n/a",
+                     lf is not None and lf.r2 >= r2_min, where=f"{FIG_B}; curve_fit with 0 < p_crit < min p as in {CODE}",
+                     rule=r2_rule.replace("in log space ", ""))
+        claims.check("log law beats a constant (AIC)", "τ(p) = −Ω·log(1 − p_crit/p) describes panel B",
+                     f"AIC {lf.aic:.1f} vs {lf.aic_const:.1f}" if lf else "n/a", lf is not None and lf.beats_constant,
+                     where=OURS, rule="Gaussian AIC of the law (2 parameters) below that of a constant (1 parameter), over the runs")
+        p_ok = _in(pp.exponent if pp else None)
+        claims.check("p exponent b of τ_grok ∝ p^b", "τ ∝ p^−1 in the high-redundancy regime (p ≫ p_crit)", _exp(pp),
+                     p_ok, _gap(cfg, "p_exponent", numbers),
+                     where=f"{FIG_B}; {THEORY}: τ ≈ Ω·p_crit/p for p ≫ p_crit",
+                     rule=f"OLS slope of log τ_grok on log p over every uncensored run at ω = OMEGA_P {win}, no one-seed "
+                          f"loosening; primes {[int(x) for x in xs]} (paper 31–101); {fewer_p}")  # fmt: skip
+        if not p_ok:  # the two checks of the measured cause, where the p exponent misses its window
+            _p_diagnosis(claims, fits)
+        if len(fits.p_stats) > 1:
+            ol = fits.omega_law
+            claims.check("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)",
+                         f"{ol.b:.3g} [{ol.b_ci[0]:.3g}, {ol.b_ci[1]:.3g}] (p_crit = {ol.p_crit:.3g}, ω = "
+                         f"{sorted(fits.p_stats)})" if ol else "n/a (too few uncensored runs)",
+                         ol is not None and (ol.b < 0 if one else _in(ol.b)), where=THEORY,
+                         rule=f"fit of log τ = log A + b·log ω + log(−log(1 − p_crit/p)) over every uncensored p-sweep run "
+                              f"(ω = OMEGA_P and EXTRA_OMEGAS_P; one p_crit, as the theory's p_crit does not depend on ω): b "
+                              f"{win}; ours: the paper's p sweep is at ω = 1 only; {fewer_p}{loose}")  # fmt: skip
     return claims
 
 
@@ -253,6 +259,13 @@ def not_tested(fits: SweepFits) -> list[ClaimRow]:
     return [ClaimRow("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)", "—",
                       "the p sweep runs at one weight decay (EXTRA_OMEGAS_P is empty)", THEORY,
                       "needs the p sweep at ≥ 2 weight decays (EXTRA_OMEGAS_P)")]  # fmt: skip
+
+
+def untested_sweep(fits: SweepFits, cfg: Params, sweep: str, why: str) -> list[ClaimRow]:
+    """The claims of ``sweep`` (``"omega"`` or ``"p"``) as not tested, ``why`` the reason: the rows
+    :func:`build_claims` would check, without the diagnosis rows (they test a measured cause)."""
+    rows = build_claims(fits, [], cfg, sweeps=(sweep,)).rows
+    return [ClaimRow(r.claim, r.paper, "—", why, r.where, r.rule) for r in rows if r.where != DIAGNOSIS]
 
 
 def setting_rows(fits: SweepFits) -> list[dict[str, Any]]:

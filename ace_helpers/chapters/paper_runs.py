@@ -1,0 +1,123 @@
+"""The stored paper-protocol runs, one row each: parameters, how trained, how far, CPU-hours, how to resume.
+
+``python -m ace_helpers.chapters.paper_runs`` rebuilds ``book/paper_runs_table.md`` (included by
+the reproducibility page) from the committed artifacts; the tests check that the committed table
+is what they give.  Nothing is trained.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from ace_helpers.artifacts import atomic_write_bytes, project_root
+from ace_helpers.report import md_cell
+
+#: The folder of the committed resume snapshots of chapters 2-3's paper runs.
+SNAPSHOTS = Path("book") / "artifacts" / "modadd_grokking_snapshots"
+
+HEADER = ("| run | parameters | trained | stored | CPU-hours | shown in | resume or extend |\n"
+          "|---|---|---|---|---|---|---|")  # fmt: skip
+
+
+def _modadd_rows() -> list[str]:
+    from ace_helpers.chapters.modadd import config, ensemble_run
+    from ace_helpers.chapters.modadd.long_run import PAPER_RUNS, how_trained, load_long_run, stored_long_run
+
+    shown = stored_long_run(config.PARAMS.resolve(PRESET="book"))
+    rows = []
+    for how in PAPER_RUNS:
+        cfg = config.PARAMS.resolve(PRESET="paper", **how)
+        params = (f"p = {cfg['P']}, train fraction {cfg['TRAIN_FRACTION']}, {cfg['EPOCHS']} epochs, WD {cfg['WEIGHT_DECAY']}, "
+                  f"fork to WD 0 at epoch {cfg['FORK_EPOCH']}, seeds {cfg['SEED']}+m, lr {cfg['LR']}, batch {cfg['BATCH_SIZE']}")  # fmt: skip
+        found = load_long_run(cfg)
+        models = list(range(cfg["N_MODELS"]))
+        snap = None
+        if how["TRAINER"] == "ensemble" and (found is None or found[0].n_models < cfg["N_MODELS"]):
+            snap = ensemble_run.load_snapshot(project_root() / SNAPSHOTS, ensemble_run.ensemble_snapshot_name(cfg, models),
+                                              ensemble_run.ensemble_snapshot_key(cfg, models), lambda _msg: None)  # fmt: skip
+        if snap is not None:
+            stored = f"resume snapshot at epoch {snap[0]['epoch']} of {cfg['EPOCHS']}, {len(models)} models, both arms"
+            hours = float(snap[0]["wall_s"]) / 3600
+        elif found is not None:
+            run, through = found
+            state = "finished" if min(through.values()) >= cfg["EPOCHS"] else "stored part"
+            stored = (f"{state}: {run.n_models} of {cfg['N_MODELS']} models; WD arm to epoch {through['wd']}, "
+                      f"WD-off arm to {through['nowd']}")  # fmt: skip
+            hours = sum(run.wall_s) / 3600
+        else:
+            continue
+        is_shown = shown is not None and shown[0]["TRAINER"] == cfg["TRAINER"] and shown[0]["PRECISION"] == cfg["PRECISION"]
+        flags = f"--trainer {cfg['TRAINER']} --precision {cfg['PRECISION']}"
+        resume = (f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --snapshot-dir {SNAPSHOTS.as_posix()}` "
+                  "(resumes from the committed snapshot; one process, both arms of every model)"
+                  if cfg["TRAINER"] == "ensemble" else
+                  f"`python -m ace_helpers.chapters.modadd --preset paper --workers {cfg['N_MODELS']}` (one process per "
+                  "model; this run's snapshots were not committed, so its unfinished arms retrain from their start)")  # fmt: skip
+        rows.append(f"| chapters 2–3, {'all models as one ensemble' if cfg['TRAINER'] == 'ensemble' else 'each model alone'} "
+                    f"| {md_cell(params)} | {how_trained(cfg)} | {md_cell(stored)} | {hours:.2f} "
+                    f"| {'chapters 2 and 3 (last section)' if is_shown else 'not shown (a more complete run is)'} | {md_cell(resume)} |")  # fmt: skip
+    return rows
+
+
+def _reference_row() -> list[str]:
+    from ace_helpers.chapters import core_inflation as ci
+
+    cfg = ci.PARAMS.resolve(PRESET="paper")
+    ref = ci.stored_reference(cfg)
+    if ref is None:
+        return []
+    return [f"| chapter 3, dimension-matched reference | model 0 of the each-model-alone run above, WD arm, activations kept at "
+            f"epochs {ref.data['epochs']} | {ci.how_trained(cfg)} | finished | {ref.manifest['wall_s'] / 3600:.2f} | chapter 3 "
+            f"| `python -m ace_helpers.chapters.core_inflation` (retrains it) |"]  # fmt: skip
+
+
+def _sweep_rows() -> list[str]:
+    from ace_helpers.chapters import grokking_scaling_law as gsl
+
+    paper = gsl.stored_paper_sweeps(gsl.PARAMS.resolve(PRESET="book"))
+    if paper is None:
+        return []
+    cfg = paper.cfg
+    rows = []
+    for sweep in ("omega", "p"):
+        if sweep == "omega":
+            params = (f"ω ∈ {cfg['OMEGAS']} at p = {cfg['P_OMEGA']}, batch {cfg['BATCH_SIZE_OMEGA']}, train fraction "
+                      f"{cfg['TRAIN_FRACTION']}")  # fmt: skip
+        else:
+            params = f"p ∈ {cfg['PRIMES']} at ω = {cfg['OMEGA_P']}, full batch, train fraction {cfg['TRAIN_FRACTION_P']}"
+        every = "every step" if cfg["EVAL_EVERY"] == 1 else f"every {cfg['EVAL_EVERY']} steps"
+        params += f", evaluated {every}, at most {cfg['MAX_STEPS']} steps, lr {cfg['LR']}"
+        lo, hi = paper.seeds(sweep)
+        total = len(paper.settings[sweep]) * cfg["N_SEEDS"]
+        seeds = f"{lo}" if lo == hi else f"{lo}–{hi}"
+        stored = f"{len(paper.runs[sweep])} of {total} runs ({seeds} of {cfg['N_SEEDS']} seeds per setting)"
+        shown = "chapter 4 (paper settings)" + ("" if paper.tested(sweep) else ", as not tested yet")
+        resume = (f"`python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep {sweep}` "
+                  "(skips the stored runs; `--workers N` for a local cluster, `--scheduler tcp://HOST:8786` for a running one)")  # fmt: skip
+        rows.append(f"| chapter 4, {'ω' if sweep == 'omega' else 'p'} sweep | {md_cell(params)} | {paper.trained} "
+                    f"| {md_cell(stored)} | {paper.wall_by_sweep.get(sweep, 0.0) / 3600:.2f} | {shown} | {md_cell(resume)} |")  # fmt: skip
+    return rows
+
+
+def paper_runs_markdown() -> str:
+    """The table of every stored paper-protocol run (markdown)."""
+    return "\n".join([HEADER, *_modadd_rows(), *_reference_row(), *_sweep_rows()]) + "\n"
+
+
+def write_paper_runs_table(root: Path | None = None) -> Path:
+    """Regenerate ``book/paper_runs_table.md``; returns its path."""
+    path = (root or project_root()) / "book" / "paper_runs_table.md"
+    atomic_write_bytes(path, paper_runs_markdown().encode())
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m ace_helpers.chapters.paper_runs``: rebuild the table from the committed artifacts."""
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    print(f"wrote {write_paper_runs_table()}")
+
+
+if __name__ == "__main__":
+    main()
