@@ -193,6 +193,21 @@ def params_match(artifact: "Artifact", params: Mapping[str, Any]) -> bool:
     return _params_key(artifact.manifest["params"]) == _params_key(params)
 
 
+def machine() -> dict[str, Any]:
+    """What a manifest records of the machine: ``processor``, ``cpus``, the CPU ``model`` (from
+    ``/proc/cpuinfo``, ``""`` where there is none) and ``bf16_kernels`` (``"amx"``,
+    ``"avx512_bf16"`` or ``"emulated"``: bf16 results are bitwise reproducible per kind only)."""
+    from ace_helpers.precision import bf16_kernels
+
+    model = ""
+    try:
+        model = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                      if ln.startswith("model name")), "")  # fmt: skip
+    except OSError:
+        pass
+    return {"processor": platform.machine(), "cpus": os.cpu_count(), "model": model, "bf16_kernels": bf16_kernels()}
+
+
 def save_artifact(
     directory: str | os.PathLike,
     name: str,
@@ -220,7 +235,7 @@ def save_artifact(
         "git_commit": git_commit(),
         "versions": versions(),
         "wall_s": wall_s,
-        "machine": {"processor": platform.machine(), "cpus": os.cpu_count()},
+        "machine": machine(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     return write_json(directory / f"{name}.manifest.json", manifest)
