@@ -290,7 +290,7 @@ else:
     eigs_l, titles_l, notes_l = chapter.clock_panels(lwd, long_clocks, model=0, label="long run, ")
     plots.plot_clocks(eigs_l, titles_l, lp, notes_l)
     plt.show()
-    display(Markdown("**Fig. 1C (paper), long run.** Model 0's clocks at the paper's epochs shifted by our later grokking: look "
+    display(Markdown("**Fig. 1C (paper), long run.** Model 0's clocks at the paper's epochs shifted by this run's own grokking: look "
                      "at the eigenvalues relative to the band at grokking and at epoch 2000, where the core is larger."))  # fmt: skip
     plots.plot_unit_circle_share(lrun.wd.epochs, lrun.wd["frac_unit_circle_ols"], lrun.wd["frac_unit_circle"],
                                  lrun.wd["r2_holdout"], chapter.grok_epoch(lrun.wd.epochs, lrun.wd["test_acc"]),

@@ -337,12 +337,13 @@ print(long_claims.verdict() if long is not None else "no long run stored")
 # The shift operator fitted on a $d$-dimensional core has $d$ eigenvalues. Complex ones come in
 # conjugate pairs that share one folded bin, so at most $\lfloor d/2 \rfloor + 1$ bins can be
 # filled (and never more than the $\lfloor p/2 \rfloor + 1$ there are; the fit uses at most $p - 1$
-# dimensions). The paper's ~60-dimensional cores therefore leave room for all 27 bins, and ours,
-# at ~42 dimensions, for 22. Whether "modes → 27" says more than "the core grew" depends on
-# whether a subspace of the same dimension that is *not* the core would fill as many bins. The
-# stored run keeps no activations, so we retrained its model 0 (the weight decay arm, same seeds
-# and code; `python -m ace_helpers.chapters.core_inflation`) and kept its activations at the
-# run's grok epoch and after the inflation. On them we count the modes of the same OLS fit on
+# dimensions). The paper's ~60-dimensional cores therefore leave room for all 27 bins; a core of
+# fewer than 52 dimensions does not (the cap row of the long run's claims gives each model's).
+# Whether "modes → 27" says more than "the core grew" depends on whether a subspace of the same
+# dimension that is *not* the core would fill as many bins. The stored runs keep no activations,
+# so we retrained model 0 of the first paper run (each model alone, fp32; the weight decay arm,
+# same seeds and code; `python -m ace_helpers.chapters.core_inflation`) and kept its activations
+# at that run's grok epoch and after the inflation. On them we count the modes of the same OLS fit on
 # the first $d$ ACE directions, on random $d$-dimensional subspaces of the activation space
 # (orthonormal bases from the QR of a Gaussian matrix) and, without any model, on Gaussian class
 # means, for every $d$.
@@ -403,20 +404,20 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 # ## What this chapter finds
 #
 # The verdicts are in the claims tables above and in the summary box at the top. In words: the
-# book run stops at epoch 1400, before inflation starts. The stored 20 000-epoch run inflates
-# with weight decay, but to about two-thirds of the paper's size, and then stops growing. Its
-# sufficient dimension does not stay flat: it grows too, less than the necessary dimension, so
-# their gap (redundancy) still widens. Without weight decay the energy rank does not grow, but
-# the paper's core dim (the necessary dimension) jumps, because removing the energy-rank
-# directions leaves accuracy above the 2/p floor; so "no inflation without weight decay" holds
-# for the energy rank and fails for the core dim. The contrast between the arms reproduces on
-# the energy rank (at the last epoch both arms reached, the weight-decay arm's exceeds the
-# WD-off arm's by at least 10 dimensions in every model) and partly on the mode count (more modes
-# with weight decay in every model, not by 10 bins in every model). Once the core has inflated, the mode count
-# under weight decay runs along the cap ⌊d/2⌋ + 1 of the core's dimension, and random subspaces of the
-# core's dimension hold nearly as many modes as the core (at grokking they hold clearly fewer):
-# the count restates the core's size rather than adding a second measurement, and it stays short
-# of 27 because the core stays short of ~60.
+# book run stops at epoch 1400, before inflation starts. The stored 20 000-epoch run (all three
+# models, both arms) inflates with weight decay, but the seeds end far apart: one core passes the
+# paper's ~60 dimensions while the smallest stops growing well below it, so "~60 in every model"
+# holds only partly. Its sufficient dimension does not stay flat: it grows too, less than the
+# necessary dimension, so their gap (redundancy) still widens. Without weight decay the energy
+# rank does not grow, but the paper's core dim (the necessary dimension) jumps, because removing
+# the energy-rank directions leaves accuracy above the 2/p floor; so "no inflation without
+# weight decay" holds for the energy rank and fails for the core dim. The contrast between the
+# arms reproduces on both the energy rank and the mode count (at epoch 20 000 the weight-decay arm
+# exceeds the WD-off arm by at least 10 on each, in every model). Once the core has inflated, the
+# mode count under weight decay runs along the cap ⌊d/2⌋ + 1 of the core's dimension and stops
+# one bin short of 27 in the larger cores. In the dimension-matched reference, random subspaces
+# of the core's dimension hold nearly as many modes as the core (at grokking they hold clearly
+# fewer): the count restates the core's size rather than adding a second measurement.
 
 # %% [markdown]
 # ## Results

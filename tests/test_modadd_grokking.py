@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -615,3 +617,20 @@ def test_stored_book_run_claims_and_their_diagnosis():
     pre = (wd["test_acc"] < ch2.PRE_GROK_ACC).all(axis=0) & (wd.epochs < ch2.grok_epoch(wd.epochs, wd["test_acc"]))
     assert pre.sum() >= 3 and (wd["core_dim"][:, pre] == wd["energy_rank"][:, pre]).all()
     assert wd["r2_ols"][:, pre].min() >= 0.6 > wd["r2_holdout"][:, pre].max()
+
+
+def test_the_readme_states_the_stored_paper_runs_grokking():
+    """The README's sentence on the 20 000-epoch run of chapter 2 is what its stored claims give."""
+    import json
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    result = json.loads((root / "book" / "results" / "02_modadd_grokking.json").read_text())
+    long = {r["claim"]: r for r in result["claims"] if r["section"].startswith("stored paper-preset")}
+    grok = next(r for c, r in long.items() if c.startswith("grok epoch"))
+    dims = json.loads(next(r for c, r in long.items() if c.startswith("core dim at grokking"))["ours"])
+    shares = json.loads(next(r for c, r in long.items() if c.startswith("at grokking: ≥ 80 %"))["ours"])
+    readme = re.sub(r"\s+", " ", (root / "README.md").read_text())
+    assert (f"groks at epoch {grok['ours']} with {min(dims)}–{max(dims)}-dim cores" in readme
+            and f"share {min(shares):.2f}–{max(shares):.2f} at the grok checkpoint" in readme)  # fmt: skip
+    assert result["long_run"]["trainer"] == "ensemble" and result["long_run"]["n_models"] == 3

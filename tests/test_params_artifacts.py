@@ -285,3 +285,19 @@ def test_printed_and_stored_paths_name_no_machine(tmp_path, monkeypatch, capsys)
     assert path == Path("../outputs/00_x/results.json")
     assert json.loads(path.read_text())["params"]["OUTPUT_DIR"] == "outputs/00_x"
     assert artifacts.display_path(tmp_path / "elsewhere") == str(tmp_path / "elsewhere")
+
+
+def test_known_gaps_of_a_named_run_apply_to_that_run_only():
+    """A preset run trained another way (some knobs changed) has its own measured gaps."""
+    from ace_helpers.report import KnownGaps
+
+    chapter = _toy_chapter()
+    gaps = KnownGaps({"book": {"claim_a": "the preset's"}, "book, N 7": {"claim_a": "the named run's", "claim_b": "only there"}},
+                     runs={"book, N 7": {"PRESET": "book", "N": 7}})  # fmt: skip
+    book = chapter.resolve(PRESET="book")
+    assert gaps.run_name(book) == "book" and gaps.reason(book, "claim_b") is None
+    named = book.replace(N=7)
+    assert gaps.run_name(named) == "book, N 7" and gaps.reason(named, "claim_a") == "the named run's"
+    assert gaps.reason(named, "claim_b") == "only there"
+    assert gaps.run_name(named.replace(ITEMS=[9])) is None  # the named run with another knob changed: no gap known
+    assert gaps.run_name(chapter.resolve(PRESET="paper", N=7)) is None  # the same change on another preset

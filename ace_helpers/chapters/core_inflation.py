@@ -77,8 +77,23 @@ KNOWN_GAPS = KnownGaps(
             "modes_contrast": "in the WD-off model whose necessary dim jumps to about the WD arm's (the WD-off rows), the "
             "OLS fit runs in a space as large and fills more bins (its cap ⌊d/2⌋ + 1 grows with d)",
         },
+        # the same protocol on the ensemble trainer in bf16 (all 3 models, both arms): measured on its own
+        config.PAPER_ENSEMBLE: {
+            "nowd_no_inflation": _WD_OFF_GAP,
+            "dim_60": "the seeds' cores end far apart (ours lists them): those below 48 have stopped growing over the "
+            "second half of the run (the plateau row), so more epochs would not bring every model to ~60",
+            "growth_45": "the growth follows the final sizes: the cores that stop below 48 (the plateau row) grew "
+            "less than ~45",
+            "suff_flat": "with weight decay the sufficient dim grows too (less than the necessary dim, so their gap "
+            "still widens); this is not the strict 1e-3 keep tolerance: it grows at a 1 % tolerance as well (the "
+            "tolerance row)",
+            "modes_27": "the count is capped by the core's size: an OLS fit on a d-dimensional core fills at most "
+            "⌊d/2⌋ + 1 bins and ours fill nearly all of them (the cap row); only cores of 52 dims or more leave room "
+            "for all 27",
+        },
     },
     run_knobs=(*config.RUN_KNOBS, "N_MODELS"),
+    runs={config.PAPER_ENSEMBLE: config.PAPER_ENSEMBLE_RUN},
 )
 
 #: Necessary-dim growth after grokking that this chapter calls inflation (and the smallest
@@ -181,11 +196,12 @@ def inflation_claims(
                    "the bound this chapter used before)", bool((dim_last >= 40).all()), "dim_60")  # fmt: skip
     if checked and not (dim_last >= 48).all():
         half = int(wd.epochs[np.abs(wd.epochs - last / 2).argmin()])
-        change = (dim_last - per_model_at(wd, "core_dim", half)).tolist()
-        claims.check(f"with WD: the core dim has stopped growing (epoch {half} → {last}, change per model)", "–", change,
-                     bool((np.abs(change) <= 5).all()), where="ours (diagnosis)",
-                     rule="|change| ≤ 5 dims in every model over the second half of the run (reaching ~60 would need "
-                     "≥ 15 more)")  # fmt: skip
+        short = np.flatnonzero(dim_last < 48)
+        change = (dim_last - per_model_at(wd, "core_dim", half))[short].tolist()
+        claims.check(f"with WD: the cores below 48 have stopped growing (epoch {half} → {last}, change of models "
+                     f"{short.tolist()})", "–", change, bool((np.abs(change) <= 5).all()), where="ours (diagnosis)",
+                     rule="|change| ≤ 5 dims over the second half of the run in every model whose core ends below 48 "
+                     "(reaching ~60 would need ≥ 15 more)")  # fmt: skip
     if grok is None or grok > cfg["FORK_EPOCH"]:
         claims.check("the run groks before the fork (needed for the WD-off comparison)", "grok 800 < fork 900", grok, False,
                      where="§ core inflation (setting)", rule="grok epoch (all models ≥ 0.99 test acc) ≤ FORK_EPOCH")  # fmt: skip

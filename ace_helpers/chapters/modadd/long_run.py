@@ -136,7 +136,7 @@ def load_long_run(cfg: Mapping[str, Any], *, directory: str | Path | None = None
 #: are equally complete: the ensemble run in bf16 (all of the paper's models and both arms to the
 #: end), then the first stored run (each model alone, fp32).
 PAPER_RUNS: tuple[dict[str, str], ...] = (
-    {"TRAINER": "ensemble", "PRECISION": "bf16"},
+    {k: v for k, v in config.PAPER_ENSEMBLE_RUN.items() if k != "PRESET"},
     {"TRAINER": "loop", "PRECISION": "fp32"},
 )
 

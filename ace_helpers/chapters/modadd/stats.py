@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun
-from ace_helpers.chapters.modadd.long_run import continues, stored_long_run
+from ace_helpers.chapters.modadd.long_run import continues, load_long_run
 
 #: Share of eigenvalues within sin(π/p) of the unit circle that counts as "on the circle" (ours).
 SHARE_MIN = 0.8
@@ -112,10 +113,13 @@ def late_arm(run: GrokRun, cfg: Any, late_epoch: int = LATE_EPOCH) -> tuple[ArmR
     """
     if int(run.wd.epochs[-1]) >= late_epoch:
         return run.wd, "this run"
-    found = stored_long_run(cfg)
-    if found is None or not continues(found[0], cfg) or int(found[1].wd.epochs[-1]) < late_epoch:
+    if cfg["PRESET"] == "paper":
         return None
-    return found[1].wd, f"the stored paper-preset run (these seeds continued to epoch {int(found[1].wd.epochs[-1])})"
+    paper_cfg = config.PARAMS.resolve(PRESET="paper", TRAINER=cfg["TRAINER"], PRECISION=cfg["PRECISION"])  # trained as this run
+    found = load_long_run(paper_cfg)
+    if found is None or not continues(paper_cfg, cfg) or int(found[0].wd.epochs[-1]) < late_epoch:
+        return None
+    return found[0].wd, f"the stored paper-preset run (these seeds continued to epoch {int(found[0].wd.epochs[-1])})"
 
 
 def post_grok_table(arm: ArmResult, grok: int, rows: dict[str, tuple[np.ndarray, float]]) -> str:
