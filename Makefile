@@ -53,9 +53,12 @@ browser-test: $(BROWSER_STAMP)
 mathjax: $(STAMP)
 	$(PY) -m ace_helpers.runbook --install-mathjax book/_static/mathjax
 
-## test: unit tests + every notebook at the ci preset under nbval (one pytest run)
+## test: unit tests + every notebook at the ci preset under nbval (one pytest run), in TEST_WORKERS
+## processes (default: the CPU cores; one torch thread each, so workers x threads = cores)
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 test: $(STAMP)
-	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q --durations=15 --nbval-lax --ignore=tests/browser tests notebooks
+	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q --durations=15 \
+	  -n $(TEST_WORKERS) --dist loadscope --nbval-lax --ignore=tests/browser tests notebooks
 
 unit: $(STAMP)
 	TORCH_THREADS=1 $(PY) -m pytest -q --ignore=tests/browser tests

@@ -254,7 +254,8 @@ else:
     comparison = chapter.compare_with_long_run(cfg, run, long_cfg, lrun)
     same, shared, diff = comparison
     print(f"agrees with this chapter's run at its {len(shared)} shared checkpoints (epochs {shared[0]}–{shared[-1]}): "
-          f"{same} (largest difference {diff:.1e})" if shared else "this chapter's run is another run (other parameters)")  # fmt: skip
+          f"{same} (largest difference {diff:.1e})" if shared else f"not this chapter's run continued (the long run: "
+          f"{chapter.how_trained(long_cfg)}; this run: {chapter.how_trained(cfg)}, p = {cfg.P}, {cfg.EPOCHS} epochs)")  # fmt: skip
 
 # %% [markdown]
 # Fig. 2A, 2B and 2D (OLS, as the code release) for the long run (mean over its models, min–max band):

@@ -336,6 +336,14 @@ if paper is not None:
         plt.show()
         display(Markdown("*Panel A of the paper's grokking-time figure, at the paper's settings (train fraction 0.5, τ "
                          "exact to the step): as above — look at the red line's slope against the dashed ω⁻¹.*"))  # fmt: skip
+    if paper.runs["p"]:
+        display(Markdown(plots.setting_table(paper.runs["p"], "p")))
+        plots.plot_p_sweep(paper.runs["p"], paper_fits.p_log)
+        plt.gca().set_title("p sweep at the paper's settings (stored runs)")
+        plt.show()
+        display(Markdown("*Panel B of the paper's grokking-time figure, at the paper's settings (primes 31–101, full batch, "
+                         "train fraction 0.5): as above — look at τ falling with p and at the red law against the dashed "
+                         "1/p asymptote at the larger primes.*"))  # fmt: skip
     display(Markdown(report.claims_table(paper_claims, paper_untested)))
     section = "paper settings, stored runs"
     records += paper_claims.records(section, paper.trained) + report.not_tested_records(paper_untested, section, paper.trained)

@@ -246,20 +246,21 @@ def test_sweeps_cache_stores_paper_runs_only(tmp_path, monkeypatch) -> None:
     import ace_helpers.chapters.grokking_scaling_law as chapter
 
     omega, p = _fake_runs()
+    none = tmp_path / "no_sweep_store"  # not the committed sweep store, which may hold these runs
     monkeypatch.setattr(chapter, "run_omega_sweep", lambda cfg, progress=True: omega)
     monkeypatch.setattr(chapter, "run_p_sweep", lambda cfg, progress=True: p)
-    book = Sweeps(PARAMS.resolve(PRESET="book"), tmp_path)
+    book = Sweeps(PARAMS.resolve(PRESET="book"), tmp_path, store=none)
     book.omega(), book.p()
     assert book.save() is None and not list(tmp_path.iterdir())
     paper_cfg = PARAMS.resolve(PRESET="paper")
-    first = Sweeps(paper_cfg, tmp_path)
+    first = Sweeps(paper_cfg, tmp_path, store=none)
     assert not first.from_artifact
     first.omega(), first.p()
     assert first.save() is not None
     monkeypatch.setattr(chapter, "run_omega_sweep", None)  # a cached run trains nothing
-    again = Sweeps(paper_cfg, tmp_path)
+    again = Sweeps(paper_cfg, tmp_path, store=none)
     assert again.from_artifact and again.omega() == omega and again.p() == p
-    assert not Sweeps(paper_cfg.replace(N_SEEDS=3), tmp_path).from_artifact  # other knobs: not the artifact
+    assert not Sweeps(paper_cfg.replace(N_SEEDS=3), tmp_path, store=none).from_artifact  # other knobs: not the artifact
 
 
 def _paper_runs(omega_seeds: int, p_seeds: int, omega_exp: float = -1.0) -> list[GrokRecord]:
@@ -288,3 +289,17 @@ def test_paper_settings_test_a_sweep_only_with_enough_seeds() -> None:
     assert "p exponent b of τ_grok ∝ p^b" in _verdicts(claims) and claims.verdict() == "no unexpected claim failures"
     flat = sweeps_from_runs(_paper_runs(MIN_SEEDS["omega"], 0, omega_exp=-0.3), 0.0)  # a law the paper does not state
     assert not _verdicts(paper_claims(flat)[0])["ω exponent b of τ_grok ∝ ω^b"]
+
+
+def test_a_rise_of_the_p_means_within_the_seed_error_is_partly() -> None:
+    from ace_helpers.chapters.grokking_scaling_law import MIN_SEEDS, paper_claims, sweeps_from_runs
+
+    runs = _paper_runs(MIN_SEEDS["omega"], 4)
+    bump = [r for r in runs if not (r.sweep == "p" and r.p == 89)]  # p = 89 just above p = 79, well inside the scatter
+    at79 = [r.tau_grok for r in runs if r.sweep == "p" and r.p == 79]
+    bump += [_rec("p", 1.0, 89, s, int(np.mean(at79)) + (60 if s % 2 else -40)) for s in range(4)]
+    row = {r.claim: r for r in paper_claims(sweeps_from_runs(bump, 0.0))[0].rows}["τ_grok decreases with p (means over seeds)"]
+    assert not row.passed and row.partly and row.verdict == "partly"
+    big = [r for r in runs if not (r.sweep == "p" and r.p == 89)] + [_rec("p", 1.0, 89, s, 3000 + s) for s in range(4)]
+    row = {r.claim: r for r in paper_claims(sweeps_from_runs(big, 0.0))[0].rows}["τ_grok decreases with p (means over seeds)"]
+    assert not row.passed and not row.partly  # a rise far beyond the scatter
