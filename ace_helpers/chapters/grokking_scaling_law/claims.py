@@ -51,6 +51,13 @@ KNOWN_GAPS = KnownGaps({
                       "(diagnosis row); and the slope over the larger primes {large} is {b_large:.2f}, further from −1 "
                       "than over all primes (diagnosis row): τ falls faster than 1/p here and the excess does not fade "
                       "with p. The paper's primes 79–101 are not in this preset",
+        # measured on an AMD EPYC (AVX512, no AMX): the run's fp32 sums differ from those of the Intel machine that
+        # stored the earlier book run, and these two claims sit on their thresholds at this preset
+        "omega_monotone": "two seeds per setting and τ resolved to EVAL_EVERY steps: the last two ω means lie within "
+                          "that resolution of each other; at the paper's settings (12 seeds, τ exact to the step; the "
+                          "section below) the mean delay falls at every step",
+        "p_log_r2": "two seeds per prime at the book's 0.8 split: the seed scatter puts R² on its 0.8 threshold; at "
+                    "the paper's settings (the section below: more seeds, primes 31–101) the law's R² is well above it",
     },
 })  # fmt: skip
 
@@ -228,7 +235,8 @@ def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params, swe
         xs, means = _means(fits.omega_stats)
         strict, within = _decreasing(means, cfg["EVAL_EVERY"])
         claims.check("mean delay falls monotonically with ω", "τ_grok falls over ω = 0.3 … 3 (means ± sd on panel A)",
-                     [round(float(m)) for m in means], strict, where=FIG_A, partly=within,
+                     [round(float(m)) for m in means], strict, None if strict else _gap(cfg, "omega_monotone", numbers),
+                     where=FIG_A, partly=within,
                      rule=f"per-ω mean τ_grok (uncensored runs) lower at every next ω; partly: every next mean lower or "
                           f"within ±EVAL_EVERY = {cfg['EVAL_EVERY']} steps (the τ resolution) of the previous")  # fmt: skip
     if "p" in sweeps:
@@ -242,7 +250,8 @@ def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params, swe
                           "partly: every rise of the mean smaller than its standard error over the seeds (not resolved)")  # fmt: skip
         lf = fits.p_log
         claims.check("R² of −Ω·log(1 − p_crit/p)", "printed on panel B (value not retrievable)", lf.r2 if lf else "n/a",
-                     lf is not None and lf.r2 >= r2_min, where=f"{FIG_B}; curve_fit with 0 < p_crit < min p as in {CODE}",
+                     lf is not None and lf.r2 >= r2_min, None if lf is not None and lf.r2 >= r2_min else _gap(cfg, "p_log_r2", numbers),
+                     where=f"{FIG_B}; curve_fit with 0 < p_crit < min p as in {CODE}",
                      rule=r2_rule.replace("in log space ", ""))
         claims.check("log law beats a constant (AIC)", "τ(p) = −Ω·log(1 − p_crit/p) describes panel B",
                      f"AIC {lf.aic:.1f} vs {lf.aic_const:.1f}" if lf else "n/a", lf is not None and lf.beats_constant,
