@@ -329,21 +329,22 @@ paper = chapter.stored_paper_sweeps(cfg)
 print(chapter.NO_PAPER_SWEEPS if paper is None else paper.describe())
 if paper is not None:
     paper_claims, paper_untested, paper_fits = chapter.paper_claims(paper)
-    if paper.runs["omega"]:
-        display(Markdown(plots.setting_table(paper.runs["omega"], "omega")))
-        plots.plot_omega_sweep(paper.runs["omega"], paper_fits.omega)
-        plt.gca().set_title("ω sweep at the paper's settings (stored runs)")
-        plt.show()
-        display(Markdown("*Panel A of the paper's grokking-time figure, at the paper's settings (train fraction 0.5, τ "
-                         "exact to the step): as above — look at the red line's slope against the dashed ω⁻¹.*"))  # fmt: skip
-    if paper.runs["p"]:
-        display(Markdown(plots.setting_table(paper.runs["p"], "p")))
-        plots.plot_p_sweep(paper.runs["p"], paper_fits.p_log)
-        plt.gca().set_title("p sweep at the paper's settings (stored runs)")
-        plt.show()
-        display(Markdown("*Panel B of the paper's grokking-time figure, at the paper's settings (primes 31–101, full batch, "
-                         "train fraction 0.5): as above — look at τ falling with p and at the red law against the dashed "
-                         "1/p asymptote at the larger primes.*"))  # fmt: skip
+    panels = {  # the paper's two panels: plot, fit, title, caption
+        "omega": (plots.plot_omega_sweep, paper_fits.omega, "ω sweep at the paper's settings (stored runs)",
+                  "*Panel A of the paper's grokking-time figure, at the paper's settings (train fraction 0.5, τ exact to "
+                  "the step): as above — look at the red line's slope against the dashed ω⁻¹.*"),
+        "p": (plots.plot_p_sweep, paper_fits.p_log, "p sweep at the paper's settings (stored runs)",
+              "*Panel B of the paper's grokking-time figure, at the paper's settings (primes 31–101, full batch, train "
+              "fraction 0.5): as above — look at τ falling with p and at the red law against the dashed 1/p asymptote "
+              "at the larger primes.*"),
+    }  # fmt: skip
+    for sweep, (plot, fit, title, caption) in panels.items():
+        if paper.runs[sweep]:
+            display(Markdown(plots.setting_table(paper.runs[sweep], sweep)))
+            plot(paper.runs[sweep], fit)
+            plt.gca().set_title(title)
+            plt.show()
+            display(Markdown(caption))
     display(Markdown(report.claims_table(paper_claims, paper_untested)))
     section = "paper settings, stored runs"
     records += paper_claims.records(section, paper.trained) + report.not_tested_records(paper_untested, section, paper.trained)

@@ -89,10 +89,7 @@ def _sweep_rows() -> list[str]:
             params = f"p ∈ {cfg['PRIMES']} at ω = {cfg['OMEGA_P']}, full batch, train fraction {cfg['TRAIN_FRACTION_P']}"
         every = "every step" if cfg["EVAL_EVERY"] == 1 else f"every {cfg['EVAL_EVERY']} steps"
         params += f", evaluated {every}, at most {cfg['MAX_STEPS']} steps, lr {cfg['LR']}"
-        lo, hi = paper.seeds(sweep)
-        total = len(paper.settings[sweep]) * cfg["N_SEEDS"]
-        seeds = f"{lo}" if lo == hi else f"{lo}–{hi}"
-        stored = f"{len(paper.runs[sweep])} of {total} runs ({seeds} of {cfg['N_SEEDS']} seeds per setting)"
+        stored = paper.coverage(sweep)
         shown = "chapter 4 (paper settings)" + ("" if paper.tested(sweep) else ", as not tested yet")
         resume = (f"`python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep {sweep}` "
                   "(skips the stored runs; `--workers N` for a local cluster, `--scheduler tcp://HOST:8786` for a running one)")  # fmt: skip

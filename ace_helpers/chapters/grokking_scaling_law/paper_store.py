@@ -60,7 +60,7 @@ class StoredSweeps:
 
     def seeds(self, sweep: str) -> tuple[int, int]:
         """(fewest, most) seeds stored per setting of ``sweep`` (0 where a setting has none)."""
-        count = Counter(_setting(r) for r in self.runs[sweep])
+        count = Counter(_setting(r.sweep, r.omega, r.p) for r in self.runs[sweep])
         per = [count.get(s, 0) for s in self.settings[sweep]]
         return (min(per), max(per)) if per else (0, 0)
 
@@ -68,20 +68,23 @@ class StoredSweeps:
         """Whether every setting of ``sweep`` has at least :data:`MIN_SEEDS` stored seeds."""
         return self.seeds(sweep)[0] >= MIN_SEEDS[sweep]
 
+    def coverage(self, sweep: str) -> str:
+        """'33 of 84 runs (4–6 of 12 seeds per setting)': how far ``sweep`` has got."""
+        lo, hi = self.seeds(sweep)
+        total = len(self.settings[sweep]) * self.cfg["N_SEEDS"]
+        seeds = f"{lo}" if lo == hi else f"{lo}–{hi}"
+        return f"{len(self.runs[sweep])} of {total} runs ({seeds} of {self.cfg['N_SEEDS']} seeds per setting)"
+
     def describe(self) -> str:
         """One line per sweep: runs stored of the preset's, seeds per setting, and the CPU-hours."""
-        parts = []
-        for sweep in SWEEPS:
-            lo, hi = self.seeds(sweep)
-            total = len(self.settings[sweep]) * self.cfg["N_SEEDS"]
-            seeds = f"{lo}" if lo == hi else f"{lo}–{hi}"
-            parts.append(f"{sweep} sweep: {len(self.runs[sweep])} of {total} runs ({seeds} of {self.cfg['N_SEEDS']} seeds "
-                         f"per setting{'' if self.tested(sweep) else f'; tested from {MIN_SEEDS[sweep]} on'})")  # fmt: skip
+        parts = [f"{sweep} sweep: {self.coverage(sweep)}" + ("" if self.tested(sweep) else f" (tested from {MIN_SEEDS[sweep]} seeds on)")
+                 for sweep in SWEEPS]  # fmt: skip
         return f"stored runs at the paper's settings: {'; '.join(parts)}; {self.wall_s / 3600:.2f} CPU-hours of training"
 
 
-def _setting(record: GrokRecord) -> Any:
-    return record.omega if record.sweep == "omega" else (record.omega, record.p)
+def _setting(sweep: str, omega: float, p: int) -> Any:
+    """The setting a run belongs to: ω in the ω sweep, (ω, p) in the p sweep."""
+    return omega if sweep == "omega" else (omega, p)
 
 
 def sweeps_from_runs(runs: list[GrokRecord], wall_s: float, wall_by_sweep: dict[str, float] | None = None) -> StoredSweeps:
@@ -93,7 +96,7 @@ def sweeps_from_runs(runs: list[GrokRecord], wall_s: float, wall_by_sweep: dict[
     settings: dict[str, list[Any]] = {s: [] for s in SWEEPS}
     for task in _tasks(paper):
         kw = task.kwargs
-        setting = kw["omega"] if kw["sweep"] == "omega" else (kw["omega"], kw["p"])
+        setting = _setting(kw["sweep"], kw["omega"], kw["p"])
         if setting not in settings[kw["sweep"]]:
             settings[kw["sweep"]].append(setting)
     return StoredSweeps(paper, {s: [r for r in runs if r.sweep == s] for s in SWEEPS}, settings, wall_s, dict(wall_by_sweep or {}))
