@@ -15,6 +15,8 @@ import numpy as np
 import torch
 
 from ace_helpers import interventions, llm
+from ace_helpers.chapters.llm_agreement.states import verb_head
+from ace_helpers.chapters.llm_agreement.sweep import tail_edit
 from ace_helpers.core import Core
 from ace_helpers.tasks.agreement import copula_margin, verb_token_ids
 
@@ -93,6 +95,23 @@ def _sample(logits: torch.Tensor, gen: torch.Generator | None, top_k: int) -> to
     return torch.multinomial(probs, 1, generator=gen)[:, 0]
 
 
+def _clean_run(lm, inputs: dict, paths: Sequence[str], layer: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One clean forward of ``inputs`` (extends its ``cache``): (logits (B, T, V), block ℓ−2's output
+    (B, T, D), the state :func:`~.sweep.tail_edit` feeds past the skipped blocks; None when ℓ = 1)."""
+    seen: list[torch.Tensor] = []
+    handle = None
+    if layer >= 2:
+        hook = lambda _m, _i, o: seen.append(o[0] if isinstance(o, tuple) else o)  # noqa: E731
+        handle = llm.module(lm, paths[layer - 2]).register_forward_hook(hook)
+    try:
+        with torch.no_grad():
+            logits = llm.torch_module(lm)(**inputs).logits
+    finally:
+        if handle is not None:
+            handle.remove()
+    return logits, (seen[0] if seen else None)
+
+
 def generate_with_flip(
     lm,
     tokenizer,
@@ -115,28 +134,41 @@ def generate_with_flip(
     edited, the clean states of earlier positions are exactly a clean KV cache, so each step runs
     one token: clean (m0, and the cache for the next step), with s0 (m1), then with
     s* = clip((−sign(m0)·eps − m0)/g, ±clip), g = (m1 − m0)/s0, and samples from that last run.
+    The edited runs recompute only blocks ℓ−1.. (the clean run's output of block ℓ−2 is fed past
+    the earlier blocks, :func:`~.sweep.tail_edit`: the same numbers, a fraction of the work at the
+    late layers where the core lives). The calibration runs (m0, m1 and the secant steps) need only
+    the copula margin, so they run under the four-verb head (:func:`~.states.verb_head`); only the
+    run that is sampled from computes the whole vocabulary (its unembedding is most of a small
+    model's weights: Gemma-3-270M's 262k × 640).
     ``refine`` > 0 adds that many secant steps towards the target (one single-token run each):
     the official code release's one-step rule (``generate_surgical`` in ``SVA_uni.py``: ``refine=0``,
     s0 = 0.2, eps = 1) undershoots when the margin grows faster than
     linearly in s, which it does in the last layers of both offline models.
-    ``core=None`` samples clean. All runs go through :func:`ace_helpers.interventions.run_with_edit`.
+    ``core=None`` samples clean (one full run per step, :func:`ace_helpers.interventions.run_with_edit`).
 
     Returns:
         ``(tokens (B, n_new) long, scales (n_new, B), achieved copula margins (n_new, B), clean copula
         margins m0 in the same contexts (n_new, B))``.
     """
     ids = verb_token_ids(tokenizer)
-    path = llm.block_paths(lm)[layer - 1]
+    paths = llm.block_paths(lm)
+    path = paths[layer - 1]
     batch = llm.encode(tokenizer, prompts)
     cache = llm.prefix_cache(lm, batch)
     gen = None if seed is None else torch.Generator().manual_seed(int(seed))
     token, pos, mask = batch["input_ids"][:, -1:], batch["position_ids"][:, -1:], batch["attention_mask"]
     out, scales, achieved, clean_m = [], [], [], []
 
+    def inputs(c) -> dict:
+        return {"input_ids": token, "attention_mask": mask, "position_ids": pos, "cache": c, "use_cache": True,
+                "logits_to_keep": 1}
+
     def run(c, fn):
-        step = {"input_ids": token, "attention_mask": mask, "position_ids": pos, "cache": c,
-                "use_cache": True, "logits_to_keep": 1}
-        return interventions.run_with_edit(lm, step, path, fn, positions=-1)[:, -1].double()
+        return interventions.run_with_edit(lm, inputs(c), path, fn, positions=-1)[:, -1].double()
+
+    def flipped(c, scale, skip_with):
+        fn = lambda h: core.flip(h, scale=scale if isinstance(scale, float) else scale.to(h.dtype))  # noqa: E731
+        return tail_edit(lm, inputs(c), paths, layer, fn, skip_with)[:, -1].double()
 
     for _ in range(n_new):
         if core is None:
@@ -145,23 +177,23 @@ def generate_with_flip(
             m0 = copula_margin(logits, ids)
         else:
             before = copy.deepcopy(cache)
-            m0 = copula_margin(run(cache, None), ids)  # also extends `cache` with clean states
-            m1 = copula_margin(run(copy.deepcopy(before), lambda h: core.flip(h, scale=s0)), ids)
-            slope = (m1 - m0) / s0
-            slope = torch.where(slope.abs() < 1e-8, torch.full_like(slope, 1e-8), slope)
-            target = torch.where(m0 > 0, -eps, eps)
-            scale = ((target - m0) / slope).clamp(-clip, clip)
-            s_prev, m_prev = torch.full_like(scale, s0), m1
-            for _ in range(refine):
-                s_col = scale.float()[:, None]
-                m_now = copula_margin(run(copy.deepcopy(before), lambda h: core.flip(h, scale=s_col.to(h.dtype))), ids)
-                step = scale - s_prev
-                dm = m_now - m_prev
-                ok = dm.abs() > 1e-8
-                new = torch.where(ok, scale + (target - m_now) * step / torch.where(ok, dm, torch.ones_like(dm)), scale)
-                s_prev, m_prev, scale = scale, m_now, new.clamp(-clip, clip)
-            s_col = scale.float()[:, None]
-            logits = run(before, lambda h: core.flip(h, scale=s_col.to(h.dtype)))
+            with verb_head(lm, tokenizer) as cols:  # calibration: 4 logits per run
+                clean_logits, skip_with = _clean_run(lm, inputs(cache), paths, layer)  # also extends `cache`
+                m0 = copula_margin(clean_logits[:, -1].double(), cols)
+                m1 = copula_margin(flipped(copy.deepcopy(before), float(s0), skip_with), cols)
+                slope = (m1 - m0) / s0
+                slope = torch.where(slope.abs() < 1e-8, torch.full_like(slope, 1e-8), slope)
+                target = torch.where(m0 > 0, -eps, eps)
+                scale = ((target - m0) / slope).clamp(-clip, clip)
+                s_prev, m_prev = torch.full_like(scale, s0), m1
+                for _ in range(refine):
+                    m_now = copula_margin(flipped(copy.deepcopy(before), scale.float()[:, None], skip_with), cols)
+                    step = scale - s_prev
+                    dm = m_now - m_prev
+                    ok = dm.abs() > 1e-8
+                    new = torch.where(ok, scale + (target - m_now) * step / torch.where(ok, dm, torch.ones_like(dm)), scale)
+                    s_prev, m_prev, scale = scale, m_now, new.clamp(-clip, clip)
+            logits = flipped(before, scale.float()[:, None], skip_with)  # the whole vocabulary: sampled from
         nxt = _sample(logits, gen, top_k)
         out.append(nxt)
         scales.append(scale.numpy())
@@ -196,15 +228,19 @@ def copula_disagreements(lm, tokenizer, prompts: Sequence[str], generated: torch
 
     Scored forms: is/are, was/were, has/have, does/do (each with a leading space, see
     :func:`number_pair_ids`); a generated "is" disagrees when the clean logit of "are" is higher.
+    The teacher-forced pass computes only those forms' logits (:func:`ace_helpers.llm.restricted_head`).
     """
     other = number_pair_ids(tokenizer)
+    if not other:
+        return [(0, 0)] * generated.shape[0]
+    column = {tok: i for i, tok in enumerate(other)}  # the head is cut to these rows: (B, T, len(other)) logits
     batch = llm.encode(tokenizer, prompts)
     full = {
         "input_ids": torch.cat([batch["input_ids"], generated], 1),
         "attention_mask": torch.cat([batch["attention_mask"], torch.ones_like(generated)], 1),
     }
     full["position_ids"] = (full["attention_mask"].cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
+    with torch.no_grad(), llm.restricted_head(lm, list(other)):
         logits = llm.torch_module(lm)(**full).logits
     t0 = batch["input_ids"].shape[1]
     counts = []
@@ -214,7 +250,7 @@ def copula_disagreements(lm, tokenizer, prompts: Sequence[str], generated: torch
             if tok in other:
                 row = logits[b, t0 - 1 + t]
                 n += 1
-                d += int(row[other[tok]] > row[tok])
+                d += int(row[column[other[tok]]] > row[column[tok]])
         counts.append((d, n))
     return counts
 

@@ -90,7 +90,7 @@ def _tail_margins(lm, paths, cache, tail, clean, ell, edits, ids, max_rows: int 
         c.batch_repeat_interleave(k)
         rep = {key: (v.repeat_interleave(k, dim=0) if torch.is_tensor(v) else v) for key, v in tail.items()}
         skip_with = clean[ell - 2].repeat_interleave(k, dim=0) if ell >= 2 else None
-        logits = _tail_edit(lm, {**rep, "cache": c}, paths, ell, _stacked(group), skip_with)
+        logits = tail_edit(lm, {**rep, "cache": c}, paths, ell, _stacked(group), skip_with)
         out.append(margin(logits[:, -1], ids).float().numpy().reshape(n, k).T)
     return np.concatenate(out, 0)
 
@@ -164,9 +164,10 @@ def _tail_block_outputs(lm, paths, tail, cache) -> list[torch.Tensor]:
     return seen
 
 
-def _tail_edit(lm, inputs, paths, ell, fn, skip_with) -> torch.Tensor:
-    """Last-token logits with blocks 0..ℓ−2 skipped (their clean output ``skip_with`` is fed to
-    block ℓ−1) and ``fn`` applied to block ℓ−1's output: only blocks ℓ−1.. are recomputed."""
+def tail_edit(lm, inputs, paths, ell, fn, skip_with) -> torch.Tensor:
+    """Logits (B, T, V) with blocks 0..ℓ−2 skipped (their clean output ``skip_with``, (B, T, D), is fed
+    to block ℓ−1; None when ℓ = 1) and ``fn`` applied to block ℓ−1's output at the last position
+    ((B, D) -> (B, D)): only blocks ℓ−1.. are recomputed. ``inputs`` carries the prefix ``cache``."""
     with torch.no_grad():
         with lm.trace(**inputs):
             for i in range(ell - 1):
