@@ -103,3 +103,61 @@ def naive_rank_scan(H, W, b, Q, y):
         keep.append(float((((H @ P) @ W.T + b).argmax(1) == y).mean()))
         remove.append(float((((H - H @ P) @ W.T + b).argmax(1) == y).mean()))
     return np.array(keep), np.array(remove)
+
+
+# --------------------------------------------------------------------------------------------
+# chapter 5's former steered generation (ace_helpers.chapters.llm_agreement.generation before
+# the calibration runs skipped the blocks before the edit and cut the head to the four verbs)
+# --------------------------------------------------------------------------------------------
+def steered_generate_full_runs(lm, tok, prompts, layer, core, *, n_new, seed=None, refine=0, eps=1.0, s0=0.2,
+                               clip=50.0, top_k=50):
+    """The calibrated-flip rule of ``generate_with_flip`` with every run a full single-token forward (KV
+    cache of the clean states) over all blocks and the whole vocabulary. Returns (tokens (B, n_new),
+    scales (n_new, B), achieved copula margins (n_new, B))."""
+    import copy
+
+    import numpy as np
+    import torch
+
+    from ace_helpers import interventions, llm
+    from ace_helpers.chapters.llm_agreement.generation import _sample
+    from ace_helpers.tasks.agreement import copula_margin, verb_token_ids
+
+    ids = verb_token_ids(tok)
+    path = llm.block_paths(lm)[layer - 1]
+    batch = llm.encode(tok, prompts)
+    cache = llm.prefix_cache(lm, batch)
+    gen = None if seed is None else torch.Generator().manual_seed(int(seed))
+    token, pos, mask = batch["input_ids"][:, -1:], batch["position_ids"][:, -1:], batch["attention_mask"]
+    toks, scales, achieved = [], [], []
+
+    def run(c, scale):
+        fn = None if scale is None else (lambda h: core.flip(h, scale=scale.float()[:, None].to(h.dtype)))
+        step = {"input_ids": token, "attention_mask": mask, "position_ids": pos, "cache": c, "use_cache": True,
+                "logits_to_keep": 1}
+        logits = interventions.run_with_edit(lm, step, path, fn, positions=-1)[:, -1].double()
+        return logits, copula_margin(logits, ids)
+
+    for _ in range(n_new):
+        before = copy.deepcopy(cache)
+        _, m0 = run(cache, None)  # extends `cache` with the clean states
+        _, m1 = run(copy.deepcopy(before), torch.full_like(m0, s0))
+        target = torch.where(m0 > 0, -eps, eps)
+        slope = (m1 - m0) / s0
+        slope = torch.where(slope.abs() < 1e-8, torch.full_like(slope, 1e-8), slope)
+        scale = ((target - m0) / slope).clamp(-clip, clip)
+        s_prev, m_prev = torch.full_like(scale, s0), m1
+        for _ in range(refine):
+            _, m_now = run(copy.deepcopy(before), scale)
+            dm = m_now - m_prev
+            ok = dm.abs() > 1e-8
+            new = torch.where(ok, scale + (target - m_now) * (scale - s_prev) / torch.where(ok, dm, torch.ones_like(dm)), scale)
+            s_prev, m_prev, scale = scale, m_now, new.clamp(-clip, clip)
+        logits, m = run(before, scale)
+        nxt = _sample(logits, gen, top_k)
+        toks.append(nxt)
+        scales.append(scale.numpy())
+        achieved.append(m.numpy())
+        token, pos = nxt[:, None], pos + 1
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+    return torch.stack(toks, 1), np.array(scales), np.array(achieved)
