@@ -5,7 +5,9 @@ calibration runs and the sampled run recompute only blocks ℓ−1.. (the clean 
 the earlier blocks), and the calibration runs compute four verb logits instead of the whole
 vocabulary. The reference (``tests.reference.steered_generate_full_runs``, the book's code before
 this change) runs every one of them through all blocks and the whole vocabulary. Both use the same
-KV cache and sampling generator; the script checks that they sample the same tokens.
+KV cache and sampling generator; the script checks that they sample the same tokens. A second line
+times the top-k sampler (a draw among the k candidates) against the book's former sampler (logits
+below the k-th set to −inf, a multinomial over the whole vocabulary), on the model's vocabulary.
 
 Usage (from the project root)::
 
@@ -18,11 +20,12 @@ import argparse
 import time
 
 import numpy as np
+import torch
 
 from ace_helpers import llm, params
 from ace_helpers.chapters import llm_agreement as A
 from ace_helpers.tasks.agreement import GENERATION_PROMPTS, agreement_split, vocabulary
-from tests.reference import steered_generate_full_runs  # run as a module from the project root (see Usage)
+from tests.reference import sample_top_k_full_vocabulary, steered_generate_full_runs  # run as a module from the project root (see Usage)
 
 
 def main() -> None:
@@ -58,6 +61,18 @@ def main() -> None:
     err = float(np.abs(scales - full_scales).max())
     print(f"steered generation: ours {min(t_ours):.2f} s | every run in full {min(t_full):.2f} s | "
           f"speed-up x{min(t_full) / min(t_ours):.2f} | same tokens {same:.3f} | max scale difference {err:.1e}")
+
+    logits = torch.randn(len(rows), len(tok), dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    t_top, t_vocab = [], []
+    for _ in range(args.rounds):
+        for sampler, times in ((A.sample_top_k, t_top), (sample_top_k_full_vocabulary, t_vocab)):
+            gen = torch.Generator().manual_seed(0)
+            start = time.perf_counter()
+            for _ in range(args.tokens):
+                sampler(logits, gen, 50)
+            times.append(time.perf_counter() - start)
+    print(f"sampling ({len(tok)} tokens, top-k 50): among the k {min(t_top):.3f} s | over the vocabulary "
+          f"{min(t_vocab):.3f} s | speed-up x{min(t_vocab) / min(t_top):.1f}")
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def naive_rank_scan(H, W, b, Q, y):
 def steered_generate_full_runs(lm, tok, prompts, layer, core, *, n_new, seed=None, refine=0, eps=1.0, s0=0.2,
                                clip=50.0, top_k=50):
     """The calibrated-flip rule of ``generate_with_flip`` with every run a full single-token forward (KV
-    cache of the clean states) over all blocks and the whole vocabulary. Returns (tokens (B, n_new),
+    cache of the clean states) over all blocks and the whole vocabulary (sampling as ``generate_with_flip``). Returns (tokens (B, n_new),
     scales (n_new, B), achieved copula margins (n_new, B))."""
     import copy
 
@@ -120,7 +120,7 @@ def steered_generate_full_runs(lm, tok, prompts, layer, core, *, n_new, seed=Non
     import torch
 
     from ace_helpers import interventions, llm
-    from ace_helpers.chapters.llm_agreement.generation import _sample
+    from ace_helpers.chapters.llm_agreement.generation import sample_top_k
     from ace_helpers.tasks.agreement import copula_margin, verb_token_ids
 
     ids = verb_token_ids(tok)
@@ -154,10 +154,20 @@ def steered_generate_full_runs(lm, tok, prompts, layer, core, *, n_new, seed=Non
             new = torch.where(ok, scale + (target - m_now) * (scale - s_prev) / torch.where(ok, dm, torch.ones_like(dm)), scale)
             s_prev, m_prev, scale = scale, m_now, new.clamp(-clip, clip)
         logits, m = run(before, scale)
-        nxt = _sample(logits, gen, top_k)
+        nxt = sample_top_k(logits, gen, top_k)
         toks.append(nxt)
         scales.append(scale.numpy())
         achieved.append(m.numpy())
         token, pos = nxt[:, None], pos + 1
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
     return torch.stack(toks, 1), np.array(scales), np.array(achieved)
+
+
+def sample_top_k_full_vocabulary(logits, gen, top_k):
+    """Chapter 5's former sampler: logits below the k-th set to −inf, then a multinomial over the whole
+    vocabulary (one random number per vocabulary entry). Same distribution as ``sample_top_k``."""
+    import torch
+
+    kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+    probs = torch.softmax(logits.masked_fill(logits < kth, float("-inf")), -1)
+    return torch.multinomial(probs, 1, generator=gen)[:, 0]

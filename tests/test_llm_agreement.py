@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from reference import collect_states_per_layer, steered_generate_full_runs
+from reference import collect_states_per_layer, sample_top_k_full_vocabulary, steered_generate_full_runs
 
 from ace_helpers import interventions, llm
 from ace_helpers.chapters import llm_agreement as A
@@ -345,6 +345,24 @@ def test_fast_steered_generation_equals_full_runs(tiny, layer):
         np.testing.assert_allclose(scales, slow_scales, rtol=1e-3, atol=1e-4)
         np.testing.assert_allclose(achieved, slow_achieved, rtol=1e-3, atol=1e-4)
         assert np.abs(scales).max() > 0.1  # the flip did something
+
+
+def test_top_k_sampler_draws_the_full_vocabulary_samplers_distribution():
+    """Drawing among the k candidates only gives the distribution of the masked full-vocabulary multinomial
+    (20 000 draws each: frequencies within 0.02), never a token outside the top k, and the same tokens for the
+    same generator state."""
+    logits = torch.randn(1, 5000, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 3
+    rows = logits.expand(20000, -1)
+    ours = A.sample_top_k(rows, torch.Generator().manual_seed(0), 5)
+    full = sample_top_k_full_vocabulary(rows, torch.Generator().manual_seed(0), 5)
+    top = torch.topk(logits[0], 5).indices
+    assert set(ours.tolist()) <= set(top.tolist()) and set(full.tolist()) <= set(top.tolist())
+    freq = lambda t: np.array([(t == i).double().mean().item() for i in top])  # noqa: E731
+    exact = torch.softmax(logits[0, top], -1).numpy()
+    np.testing.assert_allclose(freq(ours), exact, atol=0.02)
+    np.testing.assert_allclose(freq(full), exact, atol=0.02)
+    assert torch.equal(ours, A.sample_top_k(rows, torch.Generator().manual_seed(0), 5))
+    assert torch.equal(A.sample_top_k(logits, None, 5), logits.argmax(-1))
 
 
 def test_copula_disagreements_counts_against_clean_preference(tiny):

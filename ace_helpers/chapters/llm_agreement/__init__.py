@@ -43,6 +43,7 @@ from ace_helpers.chapters.llm_agreement.generation import (
     copula_disagreements,
     generate_with_flip,
     number_pair_ids,
+    sample_top_k,
     steered_generate,
     steered_generations,
 )
@@ -260,7 +261,7 @@ __all__ = [
     "sweep_margins", "edit_margins", "last_token_probs", "demo_scores", "demo_tests",
     "RANDOM_MODES", "Controls", "run_controls", "attractor_free_prompts", "unit_core", "random_directions",
     "mean_difference_direction", "CLASSES", "knob_tests", "pairwise_alignment",
-    "Generation", "generate_with_flip", "steered_generate", "steered_generations", "copula_disagreements",
+    "Generation", "generate_with_flip", "sample_top_k", "steered_generate", "steered_generations", "copula_disagreements",
     "number_pair_ids", "OFFICIAL_RULE", "generation_rules",
     "ModelResult", "analyse_model", "run_chapter", "cross_model_alignment", "flat_results",
     "build_claims", "demo_shifts",

@@ -86,13 +86,19 @@ class Generation:
         return self._rate(self.clean_disagree)
 
 
-def _sample(logits: torch.Tensor, gen: torch.Generator | None, top_k: int) -> torch.Tensor:
-    """Next token ids (B,) from last-token logits (B, V): top-k then multinomial; argmax if ``gen`` is None."""
+def sample_top_k(logits: torch.Tensor, gen: torch.Generator | None, top_k: int) -> torch.Tensor:
+    """Next token ids (B,) from last-token logits (B, V) at temperature 1 among the ``top_k`` most
+    likely tokens (ties at the k-th logit broken by ``torch.topk``); argmax if ``gen`` is None.
+
+    The draw is made among the k candidates only: a multinomial over the whole vocabulary draws one
+    random number per vocabulary entry (262k per row for Gemma-3), which cost more than the model's
+    single-token forward. Same distribution, other random numbers than the full-vocabulary draw.
+    """
     if gen is None:
         return logits.argmax(-1)
-    kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
-    probs = torch.softmax(logits.masked_fill(logits < kth, float("-inf")), -1)
-    return torch.multinomial(probs, 1, generator=gen)[:, 0]
+    values, index = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1)  # (B, k)
+    pick = torch.multinomial(torch.softmax(values, -1), 1, generator=gen)  # (B, 1) positions among the k
+    return index.gather(-1, pick)[:, 0]
 
 
 def _clean_run(lm, inputs: dict, paths: Sequence[str], layer: int) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -194,7 +200,7 @@ def generate_with_flip(
                     new = torch.where(ok, scale + (target - m_now) * step / torch.where(ok, dm, torch.ones_like(dm)), scale)
                     s_prev, m_prev, scale = scale, m_now, new.clamp(-clip, clip)
             logits = flipped(before, scale.float()[:, None], skip_with)  # the whole vocabulary: sampled from
-        nxt = _sample(logits, gen, top_k)
+        nxt = sample_top_k(logits, gen, top_k)
         out.append(nxt)
         scales.append(scale.numpy())
         achieved.append(copula_margin(logits, ids).numpy())
