@@ -310,7 +310,8 @@ def set_threads(threads: int | None = None, *, workers: int = 1) -> int:
 def begin(cfg: Params) -> None:
     """A chapter's validation-cell side effects: set torch threads, remove the previous run's
     ``OUTPUT_DIR/results.json`` (so an interrupted run never leaves an older result looking like
-    its own), print the knobs in force and the versions."""
+    its own), print the knobs in force, the versions and, in a training chapter, which kernels its
+    ``PRECISION`` runs on this CPU."""
     from ace_helpers.artifacts import clear_results, display_path
 
     set_threads()
@@ -324,6 +325,10 @@ def begin(cfg: Params) -> None:
 
     print({k: (shown if k == "OUTPUT_DIR" else short(v)) for k, v in cfg.items()})
     print(versions())
+    if "PRECISION" in cfg:
+        from ace_helpers.precision import describe
+
+        print(f"PRECISION={cfg['PRECISION']!r}: {describe(cfg['PRECISION'])}")
 
 
 def seed_everything(seed: int) -> None:

@@ -53,6 +53,7 @@ def test_minimal_ns_rank() -> None:
 @pytest.mark.parametrize(("knobs", "named"), [
     ({"MODADD": "yes"}, "MODADD"), ({"DAS_STEPS": 0}, "DAS_STEPS"), ({"PLANTED_R_MAX": 2}, "PLANTED_R_MAX"),
     ({"R_CORE": 20}, "R_CORE"), ({"P": 9}, "P"), ({"DAS_LR": 0.0}, "DAS_LR"), ({"N_TRAIN": 10**8}, "N_TRAIN"),
+    ({"PRECISION": "bf32"}, "PRECISION"),
 ])  # fmt: skip
 def test_bad_knobs_are_refused_by_name(knobs, named) -> None:
     with pytest.raises(ValueError, match=named):

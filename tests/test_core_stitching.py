@@ -78,6 +78,7 @@ def test_key_frequencies_of_a_pure_rotation() -> None:
     ({"MODADD": 1}, "MODADD"), ({"P": 33}, "P"), ({"P": 223}, "P"), ({"TRAIN_FRACTION": 0.01}, "TRAIN_FRACTION"),
     ({"R_MAX": 65}, "R_MAX"), ({"MODADD_R_MAX": 129}, "MODADD_R_MAX"), ({"D_MODEL": 6}, "D_MODEL"),
     ({"T": [[1.0, 0.0], [0.0, 1.0]]}, "T"), ({"N_TRAIN": 10**8}, "N_TRAIN"), ({"RIDGE": float("nan")}, "RIDGE"),
+    ({"PRECISION": "fp16"}, "PRECISION"),
 ])  # fmt: skip
 def test_bad_knobs_are_refused_by_name(knobs, named) -> None:
     with pytest.raises(ValueError, match=named):
@@ -96,6 +97,22 @@ def small_run():
     cfg = chapter.PARAMS.resolve(PRESET="ci", N_TRAIN=300, N_TEST=100, EPOCHS=6, R_MAX=4, MODADD=True, P=11,
                                  MODADD_MAX_STEPS=30, MODADD_R_MAX=3)
     return chapter.run(cfg), cfg
+
+
+def test_bf16_trains_both_tasks_in_bf16(monkeypatch) -> None:
+    """PRECISION reaches both trainers (the Markov ensemble and the mod-add ensemble, with its fast kernels) and
+    the chapter runs through in bf16."""
+    seen = []
+    markov_train, modadd_train = chapter.markov_cores.train_models, chapter.train_ensemble
+    monkeypatch.setattr(chapter.markov_cores, "train_models",
+                        lambda *a, **k: seen.append(("markov", k["precision"])) or markov_train(*a, **k))
+    monkeypatch.setattr(chapter, "train_ensemble",
+                        lambda *a, **k: seen.append(("modadd", k["precision"], k["fast"])) or modadd_train(*a, **k))
+    cfg = chapter.PARAMS.resolve(PRESET="ci", N_TRAIN=300, N_TEST=100, EPOCHS=2, R_MAX=2, MODADD=True, P=11,
+                                 MODADD_MAX_STEPS=10, MODADD_R_MAX=2, PRECISION="bf16")
+    res = chapter.run(cfg)
+    assert seen == [("markov", "bf16"), ("modadd", "bf16", True)]
+    assert res["markov"] is not None and res["modadd"] is not None
 
 
 def test_run_gives_every_condition_regime_and_rank(small_run) -> None:

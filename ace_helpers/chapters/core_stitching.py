@@ -47,6 +47,7 @@ from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.core import Core, extract_core_from_gramians
 from ace_helpers.ensemble import ensemble_accuracy, train_ensemble
 from ace_helpers.params import ChapterParams, Params
+from ace_helpers.precision import check_precision
 from ace_helpers.report import Claims, KnownGaps
 from ace_helpers.stitching import (
     Chart, LinearMap, core_chart, crossed_order, fit_linear_map, full_chart, identity_map, map_r2, random_chart,
@@ -73,7 +74,7 @@ MEMORY_LIMIT = 8 * 2**30
 _COMMON = {"T": PAPER_CHAIN, "D_MODEL": 64, "SEQ_LEN": 32, "ENERGY": 0.999, "BATCH_SIZE": 64, "SEED": 0,
            "DATA_SEED": 0, "TEST_DATA_SEED": 999, "R_MAX": 8, "RIDGE": 1e-6,
            "P": 31, "TRAIN_FRACTION": 0.6, "MODADD_LR": 3e-3, "MODADD_SEED": 1031, "MODADD_ENERGY": 0.99,
-           "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16}
+           "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16, "PRECISION": "fp32"}
 #: ``ci``: Markov as chapter 1's ci run (1000 sequences, 8 epochs, lr 1e-3), no mod-add (its
 #: training takes minutes); ``book``: 3000 training sequences, 20 epochs, and mod-add at chapter
 #: 2's ci setting (p = 31, 60 % of the pairs, lr 3e-3, weight decay 1), each model trained until
@@ -129,6 +130,7 @@ def check(p: dict[str, Any]) -> None:
     p["MODADD_MAX_STEPS"] = params.check_int("MODADD_MAX_STEPS", p["MODADD_MAX_STEPS"], low=1, high=200_000)
     p["MODADD_EXTRA_STEPS"] = params.check_int("MODADD_EXTRA_STEPS", p["MODADD_EXTRA_STEPS"], low=0, high=200_000)
     p["MODADD_R_MAX"] = params.check_int("MODADD_R_MAX", p["MODADD_R_MAX"], low=1, high=model_config(p["P"]).d_model)
+    p["PRECISION"] = check_precision("PRECISION", p["PRECISION"])
     need = memory_estimate(p)
     if need > MEMORY_LIMIT:
         raise ValueError(f"N_TRAIN={p['N_TRAIN']}, N_TEST={p['N_TEST']}, SEQ_LEN={p['SEQ_LEN']}, D_MODEL={p['D_MODEL']} "
@@ -258,7 +260,7 @@ def run_markov(cfg: Params) -> dict[str, Any]:
                           test_seed=cfg["TEST_DATA_SEED"])
     seeds = markov_cores.model_seeds(cfg["SEED"], 3)
     trained = markov_cores.train_models(data, seeds, d_model=cfg["D_MODEL"], epochs=cfg["EPOCHS"],
-                                        batch_size=cfg["BATCH_SIZE"], lr=cfg["LR"])
+                                        batch_size=cfg["BATCH_SIZE"], lr=cfg["LR"], precision=cfg["PRECISION"])
     views = [markov_view(m, data, cfg["ENERGY"]) for m in trained.models]
     task = Task("layers.0", None, data.test_inputs, data.test_targets, crossed_order(cfg["N_TEST"], cfg["SEED"]), views)
     out = pair_results(task, 0, 1, cfg, cfg["R_MAX"], cfg["SEED"])
@@ -281,7 +283,8 @@ def run_markov(cfg: Params) -> dict[str, Any]:
 # -------------------- modular addition ------------------------------------------------------
 def train_modadd(cfg: Params, data: Any, n_models: int = 2) -> tuple[list[Any], list[int | None]]:
     """``n_models`` models (seeds MODADD_SEED + 1000·m, weight decay 1), each trained until its test accuracy
-    reaches :data:`GROK_ACC` and MODADD_EXTRA_STEPS more steps (at most MODADD_MAX_STEPS).
+    reaches :data:`GROK_ACC` and MODADD_EXTRA_STEPS more steps (at most MODADD_MAX_STEPS), in PRECISION
+    (``"bf16"``: autocast and the ensemble's fast kernels, :mod:`ace_helpers.precision`).
 
     Returns the models (eval mode) and the step at which each grokked (None: never).
     """
@@ -297,7 +300,8 @@ def train_modadd(cfg: Params, data: Any, n_models: int = 2) -> tuple[list[Any], 
     seeds = [cfg["MODADD_SEED"] + MODADD_SEED_STRIDE * m for m in range(n_models)]
     run = train_ensemble(model_config(data.p), data.train_inputs, data.train_targets, seeds=seeds, weight_decays=[1.0] * n_models,
                          batch_size=512, lr=cfg["MODADD_LR"], max_steps=cfg["MODADD_MAX_STEPS"], eval_every=25,
-                         evaluate=evaluate, keep_models=True, progress=False)
+                         evaluate=evaluate, keep_models=True, progress=False, precision=cfg["PRECISION"],
+                         fast=cfg["PRECISION"] == "bf16")
     return [m.eval() for m in run.models], [grok.get(m) for m in range(n_models)]
 
 
