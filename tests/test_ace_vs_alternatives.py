@@ -202,3 +202,29 @@ def test_the_chapter_text_states_the_llm_rule_and_layers() -> None:
     text = (ROOT / "notebooks" / f"{chapter.NOTEBOOK}.py").read_text()
     assert f"base − {llm_part.KEEP_TOL}" in text and f"0.5 + {llm_part.REMOVE_TOL:.2f}" in text
     assert f"ℓ = {llm_part.LAYER['smollm2-135m']} of 30" in text and f"ℓ = {llm_part.LAYER['gemma3-270m']} of 18" in text
+
+
+def test_frequency_shares_find_each_planes_share_and_amplitude() -> None:
+    """Class means built from two frequencies in known planes: a basis holding one plane holds it whole
+    (share 1) and none of the other (share 0); amplitudes follow the planted ones."""
+    p, dim = 11, 8
+    rng = np.random.default_rng(0)
+    answers = np.repeat(np.arange(p), 5)
+    c = answers[:, None]
+    e = np.eye(dim)
+    h = (3.0 * (np.cos(2 * np.pi * 2 * c / p) * e[0] + np.sin(2 * np.pi * 2 * c / p) * e[1])
+         + 0.5 * (np.cos(2 * np.pi * 4 * c / p) * e[2] + np.sin(2 * np.pi * 4 * c / p) * e[3])
+         + 1e-3 * rng.standard_normal((len(answers), dim)))
+    amps, shares = chapter.frequency_shares(e[:, :2], h, answers, p, [2, 4])
+    assert shares[0] == pytest.approx(1.0, abs=1e-4) and shares[1] == pytest.approx(0.0, abs=1e-4)
+    assert amps[0] == pytest.approx(6 * amps[1], rel=0.01)
+    _, half = chapter.frequency_shares(e[:, [0, 2]], h, answers, p, [2, 4])
+    assert half == pytest.approx([0.5, 0.5], abs=1e-3)
+
+
+def test_weak_frequency_diagnosis_can_fail() -> None:
+    res = {"key_freqs": [1, 2, 3], "key_amp": [10.0, 8.0, 1.0], "key_share": [0.99, 0.97, 0.8]}
+    assert chapter._weak_frequency_diagnosis(res, 6)[3] is True
+    assert chapter._weak_frequency_diagnosis(dict(res, key_share=[0.99, 0.9, 0.8]), 6)[3] is False  # a strong one short
+    assert chapter._weak_frequency_diagnosis(dict(res, key_amp=[10.0, 8.0, 9.0]), 6)[3] is False  # no weak frequency
+    assert chapter._weak_frequency_diagnosis(dict(res, key_share=[0.99, 0.97, 0.999]), 6)[3] is False  # weak one held

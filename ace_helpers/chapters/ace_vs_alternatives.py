@@ -21,8 +21,10 @@ Subject–verb agreement in the LLMs (no ground truth; causal metrics only) is r
 ``results.json``: per task key (``planted``, ``markov``, ``modadd``): ``ranks``, ``gt_rank``,
 ``base_acc``, ``chance_acc``, ``overlap``/``keep``/``remove`` {method: per rank, None where the
 method has fewer directions}, ``ns_rank`` {method: minimal N&S rank or None}, ``seconds``
-{method: wall time of all its bases}; ``llm`` (see :mod:`.ace_vs_alternatives_llm`; None when
-LLM_MODELS is empty); top level ``wall_s``.
+{method: wall time of all its bases}; ``modadd`` also ``key_freqs`` (the ground truth's
+frequencies), ``key_amp`` (each one's amplitude in the class means) and ``key_share`` (the share
+of each one's plane inside ACE's rank-``gt_rank`` subspace); ``llm`` (see
+:mod:`.ace_vs_alternatives_llm`; None when LLM_MODELS is empty); top level ``wall_s``.
 """
 
 from __future__ import annotations
@@ -200,11 +202,31 @@ def fourier_truth(model: Any, h: np.ndarray, answers: np.ndarray, p: int) -> tup
     spec = np.sum(np.abs(np.fft.rfft(emb - emb.mean(axis=0), axis=0)) ** 2, axis=1)[1:]
     order = np.argsort(spec)[::-1]
     keys = sorted(int(f) + 1 for f in order[: int(np.searchsorted(np.cumsum(spec[order]) / spec.sum(), FREQ_POWER) + 1)])
+    u, s, _ = np.linalg.svd(frequency_directions(h, answers, p, keys), full_matrices=False)
+    return u[:, : int(np.sum(s > s[0] * 1e-8))], keys
+
+
+def frequency_directions(h: np.ndarray, answers: np.ndarray, p: int, keys: list[int]) -> np.ndarray:
+    """(D, 2K) the cos and sin directions of each frequency in ``keys`` in the class means of ``h`` (N, D):
+    column 2i is Σ_c cos(2πk_i c/p)·(h̄_c − h̄), column 2i + 1 the same with sin."""
     means = np.stack([h[answers == c].mean(axis=0) for c in range(p)]) - h.mean(axis=0)  # (p, D)
     c = np.arange(p)
-    dirs = [means.T @ f(2 * np.pi * k * c / p) for k in keys for f in (np.cos, np.sin)]
-    u, s, _ = np.linalg.svd(np.stack(dirs, axis=1), full_matrices=False)
-    return u[:, : int(np.sum(s > s[0] * 1e-8))], keys
+    return np.stack([means.T @ f(2 * np.pi * k * c / p) for k in keys for f in (np.cos, np.sin)], axis=1)
+
+
+def frequency_shares(basis: np.ndarray, h: np.ndarray, answers: np.ndarray, p: int, keys: list[int]) -> tuple[list[float], list[float]]:
+    """Per frequency of ``keys``: (its amplitude in the class means, the share of its plane inside span(``basis``)).
+
+    ``basis`` (D, r) orthonormal. The amplitude is the larger singular value of the frequency's (D, 2)
+    cos/sin directions; the share is ‖basisᵀU‖²_F / 2 for U an orthonormal basis of that plane (1: inside).
+    """
+    dirs = frequency_directions(h, answers, p, keys)
+    amps, shares = [], []
+    for i in range(len(keys)):
+        u, s, _ = np.linalg.svd(dirs[:, 2 * i : 2 * i + 2], full_matrices=False)
+        amps.append(float(s[0]))
+        shares.append(float(np.linalg.norm(basis.T @ u, "fro") ** 2 / 2))
+    return amps, shares
 
 
 def run_modadd(cfg: Params) -> dict[str, Any]:
@@ -217,10 +239,11 @@ def run_modadd(cfg: Params) -> dict[str, Any]:
     truth, keys = fourier_truth(model, view.h_test, answers, data.p)
     w = model.lm_head.weight.detach().double().numpy()
     b = model.lm_head.bias.detach().double().numpy()
-    out = compare_methods(view.h_train, data.train_targets[:, -1].numpy(), view.h_test, answers, w, b,
-                          lambda: extract_core(view.h_test, w, energy=cfg["MODADD_ENERGY"]).full_basis, truth,
+    ace_basis = lambda: extract_core(view.h_test, w, energy=cfg["MODADD_ENERGY"]).full_basis  # noqa: E731
+    out = compare_methods(view.h_train, data.train_targets[:, -1].numpy(), view.h_test, answers, w, b, ace_basis, truth,
                           list(range(1, cfg["MODADD_R_MAX"] + 1)), 1.0 / data.p, cfg)
-    out.update(ace_rank=view.core.rank, key_freqs=keys, grok_step=grok[0])
+    amps, shares = frequency_shares(ace_basis()[:, : truth.shape[1]], view.h_test, answers, data.p, keys)
+    out.update(ace_rank=view.core.rank, key_freqs=keys, key_amp=amps, key_share=shares, grok_step=grok[0])
     return out
 
 
@@ -247,8 +270,28 @@ KNOWN_GAPS = KnownGaps({
     "ci": {"planted_ns": _PLANTED_GAP},
     "book": {"planted_ns": _PLANTED_GAP,
              "markov_ns": "a learned (DAS) basis is necessary and sufficient one rank below ACE: the argmax answers of the "
-                          "4-state chain need only 2 dimensions, while ACE's rank-3 core is the whole belief state"},
+                          "4-state chain need only 2 dimensions, while ACE's rank-3 core is the whole belief state",
+             # measured on an AMD EPYC (AVX512, no AMX): its fp32 sums train another model than the Intel machine's,
+             # whose rank-16 overlap was 0.909
+             "modadd_ground_truth": "the 90 %-power rule admits two weak key frequencies beside the six the model uses "
+                                    "(amplitudes in the class means about a tenth of the strongest's): ACE's rank-16 "
+                                    "subspace holds the strong ones and falls short on the weak ones (diagnosis row)"},
 })
+
+
+WEAK_FREQ_RULE = ("ACE's subspace at the ground-truth rank holds the plane of every strong key frequency (amplitude in "
+                  "the class means ≥ ½ of the largest) at ≥ 0.95, and the weak ones less: the overlap falls short on "
+                  "frequencies the 90 %-power rule admits but the model barely uses (ours)")
+
+
+def _weak_frequency_diagnosis(s: dict[str, Any], g: int) -> tuple[str, str, dict[str, Any], bool]:
+    """(claim, paper, ours, passed) of the diagnosis row for a mod-add ground-truth overlap below 0.9."""
+    amp, share = np.array(s["key_amp"]), np.array(s["key_share"])
+    strong = amp >= 0.5 * amp.max()
+    ours = {f"k={k}": [round(float(a / amp.max()), 3), round(float(sh), 3)] for k, a, sh in zip(s["key_freqs"], amp, share)}
+    passed = bool((~strong).any() and share[strong].min() >= 0.95 and share[~strong].min() < share[strong].min())
+    return (f"modadd (diagnosis): ACE's rank-{g} subspace holds the strong key frequencies; the overlap falls short on the "
+            "weak ones", "—", ours, passed)
 
 
 def _inf(r: int | None) -> float:
@@ -290,8 +333,11 @@ def build_claims(res: dict[str, Any], cfg: Params) -> tuple[Claims, list[ClaimRo
                          "ground-truth subspace (ours)")
         g = s["gt_rank"]
         ov = s["overlap"]["ace"][s["ranks"].index(g)] if g in s["ranks"] else None
-        claims.check(f"{task}: ACE's rank-{g} subspace is the ground truth", PAPER, ov, ov is not None and ov >= 0.9,
-                     where=WHERE, rule="projector overlap with the ground-truth subspace at its rank ≥ 0.9 (ours)")
+        is_truth = claims.check(f"{task}: ACE's rank-{g} subspace is the ground truth", PAPER, ov, ov is not None and ov >= 0.9,
+                                KNOWN_GAPS.reason(cfg, f"{task}_ground_truth"), where=WHERE,
+                                rule="projector overlap with the ground-truth subspace at its rank ≥ 0.9 (ours)")
+        if not is_truth and s.get("key_share"):
+            claims.check(*_weak_frequency_diagnosis(s, g), where="ours (diagnosis)", rule=WEAK_FREQ_RULE)
     pl = res["planted"]
     r = cfg["R_CORE"]
     fails = {m: [pl["overlap"][m][r - 1], pl["ns_rank"][m]] for m in ("pca", "jacobian")}
