@@ -284,11 +284,12 @@ WEAK_FREQ_RULE = ("ACE's subspace at the ground-truth rank holds the plane of ev
                   "frequencies the 90 %-power rule admits but the model barely uses (ours)")
 
 
-def _weak_frequency_diagnosis(s: dict[str, Any], g: int) -> tuple[str, str, dict[str, Any], bool]:
+def _weak_frequency_diagnosis(s: dict[str, Any], g: int) -> tuple[str, str, str, bool]:
     """(claim, paper, ours, passed) of the diagnosis row for a mod-add ground-truth overlap below 0.9."""
     amp, share = np.array(s["key_amp"]), np.array(s["key_share"])
     strong = amp >= 0.5 * amp.max()
-    ours = {f"k={k}": [round(float(a / amp.max()), 3), round(float(sh), 3)] for k, a, sh in zip(s["key_freqs"], amp, share)}
+    ours = f"per key frequency k, amplitude ÷ the largest and share inside ACE's rank-{g} subspace: " + "; ".join(
+        f"k={k}: {a / amp.max():.2f}, {sh:.3f}" for k, a, sh in zip(s["key_freqs"], amp, share))
     passed = bool((~strong).any() and share[strong].min() >= 0.95 and share[~strong].min() < share[strong].min())
     return (f"modadd (diagnosis): ACE's rank-{g} subspace holds the strong key frequencies; the overlap falls short on the "
             "weak ones", "—", ours, passed)
