@@ -16,7 +16,7 @@ import torch
 
 from ace_helpers import interventions, llm
 from ace_helpers.chapters.llm_agreement.states import verb_head
-from ace_helpers.chapters.llm_agreement.sweep import tail_edit
+from ace_helpers.chapters.llm_agreement.sweep import clean_block_outputs, tail_edit
 from ace_helpers.core import Core
 from ace_helpers.tasks.agreement import copula_margin, verb_token_ids
 
@@ -101,23 +101,6 @@ def sample_top_k(logits: torch.Tensor, gen: torch.Generator | None, top_k: int) 
     return index.gather(-1, pick)[:, 0]
 
 
-def _clean_run(lm, inputs: dict, paths: Sequence[str], layer: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One clean forward of ``inputs`` (extends its ``cache``): (logits (B, T, V), block ℓ−2's output
-    (B, T, D), the state :func:`~.sweep.tail_edit` feeds past the skipped blocks; None when ℓ = 1)."""
-    seen: list[torch.Tensor] = []
-    handle = None
-    if layer >= 2:
-        hook = lambda _m, _i, o: seen.append(o[0] if isinstance(o, tuple) else o)  # noqa: E731
-        handle = llm.module(lm, paths[layer - 2]).register_forward_hook(hook)
-    try:
-        with torch.no_grad():
-            logits = llm.torch_module(lm)(**inputs).logits
-    finally:
-        if handle is not None:
-            handle.remove()
-    return logits, (seen[0] if seen else None)
-
-
 def generate_with_flip(
     lm,
     tokenizer,
@@ -184,7 +167,8 @@ def generate_with_flip(
         else:
             before = copy.deepcopy(cache)
             with verb_head(lm, tokenizer) as cols:  # calibration: 4 logits per run
-                clean_logits, skip_with = _clean_run(lm, inputs(cache), paths, layer)  # also extends `cache`
+                clean_logits, outs = clean_block_outputs(lm, paths[: layer - 1], inputs(cache))  # also extends `cache`
+                skip_with = outs[-1] if outs else None  # block ℓ−2's output (None when ℓ = 1)
                 m0 = copula_margin(clean_logits[:, -1].double(), cols)
                 m1 = copula_margin(flipped(copy.deepcopy(before), float(s0), skip_with), cols)
                 slope = (m1 - m0) / s0

@@ -74,7 +74,7 @@ def _tail_inputs(lm, batch):
     cache = llm.prefix_cache(lm, batch)
     tail = {"input_ids": batch["input_ids"][:, -1:], "attention_mask": batch["attention_mask"],
             "position_ids": batch["position_ids"][:, -1:], "use_cache": True, "logits_to_keep": 1}
-    return cache, tail, _tail_block_outputs(lm, llm.block_paths(lm), tail, cache)
+    return cache, tail, clean_block_outputs(lm, llm.block_paths(lm), {**tail, "cache": copy.deepcopy(cache)})[1]
 
 
 def _tail_margins(lm, paths, cache, tail, clean, ell, edits, ids, max_rows: int | None = MAX_ROWS) -> np.ndarray:
@@ -151,17 +151,19 @@ def _sweep(lm, enc, paths, layers, cores, modes, batch_size, remote, ids, out) -
                 out[mode][li, start:stop] = m[k]
 
 
-def _tail_block_outputs(lm, paths, tail, cache) -> list[torch.Tensor]:
-    """Clean outputs (B, 1, D) of every block for the last token (one single-token forward)."""
+def clean_block_outputs(lm, paths, inputs) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """One clean no-grad forward of ``inputs`` (extends its ``cache``, if any): (logits (B, T, V), the
+    output (B, T, D) of every block in ``paths``, in order) — the states :func:`tail_edit` feeds past
+    the blocks it skips."""
     seen: list[torch.Tensor] = []
     handles = [llm.module(lm, p).register_forward_hook(lambda _m, _i, o: seen.append(o[0] if isinstance(o, tuple) else o)) for p in paths]
     try:
         with torch.no_grad():
-            llm.torch_module(lm)(**tail, cache=copy.deepcopy(cache))
+            logits = llm.torch_module(lm)(**inputs).logits
     finally:
         for h in handles:
             h.remove()
-    return seen
+    return logits, seen
 
 
 def tail_edit(lm, inputs, paths, ell, fn, skip_with) -> torch.Tensor:
