@@ -12,7 +12,9 @@ generator per member, and trains one epoch at a time:
   mini-batches of ``batch_size`` (the last one smaller), as :func:`ace_helpers.train.train_lm`;
 * the loss is the cross-entropy of the last position (``loss_positions="last"``) or of every
   position (``"all"``), summed over members so that their gradients do not mix;
-* a member's numbers do not depend on which other members share the ensemble (tested).
+* a member's numbers do not depend on which other members of the same age share the ensemble
+  (tested); after :meth:`fork` the older members take the optimizer's per-member step, which
+  rounds differently in the last bits (tested), so their numbers then depend on the fork.
 """
 
 from __future__ import annotations

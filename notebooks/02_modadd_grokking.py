@@ -65,9 +65,9 @@ ENERGY = None  # ACE energy threshold (paper: 0.99)
 RIDGE = None  # ridge of the shift-operator fit for R_h^2 and the clocks (paper: 1.0)
 HOLDOUT_FRACTION = None  # fraction of classes held out (a block at the cycle's edge) for R_h^2 (paper: 0.075)
 CLOCK_EPOCHS = None  # epochs of the clock panels; None -> start, before, at, after grokking, last
-WORKERS = None  # processes training the models in parallel (same numbers; book: 2)
-TRAINER = None  # "loop": each model alone, as the stored runs were trained; "ensemble": every model and both arms in one batched step
-PRECISION = None  # "fp32" (the stored runs) or "bf16" (matmuls on AMX; only with the ensemble trainer)
+WORKERS = None  # processes training the models in parallel, "loop" trainer only (same numbers; book: 2); the ensemble trains in one
+TRAINER = None  # "ensemble" (default): every model and both arms in one batched step; "loop": each model alone (the first stored runs)
+PRECISION = None  # "fp32" (default) or "bf16" (matmuls in bf16, fast on AMX; only with the ensemble trainer)
 ARTIFACT_DIR = None  # cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)
 OUTPUT_DIR = None  # where results.json goes; None -> outputs/02_modadd_grokking
 
@@ -321,7 +321,7 @@ print(long_claims.verdict() if long is not None else "no long run stored")
 # ## The same protocol, trained again
 #
 # How a run is trained is not part of the protocol: the chapter's `TRAINER` knob trains each model
-# alone (`loop`) or every model and both arms in one batched step (`ensemble`), and `PRECISION`
+# alone (`loop`) or every model and both arms in one batched step (`ensemble`, the default), and `PRECISION`
 # runs the training matmuls in fp32 or bf16. The ensemble draws each member's dropout masks from
 # its own generator, so an ensemble run is a second sample of the same experiment; bf16 against fp32
 # on the ensemble changes only the rounding of the matrix products, which training can amplify into

@@ -49,8 +49,8 @@
 # (the `ci` values: minutes on a CPU, the same cached run as Chapter 2's; change any of them for a new run).
 # `-p PRESET book` loads the stored book run (p = 53, 2 models × 1400 epochs, fork at 1100). The paper's
 # 20 000-epoch run takes hours: from the repository root, `python -m ace_helpers.chapters.modadd --preset paper`
-# (resumable: re-run the same command after an interruption), then the same with `--store-partial` to store what it
-# has reached for this chapter's long-run section. `python -m ace_helpers.chapters.core_inflation` retrains its
+# (resumable: re-run the same command after an interruption; with `--trainer loop`, the same with `--store-partial`
+# stores what an unfinished run has reached for this chapter's long-run section). `python -m ace_helpers.chapters.core_inflation` retrains its
 # model 0 (weight decay arm) to the reference epochs and stores the activations that the dimension-matched
 # reference uses (tens of minutes; resumable).
 # ```
@@ -74,9 +74,9 @@ ENERGY = None  # ACE energy threshold (paper: 0.99)
 RIDGE = None  # ridge of the variant shift-operator fit (code release clocks: 1.0)
 HOLDOUT_FRACTION = None  # fraction of classes held out (block at the cycle's edge) for R_h^2 (paper: 0.075)
 CLOCK_EPOCHS = None  # unused here (Chapter 2's clock panels); kept so both chapters share one run
-WORKERS = None  # processes training the models in parallel (same numbers; book: 2)
-TRAINER = None  # "loop": each model alone, as the stored runs were trained; "ensemble": every model and both arms in one batched step
-PRECISION = None  # "fp32" (the stored runs) or "bf16" (matmuls on AMX; only with the ensemble trainer)
+WORKERS = None  # processes training the models in parallel, "loop" trainer only (same numbers; book: 2); the ensemble trains in one
+TRAINER = None  # "ensemble" (default): every model and both arms in one batched step; "loop": each model alone (the first stored runs)
+PRECISION = None  # "fp32" (default) or "bf16" (matmuls in bf16, fast on AMX; only with the ensemble trainer)
 ARTIFACT_DIR = None  # cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)
 OUTPUT_DIR = None  # where results.json goes; None -> outputs/03_core_inflation
 
@@ -234,13 +234,13 @@ display(Markdown(chapter.residue_table(nowd, p, nowd.epochs)))
 # Inflation is slow: the paper's core grows over 19 000 epochs after grokking. The `paper` preset
 # is that run (3 models × 20 000 epochs, both arms; its one departure, the fork at epoch 1100
 # instead of 900, is explained in `chapters.modadd.config.PRESETS`) and takes hours on a CPU. It
-# has been trained in the background twice: first each model alone in fp32 (the book run
-# continued: 2 of the 3 models, the WD-off arm to epoch 15 500), then all three models and both
-# arms as one ensemble in bf16 (`python -m ace_helpers.chapters.modadd --preset paper --trainer
-# ensemble --precision bf16`, resumable from committed snapshots). This section loads the more
-# complete of the two and prints which it is; it trains nothing. The ensemble run has the same
-# seeds and protocol but other kernels and precision, so it is a sibling of this chapter's run,
-# not its continuation, and its models grok at their own epoch (printed beside the fork).
+# has been trained in the background twice: first each model alone in fp32 (2 of the 3 models,
+# the WD-off arm to epoch 15 500), then all three models and both arms as one ensemble in bf16
+# (`python -m ace_helpers.chapters.modadd --preset paper --trainer ensemble --precision bf16`,
+# resumable from committed snapshots). This section loads the more complete of the two and prints
+# which it is; it trains nothing. This chapter's run is the ensemble in fp32, so neither is its
+# continuation: each has the same seeds and protocol but other kernels or precision, a sibling of
+# this run, and its models grok at their own epoch (printed beside the fork).
 
 # %%
 long = chapter.stored_long_run(cfg)
@@ -404,8 +404,11 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 # %% [markdown]
 # ## What this chapter finds
 #
-# The verdicts are in the claims tables above and in the summary box at the top. In words: the
-# book run stops at epoch 1400, before inflation starts. The stored 20 000-epoch run (all three
+# The verdicts are in the claims tables above and in the summary box at the top. In words: in the
+# book run the weight-decay cores burst soon after grokking (the necessary dimension jumps while
+# the energy rank stays flat) and partly fall back by epoch 1400, where the run stops: redundancy
+# already grows, but the paper's targets at epoch 20 000 are out of its reach (not tested). The
+# stored 20 000-epoch run (all three
 # models, both arms) inflates with weight decay, but the seeds end far apart: one core passes the
 # paper's ~60 dimensions while the smallest stops growing well below it, so "~60 in every model"
 # holds only partly. Its sufficient dimension does not stay flat: it grows too, less than the

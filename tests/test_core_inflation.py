@@ -220,7 +220,9 @@ def test_train_reference_retrains_the_weight_decay_arm(tmp_path):
     from ace_helpers.chapters.modadd.run import train_one_model
 
     cfg = dict(PARAMS.resolve(PRESET="ci", P=11, TRAIN_FRACTION=0.6, EPOCHS=20, FORK_EPOCH=10, CHECKPOINT_EVERY=10,
-                              CHECKPOINT_SWITCH=20))  # fmt: skip
+                              CHECKPOINT_SWITCH=20, **chapter.REFERENCE_TRAINING))  # fmt: skip
+    with pytest.raises(ValueError, match=r"TRAINER='ensemble'.*not allowed for the reference.*TRAINER='loop'"):
+        chapter.train_reference(cfg | {"TRAINER": "ensemble"}, (20,), snapshot_dir=tmp_path, log=None)
     data, arrays = chapter.train_reference(cfg, (20,), snapshot_dir=tmp_path, log=None)
     full = train_one_model(cfg, 0)
     for f in ("epochs", "test_acc", "core_dim", "energy_rank", "rotational_modes_ols", "r2_ols"):
@@ -295,10 +297,15 @@ def test_the_chapters_prose_agrees_with_the_stored_verdicts():
     assert "their gap (redundancy) still widens" in finds and verdict("with WD: necessary and sufficient dims separate") == "reproduced"
     assert "holds for the energy rank and fails for the core dim" in finds
     assert verdict("WD-off arm: energy rank stays") == "reproduced" and verdict("WD-off arm: core dim stays") == "not reproduced"
-    assert "the book run stops at epoch 1400, before inflation starts" in finds
+    # the book run: the cores burst after grokking (the necessary dim jumps past twice the energy rank, which
+    # stays flat) and partly fall back by its last checkpoint; the 20 000-epoch targets are not tested there
+    assert "the weight-decay cores burst soon after grokking" in finds and "partly fall back by epoch 1400" in finds
+    post = np.asarray(result["epochs"]) >= result["grok_epoch"]
+    need, energy = np.asarray(result["core_dim"])[:, post], np.asarray(result["energy_rank"])[:, post]
+    assert (need.max(axis=1) >= 2 * energy.max(axis=1)).all() and (need[:, -1] < need.max(axis=1)).all()
     book = {r["claim"]: r for r in result["claims"] if r["section"] == "book preset"}
     growth = next(r for c, r in book.items() if c.startswith("with WD: the core grows"))
-    assert growth["verdict"] == "not tested" and max(json.loads(growth["ours"])) < chapter.MIN_GROWTH
+    assert growth["verdict"] == "not tested"
     assert "reproduces on both the energy rank and the mode count" in finds
     assert verdict("WD vs WD-off: energy rank") == "reproduced" and verdict("WD vs WD-off: rotational modes") == "reproduced"
     assert "runs along the cap ⌊d/2⌋ + 1 of the core's dimension and stops one bin short of 27 in the larger cores" in finds

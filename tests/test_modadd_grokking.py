@@ -70,10 +70,13 @@ def test_a_modulus_too_large_for_memory_is_refused_before_any_compute():
 def test_the_memory_limit_counts_every_worker_process(monkeypatch):
     one = config.memory_estimate(53, 0.5, 512)["total"]
     monkeypatch.setattr(config, "memory_limit", lambda: (int(1.5 * one), "a test limit"))
-    PARAMS.resolve(PRESET="book", WORKERS=1)  # one process fits
-    with pytest.raises(ValueError, match=r"P=53.*× 2 processes \(WORKERS\).*the limit is a test limit.*fewer WORKERS"):
-        PARAMS.resolve(PRESET="book", WORKERS=2)  # two do not
-    PARAMS.resolve(PRESET="book", WORKERS=2, N_MODELS=1)  # one model: one process, whatever WORKERS says
+    PARAMS.resolve(PRESET="book", TRAINER="loop", WORKERS=1)  # one process fits
+    with pytest.raises(ValueError, match=r"P=53.*per process × 2 processes \(WORKERS\).*the limit is a test limit.*fewer WORKERS"):
+        PARAMS.resolve(PRESET="book", TRAINER="loop", WORKERS=2)  # two do not
+    PARAMS.resolve(PRESET="book", TRAINER="loop", WORKERS=2, N_MODELS=1)  # one model: one process, whatever WORKERS says
+    # the ensemble holds both arms of every model in one process: 2 N_MODELS members, whatever WORKERS says
+    with pytest.raises(ValueError, match=r"P=53.*per member × 4 members \(both arms of N_MODELS models.*fewer N_MODELS"):
+        PARAMS.resolve(PRESET="book", TRAINER="ensemble", WORKERS=1)
 
 
 @pytest.mark.parametrize(
@@ -227,6 +230,7 @@ def _tiny_cfg(tmp_path, **over):
     knobs = dict(
         PRESET="ci", P=7, TRAIN_FRACTION=0.6, EPOCHS=6, N_MODELS=2, FORK_EPOCH=3,
         CHECKPOINT_EVERY=2, CHECKPOINT_SWITCH=4, CHECKPOINT_EVERY_LATE=2, ARTIFACT_DIR=str(tmp_path / "art"),
+        TRAINER="loop",  # the loop's machinery (workers, per-model snapshots); the ensemble's is in test_modadd_ensemble
     )  # fmt: skip
     knobs.update(over)
     return config.PARAMS.resolve(**knobs)
@@ -401,7 +405,7 @@ def test_load_long_run_prefers_finished_models(tmp_path, monkeypatch):
 def test_stored_book_run_loads_without_training():
     """The committed book run keeps its artifact names (run hash over the run knobs) and loads as stored."""
     cfg = PARAMS.resolve(PRESET="book")
-    assert run_mod.run_hash(cfg) == "711db751d8bd"
+    assert run_mod.run_hash(cfg) == "f2cafda7e9de"
     assert run_mod.artifact_dir(cfg).parts[-2:] == ("artifacts", "modadd_grokking")
     run = run_mod.load_or_train(cfg, log=None)
     assert run.cached == [True, True] and run.wd.epochs[-1] == 1400
@@ -409,8 +413,12 @@ def test_stored_book_run_loads_without_training():
     assert found is not None
     paper_cfg, lrun, through = found
     assert paper_cfg["PRESET"] == "paper" and through["wd"] >= 1400 and lrun.n_models >= 1
-    first = PARAMS.resolve(PRESET="paper")  # the first stored paper run: the book run continued (same trainer)
-    assert long_run.load_long_run(first) is not None and long_run.continues(first, cfg)
+    # no stored paper run continues the book run (ensemble, fp32); the one shown is another sample of its protocol
+    assert not long_run.continues(paper_cfg, cfg) and long_run.continues(paper_cfg, cfg, same_training=False)
+    loop = PARAMS.resolve(PRESET="book", TRAINER="loop")  # the first stored runs, each model alone
+    assert run_mod.load_or_train(loop, log=None).cached == [True, True]
+    first = PARAMS.resolve(PRESET="paper", TRAINER="loop")  # the first stored paper run: that book run continued
+    assert long_run.load_long_run(first) is not None and long_run.continues(first, loop)
 
 
 def test_the_most_complete_stored_paper_run_is_shown(monkeypatch):
@@ -598,9 +606,29 @@ def test_every_claim_gets_a_verdict_whatever_the_run(case):
 
 
 def test_stored_book_run_claims_and_their_diagnosis():
-    """At the book preset the headline holds at grokking; from grokking on it is partly reproduced, with its
-    cause (training length) tested by the diagnosis rows against the stored 20 000-epoch run."""
+    """The book run (ensemble, fp32) groks at 800 with its clocks still forming (the timing row); from
+    grokking on its core bursts (redundancy, the necessity row) and the share dips, which the other sample
+    of its protocol, the stored 20 000-epoch run, recovers from late (the training-length row)."""
     cfg = PARAMS.resolve(PRESET="book")
+    run = run_mod.load_or_train(cfg, log=None)
+    got, claims, not_tested, nums = _verdicts(run, cfg, long=True)
+    assert not not_tested and claims.verdict() == "no unexpected claim failures"
+    assert _row(got, "grok epoch") == REPRODUCED and ch2.grok_epoch(run.wd.epochs, run.wd["test_acc"]) == 800
+    assert _row(got, "at grokking: ≥ 80 %") == NOT_REPRODUCED and _row(got, "diagnosis, timing") == REPRODUCED
+    assert _row(got, "from grokking on: ≥ 80 %") == NOT_REPRODUCED
+    for start in ("diagnosis, the fit", "diagnosis, the threshold", "diagnosis, training length", "diagnosis, necessity"):
+        assert _row(got, start) == REPRODUCED, start
+    late = next(r for r in claims.rows if r.claim.startswith("diagnosis, training length"))
+    assert "another sample, not this run continued" in late.ours and nums["diagnosis_late_min_frac_unit_circle_ols"] >= 0.8
+    assert _row(got, "from grokking on: necessary dim ≤ 2 ×") == NOT_REPRODUCED
+    row = next(r for r in claims.rows if r.claim.startswith("from grokking on: ≥ 80 %"))
+    assert row.known_gap.startswith("training length") and "below 0.8" in row.known_gap
+
+
+def test_stored_loop_book_run_claims_and_their_diagnosis():
+    """The first book run (each model alone): the headline holds at grokking; from grokking on it is partly
+    reproduced, with its cause (training length) tested against that run continued to 20 000 epochs."""
+    cfg = PARAMS.resolve(PRESET="book", TRAINER="loop")
     run = run_mod.load_or_train(cfg, log=None)
     got, claims, not_tested, nums = _verdicts(run, cfg, long=True)
     assert not not_tested and claims.verdict() == "no unexpected claim failures"
@@ -634,3 +662,15 @@ def test_the_readme_states_the_stored_paper_runs_grokking():
     assert (f"groks at epoch {grok['ours']} with {min(dims)}–{max(dims)}-dim cores" in readme
             and f"share {min(shares):.2f}–{max(shares):.2f} at the grok checkpoint" in readme)  # fmt: skip
     assert result["long_run"]["trainer"] == "ensemble" and result["long_run"]["n_models"] == 3
+    # and on the book run itself
+    own = {r["claim"]: r for r in result["claims"] if r["section"] == "book preset"}
+    grok = next(r for c, r in own.items() if c.startswith("grok epoch"))
+    dims = json.loads(next(r for c, r in own.items() if c.startswith("core dim at grokking"))["ours"])
+    shares = json.loads(next(r for c, r in own.items() if c.startswith("at grokking: ≥ 80 %"))["ours"])
+    r2 = next(r for c, r in own.items() if c.startswith("from grokking on: R_h² ≥ 0.9"))["ours"]
+    ratio = float(re.match(r"max ([0-9.]+)", next(r for c, r in own.items() if c.startswith("from grokking on: necessary dim"))["ours"])[1])
+    hits, total = map(int, re.match(r"(\d+) of (\d+) checkpoints", r2).groups())
+    assert (f"The book run (ensemble trainer, fp32) groks at epoch {grok['ours']} with {min(dims)}–{max(dims)}-dim cores" in readme
+            and f"share {min(shares):.2f}–{max(shares):.2f} at the grok checkpoint" in readme
+            and f"up to {ratio:g}× the 0.99-energy rank" in readme and f"R_h² ≥ 0.9 at {hits} of {total} checkpoints" in readme)  # fmt: skip
+    assert result["params"]["TRAINER"] == "ensemble" and result["params"]["PRECISION"] == "fp32"

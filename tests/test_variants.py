@@ -73,7 +73,7 @@ def test_a_chapter_shows_its_run_beside_the_stored_variants_of_its_protocol(tmp_
     records = [{"claim": "c0", "section": "ci preset", "verdict": REPRODUCED, "ours": "0.9"}]
     cfg = chapter.PARAMS.resolve(PRESET="ci")
     text = variants.comparison_for(cfg, records, chapter.config.PROTOCOL_KNOBS, root=tmp_path)
-    assert "TRAINER = 'loop', PRECISION = 'fp32'" in text and "agree on **0 of 1**" in text
+    assert "TRAINER = 'ensemble', PRECISION = 'fp32'" in text and "agree on **0 of 1**" in text
     assert "| c0 | reproduced: 0.9 | partly: 0.5 | **no** |" in text
     other = variants.comparison_for(cfg.replace(P=37), records, chapter.config.PROTOCOL_KNOBS, root=tmp_path)
     assert "nothing to compare with" in other  # another protocol: the stored runs do not apply

@@ -62,7 +62,9 @@ _WD_OFF_GAP = ("without weight decay, removing the energy-rank directions leaves
 KNOWN_GAPS = KnownGaps(
     gaps={
         "book": {"nowd_no_inflation": _WD_OFF_GAP},
-        "paper": {
+        config.BOOK_LOOP: {"nowd_no_inflation": _WD_OFF_GAP},
+        # the first stored paper run (2 of its 3 models): each model alone, fp32
+        config.PAPER_LOOP: {
             "nowd_no_inflation": _WD_OFF_GAP,
             "dim_60": "our cores stop growing near 42 dimensions: the core dim hardly changes over the second half of "
             "the run (the plateau row), so more epochs would not reach ~60",
@@ -93,7 +95,7 @@ KNOWN_GAPS = KnownGaps(
         },
     },
     run_knobs=(*config.RUN_KNOBS, "N_MODELS"),
-    runs={config.PAPER_ENSEMBLE: config.PAPER_ENSEMBLE_RUN},
+    runs={config.PAPER_ENSEMBLE: config.PAPER_ENSEMBLE_RUN, **config.LOOP_RUNS},
 )
 
 #: Necessary-dim growth after grokking that this chapter calls inflation (and the smallest
@@ -317,6 +319,8 @@ def long_run_claims(
 #: The reference: model 0 of the paper preset's run retrained (WD arm only) to these epochs, at
 #: which its activations are kept: grokking (core ~15) and after the inflation (core ~42).
 REFERENCE_EPOCHS: tuple[int, ...] = (1000, 6000)
+#: How the reference's run (the first stored paper run) was trained; :func:`train_reference` retrains so.
+REFERENCE_TRAINING: dict[str, str] = {"TRAINER": "loop", "PRECISION": "fp32"}
 #: Random subspaces (and random class means) drawn per dimension; their seed.
 REFERENCE_DRAWS, REFERENCE_SEED = 50, 0
 
@@ -370,6 +374,8 @@ def train_reference(
     from ace_helpers.tasks.modadd import modadd_dataset
     from ace_helpers.train import load_state
 
+    if cfg["TRAINER"] != "loop" or cfg["PRECISION"] != "fp32":
+        raise ValueError(f"TRAINER={cfg['TRAINER']!r}, PRECISION={cfg['PRECISION']!r} is not allowed for the reference: it retrains one model alone (TRAINER='loop', PRECISION='fp32')")
     run_cfg = reference_run_cfg(cfg)
     p = int(cfg["P"])
     snap_dir = Path(snapshot_dir) if snapshot_dir is not None else default_output_dir("core_inflation_reference_snapshots")
@@ -428,12 +434,12 @@ def stored_reference(cfg: Mapping[str, Any], epochs: Sequence[int] = REFERENCE_E
 
 
 def reference_source(cfg: Params, run: GrokRun) -> tuple[Params, GrokRun]:
-    """The run whose model 0 the stored reference retrains, with that run: at ``PRESET="paper"``
-    ``(cfg, run)`` itself, else the paper preset's first stored run (each model alone, fp32; the
+    """The run whose model 0 the stored reference retrains, with that run: ``(cfg, run)`` itself when
+    it is the paper preset trained as :data:`REFERENCE_TRAINING`, else that paper run when stored (the
     reference was retrained from it), or ``(cfg, run)`` when that is not stored.  Trains nothing."""
-    if cfg["PRESET"] == "paper":
+    if cfg["PRESET"] == "paper" and all(cfg[k] == v for k, v in REFERENCE_TRAINING.items()):
         return cfg, run
-    paper_cfg = PARAMS.resolve(PRESET="paper")  # TRAINER / PRECISION: the defaults, as the reference was made
+    paper_cfg = PARAMS.resolve(PRESET="paper", **REFERENCE_TRAINING)
     found = load_long_run(paper_cfg)
     return (paper_cfg, found[0]) if found is not None else (cfg, run)
 
@@ -586,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     argparse.ArgumentParser(description=main.__doc__).parse_args(argv)
     P_.set_threads()
-    print(f"stored {store_reference(PARAMS.resolve(PRESET='paper'))}")
+    print(f"stored {store_reference(PARAMS.resolve(PRESET='paper', **REFERENCE_TRAINING))}")
 
 
 if __name__ == "__main__":

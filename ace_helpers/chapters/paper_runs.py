@@ -64,7 +64,7 @@ def _modadd_rows() -> list[str]:
 def _reference_row() -> list[str]:
     from ace_helpers.chapters import core_inflation as ci
 
-    cfg = ci.PARAMS.resolve(PRESET="paper")
+    cfg = ci.PARAMS.resolve(PRESET="paper", **ci.REFERENCE_TRAINING)
     ref = ci.stored_reference(cfg)
     if ref is None:
         return []

@@ -37,6 +37,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                                 PRECISION=args.precision)  # fmt: skip
     snapshots = args.snapshot_dir if args.snapshot_dir is not None else snapshot_dir_for(cfg)
     if args.store_partial:
+        if cfg["TRAINER"] != "loop":
+            ap.error(f"--store-partial reads the per-model snapshots of --trainer loop; this run's trainer is "
+                     f"{cfg['TRAINER']!r} (its snapshots resume training; its models are stored when the run finishes)")
         through = store_partial(cfg, snapshots)
         print(f"stored {cfg['N_MODELS']} model(s) through epochs {through} of {cfg['EPOCHS']} in {artifact_dir(cfg)}")
         return

@@ -9,7 +9,7 @@ epochs whose shuffling and dropout are reseeded from (seed, arm, model, segment 
 checkpoint analyses (in fp32 on a plain copy of each member).  The numbers are not the loop
 trainer's: dropout masks come from each member's own generator (fast 16-bit masks) and the
 kernels round differently.  A member's numbers do not depend on which other models train
-beside it, so each model is still stored as its own artifact.
+beside it (they all fork at ``FORK_EPOCH``), so each model is still stored as its own artifact.
 """
 
 from __future__ import annotations

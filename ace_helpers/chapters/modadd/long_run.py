@@ -23,7 +23,8 @@ from ace_helpers.params import Params
 #: Printed by the chapters when no long run is stored.
 NO_LONG_RUN = (
     "no stored long run to show (at PRESET = 'paper' the run above is the long run). To produce one: "
-    "`python -m ace_helpers.chapters.modadd --preset paper` (resumable), then the same with `--store-partial`"
+    "`python -m ace_helpers.chapters.modadd --preset paper` (resumable; hours), or with `--trainer loop`, then the "
+    "same with `--store-partial` to store what an unfinished run has reached"
 )
 
 
@@ -184,9 +185,14 @@ def describe_long_run(paper_cfg: Mapping[str, Any], run: GrokRun, through: Mappi
     )
 
 
-def continues(long_cfg: Mapping[str, Any], cfg: Mapping[str, Any]) -> bool:
-    """Whether run ``long_cfg`` is run ``cfg`` continued: the same run knobs except a larger EPOCHS."""
-    same = all(long_cfg[k] == cfg[k] for k in config.RUN_KNOBS if k != "EPOCHS")
+def continues(long_cfg: Mapping[str, Any], cfg: Mapping[str, Any], *, same_training: bool = True) -> bool:
+    """Whether run ``long_cfg`` is run ``cfg`` continued: the same run knobs except a larger EPOCHS.
+
+    ``same_training=False`` also lets TRAINER and PRECISION differ: ``long_cfg`` is then a longer
+    sample of ``cfg``'s protocol (the same seeds and knobs, trained another way), not ``cfg`` continued.
+    """
+    free = {"EPOCHS"} | (set() if same_training else set(config.KEYED_WHEN_CHANGED))
+    same = all(long_cfg[k] == cfg[k] for k in config.RUN_KNOBS if k not in free)
     return same and long_cfg["EPOCHS"] >= cfg["EPOCHS"]
 
 

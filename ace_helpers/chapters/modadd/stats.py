@@ -15,7 +15,7 @@ import numpy as np
 
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun
-from ace_helpers.chapters.modadd.long_run import continues, load_long_run
+from ace_helpers.chapters.modadd.long_run import continues, how_trained, load_long_run, stored_long_run
 
 #: Share of eigenvalues within sin(π/p) of the unit circle that counts as "on the circle" (ours).
 SHARE_MIN = 0.8
@@ -107,7 +107,9 @@ def wide_band_share(arm: ArmResult, model: int, checkpoint: int, p: int, factor:
 
 def late_arm(run: GrokRun, cfg: Any, late_epoch: int = LATE_EPOCH) -> tuple[ArmResult, str] | None:
     """The weight-decay arm that reaches ``late_epoch``: this run's, or the stored paper-preset run's
-    when that run continues this one (same run knobs, more epochs: the same models trained on).
+    when that run continues this one (same run knobs, more epochs: the same models trained on),
+    else the most complete stored paper-preset run of this protocol trained another way (TRAINER,
+    PRECISION: another sample of the same seeds and knobs; ``source`` says so).
 
     Returns ``(arm, source)`` (``source`` names it for a claim) or None; trains nothing.
     """
@@ -117,9 +119,13 @@ def late_arm(run: GrokRun, cfg: Any, late_epoch: int = LATE_EPOCH) -> tuple[ArmR
         return None
     paper_cfg = config.PARAMS.resolve(PRESET="paper", TRAINER=cfg["TRAINER"], PRECISION=cfg["PRECISION"])  # trained as this run
     found = load_long_run(paper_cfg)
-    if found is None or not continues(paper_cfg, cfg) or int(found[0].wd.epochs[-1]) < late_epoch:
+    if found is not None and continues(paper_cfg, cfg) and int(found[0].wd.epochs[-1]) >= late_epoch:
+        return found[0].wd, f"the stored paper-preset run (these seeds continued to epoch {int(found[0].wd.epochs[-1])})"
+    other = stored_long_run(cfg)  # no continuation stored: the most complete stored run of this protocol
+    if other is None or not continues(other[0], cfg, same_training=False) or int(other[1].wd.epochs[-1]) < late_epoch:
         return None
-    return found[0].wd, f"the stored paper-preset run (these seeds continued to epoch {int(found[0].wd.epochs[-1])})"
+    return other[1].wd, (f"the stored paper-preset run of this protocol, trained {how_trained(other[0])} (these seeds and "
+                         f"knobs to epoch {int(other[1].wd.epochs[-1])}: another sample, not this run continued)")
 
 
 def post_grok_table(arm: ArmResult, grok: int, rows: dict[str, tuple[np.ndarray, float]]) -> str:
