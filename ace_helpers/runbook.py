@@ -13,6 +13,10 @@ tests without re-running anything.
 
 The cache key covers the notebook's own source and the preset, like jupyter-cache; a change
 inside ``ace_helpers`` alone does not invalidate it (use ``--force`` after such changes).
+
+``--jobs N`` executes up to N notebooks at once, each kernel with ``cores // N`` torch threads
+(the thread budget; ``TORCH_THREADS`` overrides it), longest first by their last wall time; a
+chapter that reads what another stores (:data:`AFTER`) starts when that one has finished.
 """
 
 from __future__ import annotations
@@ -25,12 +29,20 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ace_helpers.artifacts import atomic_write_bytes, default_output_dir, project_root, write_json
-from ace_helpers.params import PRESET_NAMES, check_choice, versions
+from ace_helpers.params import PRESET_NAMES, check_choice, check_int, cpu_cores, versions
+
+
+#: Chapters that read what an earlier chapter stores, so run after it: chapter 3 analyses chapter
+#: 2's training run, chapter 4 prints chapter 3's redundancy from that run.
+AFTER: dict[str, tuple[str, ...]] = {
+    "03_core_inflation": ("02_modadd_grokking",),
+    "04_grokking_scaling_law": ("02_modadd_grokking",),
+}
 
 
 def cache_key(source: str, preset: str) -> str:
@@ -82,7 +94,7 @@ def execute(py: Path, preset: str) -> float:
     finally:
         if old is None:
             os.environ.pop("ACE_PRESET", None)
-        else:
+        elif old != preset:
             os.environ["ACE_PRESET"] = old
     out.metadata["ace_book"] = {
         "key": cache_key(source, preset),
@@ -158,6 +170,57 @@ def install_mathjax(dest: Path) -> Path:
     return dest
 
 
+def last_wall(py: Path) -> float:
+    """The wall time (s) recorded by ``py``'s last execution, 0 when it has none."""
+    import nbformat
+
+    ipynb = py.with_suffix(".ipynb")
+    if not ipynb.exists():
+        return 0.0
+    return float(nbformat.read(ipynb, as_version=4).metadata.get("ace_book", {}).get("wall_s", 0.0))
+
+
+def run_all(todo: list[Path], preset: str, jobs: int, run: Callable[[Path], Any] | None = None) -> list[str]:
+    """Execute ``todo`` with up to ``jobs`` at once (``run(py)``, default :func:`execute` plus storing the
+    book results); a notebook waits for its :data:`AFTER` chapters in ``todo``, ready ones start longest
+    first (:func:`last_wall`).  Returns the stems that failed or were skipped because one they wait for failed."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    def default(py: Path) -> None:
+        print(f"{py.stem}: executing at preset {preset} ...", flush=True)
+        print(f"{py.stem}: done in {execute(py, preset):.0f} s", flush=True)
+        if preset == "book":
+            print(f"{py.stem}: stored {store_book_results(project_root(), py.stem).relative_to(project_root())}", flush=True)
+
+    run = run or default
+    stems = {py.stem for py in todo}
+    waiting = {py.stem: {d for d in AFTER.get(py.stem, ()) if d in stems} for py in todo}
+    pending = sorted(todo, key=lambda py: -last_wall(py))
+    done: set[str] = set()
+    failed: list[str] = []
+    running: dict[Any, str] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        while pending or running:
+            for py in [py for py in pending if waiting[py.stem] & set(failed)]:
+                print(f"{py.stem}: skipped ({', '.join(sorted(waiting[py.stem] & set(failed)))} failed)", flush=True)
+                failed.append(py.stem)
+                pending.remove(py)
+            for py in [py for py in pending if waiting[py.stem] <= done][: jobs - len(running)]:
+                running[pool.submit(run, py)] = py.stem
+                pending.remove(py)
+            if not running:
+                continue
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                stem = running.pop(future)
+                if future.exception() is not None:
+                    print(f"{stem}: FAILED: {future.exception()}", flush=True)
+                    failed.append(stem)
+                else:
+                    done.add(stem)
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (see the module docstring); returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -165,12 +228,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="re-execute even when the cache key matches")
     parser.add_argument("--only", nargs="*", default=None, help="notebook stems to consider (default: all)")
     parser.add_argument("--install-mathjax", type=Path, default=None, metavar="DEST")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks executed at once, each with cores // JOBS "
+                        "torch threads unless TORCH_THREADS is set (default: 1)")  # fmt: skip
     args = parser.parse_args(argv)
     root = project_root()
     if args.install_mathjax is not None:
         print(f"MathJax in {install_mathjax(args.install_mathjax)}")
         return 0
     check_choice("--preset", args.preset, PRESET_NAMES)
+    jobs = check_int("--jobs", args.jobs, low=1, high=64)
+    todo = []
     for py in notebook_sources(root):
         if args.only is not None and py.stem not in args.only:
             continue
@@ -178,12 +245,17 @@ def main(argv: list[str] | None = None) -> int:
         if not args.force and stored_key(py.with_suffix(".ipynb")) == key:
             print(f"{py.stem}: up to date ({args.preset})")
             continue
-        print(f"{py.stem}: executing at preset {args.preset} ...", flush=True)
-        print(f"{py.stem}: done in {execute(py, args.preset):.0f} s", flush=True)
-        if args.preset == "book":
-            print(f"{py.stem}: stored {store_book_results(root, py.stem).relative_to(root)}")
+        todo.append(py)
+    if jobs > 1 and not os.environ.get("TORCH_THREADS"):
+        os.environ["TORCH_THREADS"] = str(max(1, cpu_cores() // jobs))  # inherited by every kernel
+        print(f"{jobs} notebooks at once, {os.environ['TORCH_THREADS']} torch thread(s) each", flush=True)
+    os.environ["ACE_PRESET"] = args.preset  # one value for every kernel, set before any starts
+    failed = run_all(todo, args.preset, jobs)
     print(f"wrote {write_execution_table(root)}")
     print(f"wrote {write_scorecard(root)}")
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -84,3 +84,62 @@ def test_reader_facing_text_cites_the_paper_not_internal_documents():
             for n, line in enumerate(f.read_text().splitlines(), 1) if INTERNAL.search(line)]  # fmt: skip
     assert not hits, "internal references in reader-facing text:\n" + "\n".join(hits)
     assert INTERNAL.search("as the Must reach list says")  # the pattern itself can fail
+
+
+def _fake_chapters(tmp_path, stems):
+    return [tmp_path / f"{s}.py" for s in stems]
+
+
+def test_parallel_runbook_waits_for_the_chapters_a_notebook_reads(tmp_path):
+    """Two at once: chapter 3 starts only after chapter 2 has finished; independent ones overlap."""
+    import threading
+    import time
+
+    events: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def run(py):
+        with lock:
+            events.append(("start", py.stem))
+        time.sleep(0.3 if py.stem.startswith("02") else 0.05)
+        with lock:
+            events.append(("end", py.stem))
+
+    todo = _fake_chapters(tmp_path, ["01_a", "02_modadd_grokking", "03_core_inflation", "05_b"])
+    assert runbook.run_all(todo, "ci", 2, run) == []
+    assert events.index(("end", "02_modadd_grokking")) < events.index(("start", "03_core_inflation"))
+    starts = [e for e in events[:2]]
+    assert all(kind == "start" for kind, _ in starts)  # two ran at once from the start
+    assert {s for k, s in events if k == "end"} == {py.stem for py in todo}
+
+
+def test_parallel_runbook_skips_what_waits_for_a_failed_chapter(tmp_path):
+    def run(py):
+        if py.stem.startswith("02"):
+            raise RuntimeError("boom")
+
+    todo = _fake_chapters(tmp_path, ["02_modadd_grokking", "03_core_inflation", "04_grokking_scaling_law", "05_b"])
+    assert sorted(runbook.run_all(todo, "ci", 2, run)) == ["02_modadd_grokking", "03_core_inflation", "04_grokking_scaling_law"]
+
+
+def test_jobs_share_the_cores_unless_torch_threads_is_set(monkeypatch):
+    """--jobs N gives every kernel cores // N torch threads (at least 1); TORCH_THREADS wins."""
+    seen = {}
+
+    def fake_run_all(todo, preset, jobs):
+        seen.update(threads=__import__("os").environ.get("TORCH_THREADS"), jobs=jobs, n=len(todo))
+        return []
+
+    monkeypatch.setattr(runbook, "run_all", fake_run_all)
+    monkeypatch.setattr(runbook, "write_execution_table", lambda root: "t")
+    monkeypatch.setattr(runbook, "write_scorecard", lambda root: "s")
+    monkeypatch.setattr(runbook, "cpu_cores", lambda: 8)
+    monkeypatch.delenv("TORCH_THREADS", raising=False)
+    monkeypatch.setenv("ACE_PRESET", "ci")
+    assert runbook.main(["--preset", "ci", "--force", "--jobs", "4", "--only", "00_ace_planted_system"]) == 0
+    assert seen == {"threads": "2", "jobs": 4, "n": 1}
+    monkeypatch.setenv("TORCH_THREADS", "3")
+    runbook.main(["--preset", "ci", "--force", "--jobs", "4", "--only", "00_ace_planted_system"])
+    assert seen["threads"] == "3"
+    with pytest.raises(ValueError, match="--jobs"):
+        runbook.main(["--preset", "ci", "--jobs", "0"])
