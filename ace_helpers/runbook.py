@@ -15,7 +15,7 @@ The cache key covers the notebook's own source and the preset, like jupyter-cach
 inside ``ace_helpers`` alone does not invalidate it (use ``--force`` after such changes).
 
 ``--jobs N`` executes up to N notebooks at once, each kernel with ``cores // N`` torch threads
-(the thread budget; ``TORCH_THREADS`` overrides it), longest first by their last wall time; a
+(the thread budget; ``TORCH_THREADS`` overrides it), longest chain of last wall times first; a
 chapter that reads what another stores (:data:`AFTER`) starts when that one has finished.
 """
 
@@ -182,8 +182,9 @@ def last_wall(py: Path) -> float:
 
 def run_all(todo: list[Path], preset: str, jobs: int, run: Callable[[Path], Any] | None = None) -> list[str]:
     """Execute ``todo`` with up to ``jobs`` at once (``run(py)``, default :func:`execute` plus storing the
-    book results); a notebook waits for its :data:`AFTER` chapters in ``todo``, ready ones start longest
-    first (:func:`last_wall`).  Returns the stems that failed or were skipped because one they wait for failed."""
+    book results); a notebook waits for its :data:`AFTER` chapters in ``todo``; of the ready ones, the one
+    with the longest chain of last wall times (:func:`last_wall`: its own plus those waiting for it) starts
+    first.  Returns the stems that failed or were skipped because one they wait for failed."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     def default(py: Path) -> None:
@@ -195,7 +196,12 @@ def run_all(todo: list[Path], preset: str, jobs: int, run: Callable[[Path], Any]
     run = run or default
     stems = {py.stem for py in todo}
     waiting = {py.stem: {d for d in AFTER.get(py.stem, ()) if d in stems} for py in todo}
-    pending = sorted(todo, key=lambda py: -last_wall(py))
+    walls = {py.stem: last_wall(py) for py in todo}
+
+    def path(stem: str) -> float:  # its own time plus the longest chain of notebooks that wait for it
+        return walls[stem] + max((path(s) for s, deps in waiting.items() if stem in deps), default=0.0)
+
+    pending = sorted(todo, key=lambda py: -path(py.stem))
     done: set[str] = set()
     failed: list[str] = []
     running: dict[Any, str] = {}

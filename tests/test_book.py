@@ -113,6 +113,15 @@ def test_parallel_runbook_waits_for_the_chapters_a_notebook_reads(tmp_path):
     assert {s for k, s in events if k == "end"} == {py.stem for py in todo}
 
 
+def test_parallel_runbook_starts_the_longest_chain_first(tmp_path, monkeypatch):
+    """Chapter 2 is quick when it loads its stored run, but chapters 3 and 4 wait for it: it goes first."""
+    walls = {"01_a": 300.0, "02_modadd_grokking": 10.0, "03_core_inflation": 10.0, "04_grokking_scaling_law": 500.0}
+    monkeypatch.setattr(runbook, "last_wall", lambda py: walls[py.stem])
+    order: list[str] = []
+    runbook.run_all(_fake_chapters(tmp_path, list(walls)), "ci", 1, lambda py: order.append(py.stem))
+    assert order == ["02_modadd_grokking", "04_grokking_scaling_law", "01_a", "03_core_inflation"]
+
+
 def test_parallel_runbook_skips_what_waits_for_a_failed_chapter(tmp_path):
     def run(py):
         if py.stem.startswith("02"):
