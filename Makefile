@@ -8,6 +8,8 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PRESET ?= book
+# notebooks executed at once by `make notebooks` (each with cores // JOBS torch threads)
+JOBS ?= 2
 
 .PHONY: book test unit nbtest notebooks html site browser-test mathjax venv clean
 
@@ -30,7 +32,7 @@ book: notebooks html
 
 ## notebooks: re-execute every notebook whose source changed since its committed run
 notebooks: $(STAMP)
-	$(PY) -m ace_helpers.runbook --preset $(PRESET)
+	$(PY) -m ace_helpers.runbook --preset $(PRESET) --jobs $(JOBS)
 
 ## html: render the book from the committed/executed notebooks (no execution)
 html: $(STAMP) mathjax

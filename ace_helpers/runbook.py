@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     check_choice("--preset", args.preset, PRESET_NAMES)
     jobs = check_int("--jobs", args.jobs, low=1, high=64)
+    if jobs > cpu_cores():  # the thread budget: notebooks × torch threads ≤ cores
+        print(f"--jobs {jobs} is more than this machine's {cpu_cores()} cores: {cpu_cores()} at once", flush=True)
+        jobs = cpu_cores()
     todo = []
     for py in notebook_sources(root):
         if args.only is not None and py.stem not in args.only:
@@ -252,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{py.stem}: up to date ({args.preset})")
             continue
         todo.append(py)
+    jobs = max(1, min(jobs, len(todo)))  # one stale notebook gets every core
     if jobs > 1 and not os.environ.get("TORCH_THREADS"):
         os.environ["TORCH_THREADS"] = str(max(1, cpu_cores() // jobs))  # inherited by every kernel
         print(f"{jobs} notebooks at once, {os.environ['TORCH_THREADS']} torch thread(s) each", flush=True)

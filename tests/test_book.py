@@ -145,10 +145,17 @@ def test_jobs_share_the_cores_unless_torch_threads_is_set(monkeypatch):
     monkeypatch.setattr(runbook, "cpu_cores", lambda: 8)
     monkeypatch.delenv("TORCH_THREADS", raising=False)
     monkeypatch.setenv("ACE_PRESET", "ci")
-    assert runbook.main(["--preset", "ci", "--force", "--jobs", "4", "--only", "00_ace_planted_system"]) == 0
-    assert seen == {"threads": "2", "jobs": 4, "n": 1}
+    four = ["--only", "00_ace_planted_system", "01_markov_cores", "02_modadd_grokking", "03_core_inflation"]
+    assert runbook.main(["--preset", "ci", "--force", "--jobs", "4", *four]) == 0
+    assert seen == {"threads": "2", "jobs": 4, "n": 4}
     monkeypatch.setenv("TORCH_THREADS", "3")
-    runbook.main(["--preset", "ci", "--force", "--jobs", "4", "--only", "00_ace_planted_system"])
+    runbook.main(["--preset", "ci", "--force", "--jobs", "4", *four])
     assert seen["threads"] == "3"
+    monkeypatch.delenv("TORCH_THREADS")
+    monkeypatch.setattr(runbook, "cpu_cores", lambda: 2)
+    runbook.main(["--preset", "ci", "--force", "--jobs", "4", "--only", "00_ace_planted_system"])
+    assert seen["jobs"] == 1 and seen["threads"] is None  # one notebook to run: it gets every core
+    runbook.main(["--preset", "ci", "--force", "--jobs", "4", "--only", "00_ace_planted_system", "01_markov_cores", "02_modadd_grokking"])
+    assert seen["jobs"] == 2 and seen["threads"] == "1"  # never more notebooks than cores
     with pytest.raises(ValueError, match="--jobs"):
         runbook.main(["--preset", "ci", "--jobs", "0"])
