@@ -66,8 +66,9 @@ KNOWN_GAPS = KnownGaps(
             "these models cross it together at epoch 800, so it catches their clocks still forming: one checkpoint "
             "later both the share and the in-sample OLS R² are higher in every model (timing row)",
             "post_grok_unit_circle": "training length: from epoch 1100 the core inflates (its necessary dim jumps to "
-            "2–4× the 0.99-energy rank) and the share dips; the run stops inside the dip. Neither the fit nor a wider "
-            "band lifts it, and the stored 20 000-epoch run of this protocol is back above 0.8 late (diagnosis rows)",
+            "several times the 0.99-energy rank: the necessity row) and the share dips; the run stops inside the dip. "
+            "Neither the fit nor a wider band lifts it, and the stored 20 000-epoch run of this protocol is back above "
+            "0.8 late (diagnosis rows)",
             "post_grok_unit_circle_ridge": "the same dip; ridge 1 on a 4-class holdout also pulls weak eigenvalues of "
             "the inflating core off the circle (compare the OLS row)",
             "post_grok_r2_holdout": "R_h² falls as the core inflates after grokking (diagnosis row): the inflated "
