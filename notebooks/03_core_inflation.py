@@ -115,7 +115,8 @@ print(f"models loaded from stored artifacts: {run.cached}; grok epoch: {grok}; f
       f"last epoch: {int(wd.epochs[-1])}")  # fmt: skip
 if cfg.EPOCHS < 20000:
     print(f"NOTE: this run stops at epoch {cfg.EPOCHS}, the paper trains to 20 000. It shows the start of the "
-          "post-grokking regime only; the inflation is not reached here (see the long run below).")  # fmt: skip
+          "post-grokking regime only; the paper's inflation, the core's growth to ~60 dimensions by epoch 20 000, is "
+          "not reached here (see the long run below).")  # fmt: skip
 
 # %% [markdown]
 # ## Core dimension with and without weight decay (Fig. 2A)

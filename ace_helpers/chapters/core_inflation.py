@@ -3,34 +3,27 @@
 Its knobs (:data:`PARAMS`, the presets and check of :mod:`ace_helpers.chapters.modadd.config`,
 shared with chapter 2, so both chapters load one training run), its claims
 (:func:`inflation_claims`, with the :data:`KNOWN_GAPS` measured at the book and paper presets),
-the stored long run (:func:`long_run_claims`), the dimension-matched reference for Fig. 2D
-(:func:`mode_cap`, :func:`reference_rows`, :func:`reference_claims`; the stored activations of
-one model, :func:`store_reference` / :func:`stored_reference`), its ``results.json``
+the stored long run (:func:`long_run_claims`), the run behind the dimension-matched reference for
+Fig. 2D (:func:`reference_source`; the reference itself is :mod:`ace_helpers.chapters.modadd.reference`,
+re-exported here for the notebook), its ``results.json``
 (:func:`results`), and :func:`stored_redundancy_gap`, the book run's redundancy for chapter 4.
 """
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ace_helpers.artifacts import default_output_dir, load_artifact, project_root, save_artifact
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's analysis, for the notebook
-    SCALAR_FIELDS,
     ArmResult,
     GrokRun,
-    analyse_activations,
     arm_results,
     clock_panels,
     dimension_table,
     grok_epoch,
-    last_token_activations,
     per_model_at,
     run_entries,
 )
@@ -44,8 +37,27 @@ from ace_helpers.chapters.modadd.long_run import (  # noqa: F401
     same_prefix,
     stored_long_run,
 )
-from ace_helpers.chapters.modadd.run import load_run, model_key, run_hash, snapshot_key, snapshot_name, train_one_model  # noqa: F401
-from ace_helpers.operators import class_means, fit_shift_operator, rotational_modes
+from ace_helpers.chapters.modadd.run import load_run  # noqa: F401
+from ace_helpers.chapters.modadd.reference import (  # noqa: F401 - the reference of Fig. 2D, for the notebook
+    REFERENCE_DRAWS,
+    REFERENCE_EPOCHS,
+    REFERENCE_SEED,
+    REFERENCE_TRAINING,
+    RESTATES,
+    mode_cap,
+    ols_modes,
+    random_means_modes,
+    random_subspace_modes,
+    reference_claims,
+    reference_comparison,
+    reference_dir,
+    reference_rows,
+    reference_run_cfg,
+    reference_table,
+    store_reference,
+    stored_reference,
+    train_reference,
+)
 from ace_helpers.params import ChapterParams, Params
 from ace_helpers.report import Claims, KnownGaps
 
@@ -102,17 +114,6 @@ KNOWN_GAPS = KnownGaps(
 #: WD vs WD-off contrast in dimensions): ours, a margin above the checkpoint-to-checkpoint
 #: scatter of the necessary dim (a few dimensions) and a fraction of the paper's ~45.
 MIN_GROWTH = 10
-
-
-def mode_cap(dim: int, p: int) -> int:
-    """Most folded frequency bins an OLS shift fit on a ``dim``-dimensional core can fill.
-
-    The fit runs in k = min(dim, p − 1) dimensions; its k eigenvalues come in conjugate pairs
-    (one bin each) plus real ones (bins 0 and ⌊p/2⌋), so at most ⌊k/2⌋ + 1 bins, and never more
-    than the ⌊p/2⌋ + 1 there are.  A core of 60 dimensions at p = 53: 27; of 42: 22.
-    """
-    k = min(int(dim), p - 1)
-    return min(k // 2 + 1, p // 2 + 1)
 
 
 def mode_caps(dims: np.ndarray, p: int) -> np.ndarray:
@@ -314,124 +315,7 @@ def long_run_claims(
 
 
 # --------------------------------------------------------------------------------------------
-# the dimension-matched reference of Fig. 2D: modes of the core vs any subspace of its dimension
-
-#: The reference: model 0 of the paper preset's run retrained (WD arm only) to these epochs, at
-#: which its activations are kept: grokking (core ~15) and after the inflation (core ~42).
-REFERENCE_EPOCHS: tuple[int, ...] = (1000, 6000)
-#: How the reference's run (the first stored paper run) was trained; :func:`train_reference` retrains so.
-REFERENCE_TRAINING: dict[str, str] = {"TRAINER": "loop", "PRECISION": "fp32"}
-#: Random subspaces (and random class means) drawn per dimension; their seed.
-REFERENCE_DRAWS, REFERENCE_SEED = 50, 0
-
-
-def ols_modes(means: np.ndarray, basis: np.ndarray, p: int) -> int:
-    """Rotational modes of the OLS shift fit (ridge 0, all classes: the code release's sweep fit)
-    on class means (p, D) of activations projected onto ``basis`` (D, d)."""
-    fit = fit_shift_operator(np.asarray(means) @ np.asarray(basis), ridge=0.0, holdout=None)
-    return rotational_modes(fit.eigenvalues, p, math.sin(math.pi / p))
-
-
-def random_subspace_modes(means: np.ndarray, dim: int, p: int, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """(draws,) :func:`ols_modes` of ``dim``-dimensional subspaces of the activation space (D) with random
-    orthonormal bases (QR of a Gaussian D × dim matrix): what any subspace of that size holds."""
-    d_act = np.asarray(means).shape[1]
-    return np.asarray([ols_modes(means, np.linalg.qr(rng.standard_normal((d_act, dim)))[0], p) for _ in range(draws)])
-
-
-def random_means_modes(dim: int, p: int, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """(draws,) rotational modes of the OLS shift fit on Gaussian class means (p, dim): no model at all."""
-    return np.asarray([ols_modes(rng.standard_normal((p, dim)), np.eye(dim), p) for _ in range(draws)])
-
-
-def reference_run_cfg(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The run whose weight-decay arm the reference retrains: ``cfg`` with the fork moved to EPOCHS − 1.
-
-    The WD arm does not depend on FORK_EPOCH (segments are seeded by position; the fork copies
-    the model without touching a random state), so this trains the same WD arm without training
-    a WD-off arm first (:func:`reference_claims` compares its grok epoch with the stored run's).
-    """
-    return dict(cfg) | {"FORK_EPOCH": int(cfg["EPOCHS"]) - 1}
-
-
-def train_reference(
-    cfg: Mapping[str, Any], epochs: Sequence[int] = REFERENCE_EPOCHS, *, model_index: int = 0,
-    snapshot_dir: str | Path | None = None, log: Callable[[str], None] | None = print,
-) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Retrain model ``model_index``'s WD arm of run ``cfg`` and keep its activations at ``epochs``.
-
-    Each epoch must end a training segment (a multiple of ``SEGMENT_EPOCHS``, or EPOCHS).  The
-    model state at each epoch is kept in ``snapshot_dir`` (default
-    ``outputs/core_inflation_reference_snapshots``), so an interrupted call resumes.
-
-    Returns ``(data, arrays)`` for :func:`store_reference`: ``data["epochs"]``, per epoch the
-    analysis scalars (``data["analysis"][str(epoch)]``), ``data["train_wall_s"]`` (training and
-    checkpoint analyses of the arm, over resumes); arrays ``e<epoch>/means`` (p, D) class
-    means of the layer-2 last-token activations on the test split, ``e<epoch>/basis`` (D, D) the
-    ACE basis, and ``wd/<field>`` (C,) the WD arm's per-checkpoint scalars up to the last epoch.
-    """
-    from ace_helpers.models import build_model
-    from ace_helpers.tasks.modadd import modadd_dataset
-    from ace_helpers.train import load_state
-
-    if cfg["TRAINER"] != "loop" or cfg["PRECISION"] != "fp32":
-        raise ValueError(f"TRAINER={cfg['TRAINER']!r}, PRECISION={cfg['PRECISION']!r} is not allowed for the reference: it retrains one model alone (TRAINER='loop', PRECISION='fp32')")
-    run_cfg = reference_run_cfg(cfg)
-    p = int(cfg["P"])
-    snap_dir = Path(snapshot_dir) if snapshot_dir is not None else default_output_dir("core_inflation_reference_snapshots")
-    data = modadd_dataset(p, cfg["TRAIN_FRACTION"], cfg["DATA_SEED"])
-    holdout = config.holdout_classes(p, cfg["HOLDOUT_FRACTION"])
-    out: dict[str, Any] = {"epochs": sorted({int(e) for e in epochs}), "analysis": {}}
-    arrays: dict[str, np.ndarray] = {}
-    for e in out["epochs"]:
-        name, key = f"reference_state_{run_hash(run_cfg)}_m{model_index}_e{e}", snapshot_key(run_cfg, model_index) | {"epoch": e}
-        state = load_artifact(snap_dir, name, key)
-        if state is None:
-            train_one_model(run_cfg, model_index, snapshot_dir=snap_dir, stop_after=e, wd_first=True, log=log)
-            snap = load_artifact(snap_dir, f"{snapshot_name(run_cfg, model_index)}_wd", snapshot_key(run_cfg, model_index))
-            if snap is None or int(snap.data["epoch"]) != e:
-                raise RuntimeError(f"the WD arm's snapshot in {snap_dir} is not at epoch {e} (epochs must end a training "
-                                   "segment, in increasing order; delete the folder to start again)")  # fmt: skip
-            save_artifact(snap_dir, name, params=key, arrays={k: v for k, v in snap.arrays.items() if k.startswith("model/")})
-            state = load_artifact(snap_dir, name, key)
-        model = build_model(config.model_config(p), int(cfg["SEED"]) + model_index)
-        load_state(model, None, state.arrays, "")
-        H = last_token_activations(model, data.test_inputs)
-        row, core = analyse_activations(H, model.lm_head.weight, model.lm_head.bias, data.test_answers, p,
-                                        energy=cfg["ENERGY"], ridge=cfg["RIDGE"], holdout=holdout)  # fmt: skip
-        out["analysis"][str(e)] = {f: getattr(row, f) for f in SCALAR_FIELDS}
-        arrays[f"e{e}/means"] = class_means(H.double().numpy(), data.test_answers.numpy(), p)
-        arrays[f"e{e}/basis"] = core.full_basis
-    rows = train_one_model(run_cfg, model_index, snapshot_dir=snap_dir, stop_after=out["epochs"][-1], wd_first=True, log=log)
-    arrays |= {k: np.asarray(v) for k, v in rows.items() if k.startswith("wd/") and k.split("/", 1)[1] in (*SCALAR_FIELDS, "epochs")}
-    snap = load_artifact(snap_dir, f"{snapshot_name(run_cfg, model_index)}_wd", snapshot_key(run_cfg, model_index))
-    out["train_wall_s"] = float(snap.data.get("wall_s", 0.0)) if snap is not None else None
-    return out, arrays
-
-
-def reference_dir() -> Path:
-    """Where the reference is stored with the book: ``book/artifacts/core_inflation_reference``."""
-    return project_root() / "book" / "artifacts" / "core_inflation_reference"
-
-
-def _reference_key(cfg: Mapping[str, Any], model_index: int, epochs: Sequence[int]) -> tuple[str, dict[str, Any]]:
-    return f"reference_{run_hash(cfg)}_m{model_index}", model_key(cfg, model_index) | {"reference_epochs": list(epochs)}
-
-
-def store_reference(cfg: Mapping[str, Any], epochs: Sequence[int] = REFERENCE_EPOCHS, **kw: Any) -> Path:
-    """:func:`train_reference` (model 0) stored as an artifact in :func:`reference_dir`; returns its manifest path."""
-    tic = time.perf_counter()
-    data, arrays = train_reference(cfg, epochs, **kw)
-    name, key = _reference_key(cfg, 0, data["epochs"])
-    wall = data["train_wall_s"] if data["train_wall_s"] is not None else time.perf_counter() - tic
-    return save_artifact(reference_dir(), name, params=key, data=data, arrays=arrays, wall_s=wall)
-
-
-def stored_reference(cfg: Mapping[str, Any], epochs: Sequence[int] = REFERENCE_EPOCHS) -> Any:
-    """The stored reference of run ``cfg`` (an :class:`~ace_helpers.artifacts.Artifact`), or ``None``; trains nothing."""
-    name, key = _reference_key(cfg, 0, sorted(epochs))
-    return load_artifact(reference_dir(), name, key)
-
+# the dimension-matched reference of Fig. 2D (ace_helpers.chapters.modadd.reference): its stored run
 
 def reference_source(cfg: Params, run: GrokRun) -> tuple[Params, GrokRun]:
     """The run whose model 0 the stored reference retrains, with that run: ``(cfg, run)`` itself when
@@ -442,96 +326,6 @@ def reference_source(cfg: Params, run: GrokRun) -> tuple[Params, GrokRun]:
     paper_cfg = PARAMS.resolve(PRESET="paper", **REFERENCE_TRAINING)
     found = load_long_run(paper_cfg)
     return (paper_cfg, found[0]) if found is not None else (cfg, run)
-
-
-def reference_rows(
-    ref: Any, p: int, dims: Sequence[int] | None = None, *, draws: int = REFERENCE_DRAWS, seed: int = REFERENCE_SEED
-) -> list[dict[str, Any]]:
-    """Modes vs subspace dimension d at each stored epoch of the reference ``ref`` (:func:`stored_reference`).
-
-    One row per (epoch, d), d in ``dims`` (default: that epoch's own core dim).  Keys: ``epoch``,
-    ``dim``, ``cap`` (:func:`mode_cap`), ``ace`` (modes of the first d ACE directions: at the core
-    dim, the core's), ``random`` ((draws,) random d-dimensional subspaces of the same
-    activations) and ``gaussian`` ((draws,) Gaussian class means, no model).  Seeded.
-    """
-    from threadpoolctl import threadpool_limits
-
-    rng = np.random.default_rng(seed)
-    rows = []
-    with threadpool_limits(limits=1):  # thousands of tiny fits: one BLAS thread is several times faster on a busy machine
-        for e in ref.data["epochs"]:
-            means, basis = ref.arrays[f"e{e}/means"], ref.arrays[f"e{e}/basis"]
-            for d in dims if dims is not None else [int(ref.data["analysis"][str(e)]["core_dim"])]:
-                rows.append({"epoch": int(e), "dim": int(d), "cap": mode_cap(d, p), "ace": ols_modes(means, basis[:, :d], p),
-                             "random": random_subspace_modes(means, d, p, draws, rng),
-                             "gaussian": random_means_modes(d, p, draws, rng)})  # fmt: skip
-    return rows
-
-
-def reference_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown table of :func:`reference_rows` (one line per epoch and dimension)."""
-    lines = ["| epoch | dim d | cap ⌊d/2⌋ + 1 | modes: first d ACE directions | random subspaces of dim d: median (min–max) "
-             "| 95th percentile | share reaching the ACE count | random class means: median |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for r in rows:
-        rnd = np.asarray(r["random"])
-        lines.append(f"| {r['epoch']} | {r['dim']} | {r['cap']} | {r['ace']} | {np.median(rnd):g} ({rnd.min()}–{rnd.max()}) | "
-                     f"{np.quantile(rnd, 0.95):g} | {np.mean(rnd >= r['ace']):.2f} | {np.median(r['gaussian']):g} |")  # fmt: skip
-    return "\n".join(lines)
-
-
-def reference_comparison(ref: Any, lrun: GrokRun) -> str:
-    """Markdown table: the retrained model beside the stored run's model 0 at each reference epoch
-    (test acc, energy rank, core dim, modes of the OLS fit), and their grok epochs."""
-    wd = lrun.wd
-    lines = ["| epoch | model | test acc | energy rank | core dim | modes (OLS) |", "|---|---|---|---|---|---|"]
-    for e in ref.data["epochs"]:
-        a = ref.data["analysis"][str(e)]
-        i = wd.index(int(e))
-        lines.append(f"| {e} | retrained here | {a['test_acc']:.4f} | {a['energy_rank']} | {a['core_dim']} | {a['rotational_modes_ols']} |")
-        lines.append(f"| {e} | stored model 0 | {wd['test_acc'][0, i]:.4f} | {int(wd['energy_rank'][0, i])} | "
-                     f"{int(wd['core_dim'][0, i])} | {int(wd['rotational_modes_ols'][0, i])} |")  # fmt: skip
-    return "\n".join(lines)
-
-
-#: The share of the core's modes that random subspaces of its dimension must hold (median) for
-#: the count to be "the dimension's" rather than the core's: ours, three-quarters.
-RESTATES = 0.75
-
-
-def reference_claims(ref: Any, lrun: GrokRun, rows: Sequence[Mapping[str, Any]]) -> Claims:
-    """Claims of the dimension-matched reference (ours, beyond the paper).
-
-    The retrained model groks at the stored model 0's grok epoch (the same setting and seeds;
-    this machine's arithmetic differs in the last digits, so the trajectories drift apart).
-    ``rows``: :func:`reference_rows` at each reference epoch's own core dim, the first at
-    grokking, the last after the inflation.  At grokking the core holds more modes than random
-    subspaces of its dimension (their median < :data:`RESTATES` of the core's count); after the
-    inflation random subspaces of the core's dimension hold nearly as many (median ≥ that share):
-    there Fig. 2D's count is mostly what the core's dimension allows.
-    """
-    claims = Claims()
-    mine = grok_epoch(ref.arrays["wd/epochs"], ref.arrays["wd/test_acc"])
-    stored = grok_epoch(lrun.wd.epochs, lrun.wd["test_acc"][:1])
-    claims.check("the retrained model groks when the stored model 0 does (first checkpoint with test acc ≥ 0.99: "
-                 "retrained, stored)", "–", [mine, stored], mine is not None and mine == stored,
-                 where="ours (reproducibility)",
-                 rule="the same grok epoch; the numbers themselves differ in the last digits from epoch 0 on (other "
-                 "CPU arithmetic than the machine that trained the stored run), so the runs are siblings, not copies")  # fmt: skip
-    where = "ours (beyond the paper: a dimension-matched reference for Fig. 2D)"
-    share = lambda r: round(float(np.median(r["random"])) / max(r["ace"], 1), 3)  # noqa: E731
-    first, last = rows[0], rows[-1]
-    claims.check(f"at grokking (epoch {first['epoch']}) the core holds more modes than random subspaces of its dimension "
-                 f"(d = {first['dim']}: core, random median, ratio)", "–",
-                 [first["ace"], float(np.median(first["random"])), share(first)], share(first) < RESTATES, where=where,
-                 rule=f"median over {len(first['random'])} random orthonormal d-dimensional subspaces of the same "
-                 f"activations, same OLS fit, < {RESTATES} × the core's count (ours)")  # fmt: skip
-    if last is not first:
-        claims.check(f"after the inflation (epoch {last['epoch']}) random subspaces of the core's dimension hold nearly as "
-                     f"many modes (d = {last['dim']}: core, random median, ratio)", "–",
-                     [last["ace"], float(np.median(last["random"])), share(last)], share(last) >= RESTATES, where=where,
-                     rule=f"the same median ≥ {RESTATES} × the core's count (ours): the count is then mostly what a "
-                     "subspace of that dimension holds in these activations, not a property of the core")  # fmt: skip
-    return claims
 
 
 def stored_redundancy_gap() -> dict[str, Any] | None:
