@@ -284,6 +284,12 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
+def thread_budget(workers: int, cores: int | None = None) -> int:
+    """Torch threads for each of ``workers`` processes run at once: ``max(1, cores // workers)``
+    (``cores``: default :func:`cpu_cores`)."""
+    return max(1, (cpu_cores() if cores is None else cores) // check_int("workers", workers, low=1))
+
+
 def set_threads(threads: int | None = None, *, workers: int = 1) -> int:
     """Set torch's intra-op threads: ``threads``, else ``$TORCH_THREADS``, else the thread budget.
 
@@ -301,7 +307,7 @@ def set_threads(threads: int | None = None, *, workers: int = 1) -> int:
             _fail("TORCH_THREADS", raw, "a positive integer (environment variable), e.g. TORCH_THREADS=1")
         threads = check_int("TORCH_THREADS", int(raw), low=1)
     if threads is None and workers > 1:
-        threads = max(1, cpu_cores() // workers)
+        threads = thread_budget(workers)
     if threads is not None:
         torch.set_num_threads(check_int("threads", threads, low=1))
     return torch.get_num_threads()

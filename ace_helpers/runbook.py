@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_helpers.artifacts import atomic_write_bytes, default_output_dir, project_root, write_json
-from ace_helpers.params import PRESET_NAMES, check_choice, check_int, cpu_cores, versions
+from ace_helpers.params import PRESET_NAMES, check_choice, check_int, cpu_cores, thread_budget, versions
 
 
 #: Chapters that read what an earlier chapter stores, so run after it: chapter 3 analyses chapter
@@ -83,19 +83,16 @@ def run_source(py: Path, parameters: Mapping[str, Any] | None = None) -> tuple[A
 
 
 def execute(py: Path, preset: str) -> float:
-    """Execute ``py`` at ``preset`` into its paired ``.ipynb``; returns the wall time in seconds."""
+    """Execute ``py`` at ``preset`` into its paired ``.ipynb``; returns the wall time in seconds.
+
+    The kernel reads the preset from ``$ACE_PRESET``, which is set here and left set, so notebooks
+    executed at once (all at one preset, :func:`run_all`) never see another value.
+    """
     import nbformat
 
     source = py.read_text()
-    old = os.environ.get("ACE_PRESET")
     os.environ["ACE_PRESET"] = preset
-    try:
-        out, wall = run_source(py)
-    finally:
-        if old is None:
-            os.environ.pop("ACE_PRESET", None)
-        elif old != preset:
-            os.environ["ACE_PRESET"] = old
+    out, wall = run_source(py)
     out.metadata["ace_book"] = {
         "key": cache_key(source, preset),
         "preset": preset,
@@ -242,10 +239,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"MathJax in {install_mathjax(args.install_mathjax)}")
         return 0
     check_choice("--preset", args.preset, PRESET_NAMES)
-    jobs = check_int("--jobs", args.jobs, low=1, high=64)
-    if jobs > cpu_cores():  # the thread budget: notebooks × torch threads ≤ cores
-        print(f"--jobs {jobs} is more than this machine's {cpu_cores()} cores: {cpu_cores()} at once", flush=True)
-        jobs = cpu_cores()
+    jobs, cores = check_int("--jobs", args.jobs, low=1, high=64), cpu_cores()
+    if jobs > cores:  # the thread budget: notebooks × torch threads ≤ cores
+        print(f"--jobs {jobs} is more than this machine's {cores} cores: {cores} at once", flush=True)
+        jobs = cores
     todo = []
     for py in notebook_sources(root):
         if args.only is not None and py.stem not in args.only:
@@ -257,9 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         todo.append(py)
     jobs = max(1, min(jobs, len(todo)))  # one stale notebook gets every core
     if jobs > 1 and not os.environ.get("TORCH_THREADS"):
-        os.environ["TORCH_THREADS"] = str(max(1, cpu_cores() // jobs))  # inherited by every kernel
+        os.environ["TORCH_THREADS"] = str(thread_budget(jobs, cores))  # inherited by every kernel
         print(f"{jobs} notebooks at once, {os.environ['TORCH_THREADS']} torch thread(s) each", flush=True)
-    os.environ["ACE_PRESET"] = args.preset  # one value for every kernel, set before any starts
     failed = run_all(todo, args.preset, jobs)
     print(f"wrote {write_execution_table(root)}")
     print(f"wrote {write_scorecard(root)}")
