@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -382,9 +383,16 @@ def test_copula_disagreements_counts_against_clean_preference(tiny):
 
 def test_analyse_model_end_to_end(tiny):
     lm, tok, data = tiny
+    lines: list[str] = []
     res = A.analyse_model("tiny", lm, tok, data, layers=[2, 3], batch_size=6, gen_tokens=3, gen_samples=1,
                           gen_prompts=ag.GENERATION_PROMPTS[:1], demo_prompts=ag.DEMO_PROMPTS, n_random=3,
-                          n_permutations=200, gen_refine=1, gen_eps=2.0)
+                          n_permutations=200, gen_refine=1, gen_eps=2.0, log=lines.append)
+    # each stage says how long it took (the profile of a chapter run, in its output)
+    stages = [re.fullmatch(r"tiny: (.+) in (\d+) s", line) for line in lines]
+    assert all(stages), lines
+    assert [m.group(1) for m in stages] == ["train states and gradients collected", "test states collected",
+                                            "cores of 2 layers extracted", "keep/remove/flip sweep done", "controls done",
+                                            "demo prompts done", "steered generation done"]
     flat = A.flat_results({"tiny": res}, [])
     for key in ("chosen_layer", "n_layers", "auc_base", "auc_keep", "auc_remove", "auc_flip", "auc_flip_per_layer",
                 "knob_r2", "knob_r2_singular", "knob_p_plural", "knob_r2_label_null", "auc_dom_flip", "auc_ace_remove_zero",

@@ -148,6 +148,18 @@ def generation_rules(refine: int, eps: float) -> dict[str, tuple[int, float]]:
     return rules
 
 
+def _stage_clock(name: str, log: Callable[[str], None]) -> Callable[[str], None]:
+    """A logger that appends the seconds since its previous call (or its creation) to each stage line."""
+    last = [time.perf_counter()]
+
+    def stage(what: str) -> None:
+        now = time.perf_counter()
+        log(f"{name}: {what} in {now - last[0]:.0f} s")
+        last[0] = now
+
+    return stage
+
+
 def analyse_model(
     name: str,
     lm,
@@ -176,12 +188,15 @@ def analyse_model(
     n = llm.n_layers(lm)
     ells = layer_list(layers, n)
     verb_token_ids(tokenizer)  # fail early on a tokenizer without the verbs
+    stage = _stage_clock(name, log)
     train = collect_states(lm, tokenizer, data.train_prompts, ells, batch_size=batch_size, remote=remote)
-    log(f"{name}: train states and gradients collected")
+    stage("train states and gradients collected")
     test = collect_states(lm, tokenizer, data.test_prompts, ells, gradients=False, batch_size=batch_size, remote=remote)
+    stage("test states collected")
     cores = layer_cores(train)
+    stage(f"cores of {len(ells)} layers extracted")
     sweep = sweep_margins(lm, tokenizer, data.test_prompts, ells, cores, batch_size=batch_size, remote=remote)
-    log(f"{name}: keep/remove/flip sweep done")
+    stage("keep/remove/flip sweep done")
     labels = data.test_labels
     auc = {mode: np.array([stats.roc_auc(sweep[mode][li], labels) for li in range(len(ells))]) for mode in MODES}
     li = int(np.argmin(auc["flip"]))
@@ -194,7 +209,7 @@ def analyse_model(
     if n_random > 0:
         controls = run_controls(lm, tokenizer, data, chosen, core, train.H[li], test.margin, n_random=n_random, seed=seed,
                                 batch_size=batch_size, remote=remote)
-        log(f"{name}: controls done")
+        stage("controls done")
     probs, scores, demo_z = {}, {}, np.zeros(0)
     if demo_prompts:
         texts = [p for p, _ in demo_prompts]
@@ -204,12 +219,13 @@ def analyse_model(
             scores[cond] = demo_scores(probs[cond], dl)
         demo_h = collect_states(lm, tokenizer, texts, [chosen], gradients=False, batch_size=batch_size, remote=remote).H[0]
         demo_z = core.coords(demo_h, centered=True)[:, 0]
+        stage("demo prompts done")
     demo_p = demo_tests(scores) if demo_prompts else {}
     generations: dict[str, Generation] = {}
     if gen_prompts and not remote:
         generations = steered_generations(lm, tokenizer, gen_prompts, chosen, core, generation_rules(gen_refine, gen_eps),
                                           n_new=gen_tokens, n_samples=gen_samples, seed=seed)
-        log(f"{name}: steered generation done")
+        stage("steered generation done")
     return ModelResult(
         name=name, n_layers=n, layers=ells, auc_base=stats.roc_auc(test.margin, labels), auc=auc,
         spectral_gaps=np.array([spectral_gap(c) for c in cores]), chosen_layer=chosen, knob=knob, knob_tests=tests,
@@ -228,6 +244,7 @@ def run_chapter(cfg: Params, *, log: Callable[[str], None] = print) -> dict[str,
     for name in cfg.MODELS:
         start = time.perf_counter()
         lm, tok = llm.load_model(name, remote=cfg.REMOTE)
+        log(f"{name}: loaded in {time.perf_counter() - start:.0f} s")
         out[name] = analyse_model(
             name, lm, tok, data, layers=cfg.LAYERS, batch_size=cfg.BATCH_SIZE, gen_tokens=cfg.GEN_TOKENS,
             gen_samples=cfg.GEN_SAMPLES, gen_refine=cfg.GEN_REFINE, gen_eps=cfg.GEN_EPS,
