@@ -77,6 +77,30 @@ def run_variant(stem: str, preset: str, name: str, knobs: Mapping[str, Any], *, 
     return write_json(variants_dir(root) / stem / f"{preset}-{name}.json", results)
 
 
+def import_variant(results_file: Path, name: str, note: str, *, root: Path | None = None) -> Path:
+    """Store a chapter's ``results.json`` computed elsewhere (e.g. the same preset on another kind of
+    CPU) as variant ``name``, with ``note`` saying where it comes from; returns the stored file.
+
+    The file is named after its notebook, as the runbook stores them (``book/results/<notebook>.json``);
+    the preset is the file's ``params.PRESET``, the knobs those of that preset (none set), the wall
+    time the file's ``wall_s``.  Raises ``ValueError`` for a file not named after a notebook, one that
+    is not a chapter's results, or a name that is not a plain word.
+    """
+    root = root or project_root()
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"variant name {name!r} is not allowed: letters, digits, '-' and '_' only (it names a file)")
+    notebook = Path(results_file).stem
+    if not (root / "notebooks" / f"{notebook}.py").is_file():
+        known = sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.py"))
+        raise ValueError(f"{results_file} is not named after a notebook (<notebook>.json); allowed: {known}")
+    results = json.loads(Path(results_file).read_text())
+    preset = results.get("params", {}).get("PRESET")
+    if preset not in PRESET_NAMES or "claims" not in results:
+        raise ValueError(f"{results_file} is not a chapter's results.json (it needs 'params.PRESET' and 'claims')")
+    results["variant"] = {"name": name, "preset": preset, "knobs": {}, "wall_s": results.get("wall_s"), "note": note}
+    return write_json(variants_dir(root) / notebook / f"{preset}-{name}.json", results)
+
+
 def stored_variants(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """``{notebook: {"<preset>-<name>": results}}`` of every stored variant."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -149,7 +173,8 @@ def variant_markdown(root: Path) -> str:
                 knobs = {} if run == OWN_RUN else res["variant"]["knobs"]
                 wall = res.get("wall_s") if run == OWN_RUN else res["variant"]["wall_s"]
                 precision = res.get("params", {}).get("PRECISION", knobs.get("PRECISION", "fp32"))
-                shown = ", ".join(f"{k}={v}" for k, v in knobs.items()) or "the chapter's preset"
+                note = "" if run == OWN_RUN else res["variant"].get("note", "")
+                shown = ", ".join(f"{k}={v}" for k, v in knobs.items()) or note or "the chapter's preset"
                 lines.append(f"| {run} | {md_cell(shown)} | {precision} | {f'{wall:.0f}' if wall is not None else '—'} |")
             lines += ["", *_verdict_table(rows, runs), ""]
     if not lines:
@@ -168,7 +193,8 @@ def chapter_comparison(stem: str, records: Sequence[Mapping[str, Any]], preset: 
     for r in rows:  # at every preset the first column is this run
         r["this run"] = r.pop(OWN_RUN, "—")
     names = [k.split("-", 1)[1] for k in sorted(stored)]
-    knobs = "; ".join(f"{k.split('-', 1)[1]}: " + ", ".join(f"{n}={v}" for n, v in res["variant"]["knobs"].items())
+    knobs = "; ".join(f"{k.split('-', 1)[1]}: " + (", ".join(f"{n}={v}" for n, v in res["variant"]["knobs"].items())
+                                                    or res["variant"].get("note", "the preset's knobs"))
                       for k, res in sorted(stored.items()))  # fmt: skip
     agree = sum(r["agree"] for r in rows)
     ours = {"this run": _ours(records)} | {k.split("-", 1)[1]: _ours(res.get("claims", [])) for k, res in stored.items()}
@@ -217,9 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", help="the variant's name, e.g. bf16")
     parser.add_argument("--set", nargs="*", default=[], metavar="KNOB=VALUE", help="knobs of the variant")
     parser.add_argument("--table-only", action="store_true", help="only rebuild book/variants_table.md")
+    parser.add_argument("--from-results", nargs="*", default=[], metavar="RESULTS_JSON",
+                        help="store these results.json files (computed elsewhere, e.g. on another CPU) as variant --name")
+    parser.add_argument("--note", default="", help="with --from-results: where the results come from (shown in the tables)")
     args = parser.parse_args(argv)
     root = project_root()
-    if not args.table_only:
+    if args.from_results:
+        if not args.name or not args.note:
+            parser.error("--from-results needs --name and --note")
+        for path in args.from_results:
+            print(f"stored {import_variant(Path(path), args.name, args.note, root=root)}")
+    elif not args.table_only:
         if not args.notebook or not args.name:
             parser.error("give a notebook and --name (or --table-only)")
         os.environ.setdefault("TORCH_THREADS", "1")

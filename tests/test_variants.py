@@ -62,6 +62,32 @@ def test_run_variant_refuses_unknown_notebook_and_bad_name(tmp_path) -> None:
         variants.run_variant("09_x", "huge", "bf16", {}, root=tmp_path)
 
 
+def test_results_computed_elsewhere_are_stored_as_a_variant_with_their_note(tmp_path) -> None:
+    """A run of the book preset on another kind of CPU: stored as a variant, the table says where it comes from."""
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "09_x.py").write_text("")
+    (tmp_path / "book" / "results").mkdir(parents=True)
+    (tmp_path / "book" / "results" / "09_x.json").write_text(json.dumps(_claims(REPRODUCED) | {"wall_s": 3.0}))
+    elsewhere = tmp_path / "other" / "09_x.json"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(json.dumps(_claims(PARTLY) | {"wall_s": 4.4, "params": {"PRESET": "book", "PRECISION": "fp32"}}))
+    path = variants.import_variant(elsewhere, "amd", "the book preset on an AMD CPU", root=tmp_path)
+    assert path == tmp_path / "book" / "results" / "variants" / "09_x" / "book-amd.json"
+    assert json.loads(path.read_text())["variant"] == {"name": "amd", "preset": "book", "knobs": {}, "wall_s": 4.4,
+                                                       "note": "the book preset on an AMD CPU"}
+    text = variants.variant_markdown(tmp_path)
+    assert "| amd | the book preset on an AMD CPU | fp32 | 4 |" in text and "verdicts agree on 0 of 1 claims" in text
+    # a file not named after a notebook, or without a preset and claims, is refused before anything is written
+    with pytest.raises(ValueError, match="not named after a notebook"):
+        variants.import_variant(elsewhere.with_name("results.json"), "amd", "x", root=tmp_path)
+    bad = tmp_path / "other2" / "09_x.json"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({"wall_s": 1.0}))
+    with pytest.raises(ValueError, match="params.PRESET"):
+        variants.import_variant(bad, "amd2", "x", root=tmp_path)
+    assert not (tmp_path / "book" / "results" / "variants" / "09_x" / "book-amd2.json").exists()
+
+
 def test_a_chapter_shows_its_run_beside_the_stored_variants_of_its_protocol(tmp_path) -> None:
     from ace_helpers.chapters import modadd_grokking as chapter
 
