@@ -20,20 +20,23 @@ from ace_helpers.models import ToyConfig
 from ace_helpers.precision import check_precision
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # p = 31, 60 % of the pairs, lr 3e-3: groks at epoch ~450 (two steps per epoch, minutes).  The
-    # holdout keeps the paper's block of 4 classes (0.13 · 31 = 4; the paper: 0.075 · 53 = 4).
+    # p = 31, 60 % of the pairs, lr 3e-3: groks between epochs ~400 and ~600, by seed and by kind
+    # of CPU (fp32 rounds differently on each; two steps per epoch, a minute).  The fork is at 600:
+    # at 450, the first choice, seeds 1031, 1033 and 1035 had not grokked by the fork on an AMD EPYC
+    # (1031 had on an Intel CPU), at 600 all of 1031-1033 and 1035 had.  The holdout keeps the paper's
+    # block of 4 classes (0.13 · 31 = 4; the paper: 0.075 · 53 = 4).
     "ci": {
         "P": 31,
         "TRAIN_FRACTION": 0.6,
         "DATA_SEED": 42,
-        "EPOCHS": 500,
+        "EPOCHS": 700,
         "N_MODELS": 1,
         "WEIGHT_DECAY": 1.0,
-        "FORK_EPOCH": 450,
+        "FORK_EPOCH": 600,
         "CHECKPOINT_EVERY": 50,
         "CHECKPOINT_SWITCH": 500,
         "CHECKPOINT_EVERY_LATE": 100,
-        "SEED": 1031,
+        "SEED": 1032,
         "LR": 3e-3,
         "BATCH_SIZE": 512,
         "ENERGY": 0.99,
