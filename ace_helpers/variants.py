@@ -63,18 +63,34 @@ def run_variant(stem: str, preset: str, name: str, knobs: Mapping[str, Any], *, 
 
     root = root or project_root()
     check_choice("preset", preset, PRESET_NAMES)
-    py = root / "notebooks" / f"{stem}.py"
-    if not py.is_file():
-        known = sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.py"))
-        raise ValueError(f"notebook {stem!r} not found; allowed: {known}")
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(f"variant name {name!r} is not allowed: letters, digits, '-' and '_' only (it names a file)")
+    py = _notebook_source(root, stem, f"notebook {stem!r} not found")
+    _check_name(name)
     out_dir = root / "outputs" / "variants" / stem / f"{preset}-{name}"
     out_dir.mkdir(parents=True, exist_ok=True)
     _, wall = run_source(py, {"PRESET": preset, "OUTPUT_DIR": str(out_dir), **knobs})
     results = json.loads((out_dir / "results.json").read_text())
-    results["variant"] = {"name": name, "preset": preset, "knobs": dict(knobs), "wall_s": round(wall, 1)}
-    return write_json(variants_dir(root) / stem / f"{preset}-{name}.json", results)
+    return _store(root, stem, results, {"name": name, "preset": preset, "knobs": dict(knobs), "wall_s": round(wall, 1)})
+
+
+def _notebook_source(root: Path, stem: str, problem: str) -> Path:
+    """``notebooks/<stem>.py`` under ``root``; ``ValueError`` starting with ``problem`` (and the allowed stems) if missing."""
+    py = root / "notebooks" / f"{stem}.py"
+    if not py.is_file():
+        known = sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.py"))
+        raise ValueError(f"{problem}; allowed: {known}")
+    return py
+
+
+def _check_name(name: str) -> None:
+    """A variant name becomes a file name: letters, digits, '-' and '_' only (``ValueError`` otherwise)."""
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"variant name {name!r} is not allowed: letters, digits, '-' and '_' only (it names a file)")
+
+
+def _store(root: Path, stem: str, results: dict[str, Any], variant: dict[str, Any]) -> Path:
+    """Write ``results`` with its ``variant`` record as ``book/results/variants/<stem>/<preset>-<name>.json``."""
+    results["variant"] = variant
+    return write_json(variants_dir(root) / stem / f"{variant['preset']}-{variant['name']}.json", results)
 
 
 def import_variant(results_file: Path, name: str, note: str, *, root: Path | None = None) -> Path:
@@ -87,18 +103,14 @@ def import_variant(results_file: Path, name: str, note: str, *, root: Path | Non
     is not a chapter's results, or a name that is not a plain word.
     """
     root = root or project_root()
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(f"variant name {name!r} is not allowed: letters, digits, '-' and '_' only (it names a file)")
+    _check_name(name)
     notebook = Path(results_file).stem
-    if not (root / "notebooks" / f"{notebook}.py").is_file():
-        known = sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.py"))
-        raise ValueError(f"{results_file} is not named after a notebook (<notebook>.json); allowed: {known}")
+    _notebook_source(root, notebook, f"{results_file} is not named after a notebook (<notebook>.json)")
     results = json.loads(Path(results_file).read_text())
     preset = results.get("params", {}).get("PRESET")
     if preset not in PRESET_NAMES or "claims" not in results:
         raise ValueError(f"{results_file} is not a chapter's results.json (it needs 'params.PRESET' and 'claims')")
-    results["variant"] = {"name": name, "preset": preset, "knobs": {}, "wall_s": results.get("wall_s"), "note": note}
-    return write_json(variants_dir(root) / notebook / f"{preset}-{name}.json", results)
+    return _store(root, notebook, results, {"name": name, "preset": preset, "knobs": {}, "wall_s": results.get("wall_s"), "note": note})
 
 
 def stored_variants(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -153,6 +165,11 @@ def _verdict_table(rows: Sequence[Mapping[str, Any]], runs: Sequence[str], shown
     return lines
 
 
+def _described(variant: Mapping[str, Any]) -> str:
+    """A stored variant's knobs as ``K=V, ...``; without knobs, its note (where it comes from) or "the chapter's preset"."""
+    return ", ".join(f"{k}={v}" for k, v in variant["knobs"].items()) or variant.get("note") or "the chapter's preset"
+
+
 def variant_markdown(root: Path) -> str:
     """The reproducibility page's comparison: per chapter and preset, runs' knobs and wall times, then the claim rows."""
     from ace_helpers.runbook import stored_book_results
@@ -173,8 +190,7 @@ def variant_markdown(root: Path) -> str:
                 knobs = {} if run == OWN_RUN else res["variant"]["knobs"]
                 wall = res.get("wall_s") if run == OWN_RUN else res["variant"]["wall_s"]
                 precision = res.get("params", {}).get("PRECISION", knobs.get("PRECISION", "fp32"))
-                note = "" if run == OWN_RUN else res["variant"].get("note", "")
-                shown = ", ".join(f"{k}={v}" for k, v in knobs.items()) or note or "the chapter's preset"
+                shown = "the chapter's preset" if run == OWN_RUN else _described(res["variant"])
                 lines.append(f"| {run} | {md_cell(shown)} | {precision} | {f'{wall:.0f}' if wall is not None else '—'} |")
             lines += ["", *_verdict_table(rows, runs), ""]
     if not lines:
@@ -193,9 +209,7 @@ def chapter_comparison(stem: str, records: Sequence[Mapping[str, Any]], preset: 
     for r in rows:  # at every preset the first column is this run
         r["this run"] = r.pop(OWN_RUN, "—")
     names = [k.split("-", 1)[1] for k in sorted(stored)]
-    knobs = "; ".join(f"{k.split('-', 1)[1]}: " + (", ".join(f"{n}={v}" for n, v in res["variant"]["knobs"].items())
-                                                    or res["variant"].get("note", "the preset's knobs"))
-                      for k, res in sorted(stored.items()))  # fmt: skip
+    knobs = "; ".join(f"{k.split('-', 1)[1]}: {_described(res['variant'])}" for k, res in sorted(stored.items()))
     agree = sum(r["agree"] for r in rows)
     ours = {"this run": _ours(records)} | {k.split("-", 1)[1]: _ours(res.get("claims", [])) for k, res in stored.items()}
 

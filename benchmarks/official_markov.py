@@ -119,5 +119,6 @@ def main() -> None:
 
         atomic_write_bytes(args.out, ("\n".join(report) + "\n").encode())
 
+
 if __name__ == "__main__":
     main()
