@@ -40,9 +40,9 @@
 #
 # ```{admonition} Run this chapter
 # :class: tip
-# From `notebooks/`: `papermill 02_modadd_grokking.ipynb out.ipynb -p PRESET ci -p P 31 -p TRAIN_FRACTION 0.6 -p EPOCHS 500 -p N_MODELS 1`
-# trains and analyses the small run in minutes on a CPU (these are the `ci` values; change any of them for a new
-# run, cached under `outputs/modadd_grokking_cache`). `-p PRESET book` loads the stored book run (p = 53, 2 models
+# From `notebooks/`: `papermill 02_modadd_grokking.ipynb out.ipynb -p PRESET ci` trains and analyses the small run
+# (p = 31, one model, 700 epochs, fork at 600) in minutes on a CPU; add knobs for a new run, e.g.
+# `papermill 02_modadd_grokking.ipynb out.ipynb -p PRESET ci -p SEED 1033` (cached under `outputs/modadd_grokking_cache`). `-p PRESET book` loads the stored book run (p = 53, 2 models
 # × 1400 epochs) from `book/artifacts/modadd_grokking` instead of training.
 # ```
 

@@ -45,8 +45,8 @@
 #
 # ```{admonition} Run this chapter
 # :class: tip
-# From `notebooks/`: `papermill 03_core_inflation.ipynb out.ipynb -p PRESET ci -p P 31 -p EPOCHS 500 -p FORK_EPOCH 450 -p N_MODELS 1`
-# (the `ci` values: minutes on a CPU, the same cached run as Chapter 2's; change any of them for a new run).
+# From `notebooks/`: `papermill 03_core_inflation.ipynb out.ipynb -p PRESET ci` (minutes on a CPU, the same cached
+# run as Chapter 2's; add knobs for a new run, e.g. `papermill 03_core_inflation.ipynb out.ipynb -p PRESET ci -p SEED 1033`).
 # `-p PRESET book` loads the stored book run (p = 53, 2 models × 1400 epochs, fork at 1100). The paper's
 # 20 000-epoch run takes hours: from the repository root, `python -m ace_helpers.chapters.modadd --preset paper`
 # (resumable: re-run the same command after an interruption; with `--trainer loop`, the same with `--store-partial`
