@@ -151,6 +151,26 @@ def quiet_loading():
             hf_logging.enable_progress_bar()
 
 
+@contextlib.contextmanager
+def _one_gguf_parse():
+    """Inside the block ``gguf.GGUFReader`` returns one shared (read-only) reader per file: building a
+    cache, transformers parses the same GGUF three times (tokenizer, config, weights), ~20 s each for
+    Gemma-3's 262k-token vocabulary.  Restored on exit."""
+    import gguf
+
+    original, readers = gguf.GGUFReader, {}
+
+    def shared_reader(path: str | os.PathLike, mode: str = "r"):
+        key = f"{Path(path).resolve()}:{mode}"
+        return readers[key] if key in readers else readers.setdefault(key, original(path, mode))
+
+    gguf.GGUFReader = shared_reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
@@ -262,7 +282,7 @@ def offline_model_path(name: str, *, cache: str | os.PathLike | None = None) -> 
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         gguf = _gguf_source(name, work)
-        with quiet_loading():
+        with quiet_loading(), _one_gguf_parse():
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
         # transformers refuses to serialise a "gguf-quantized" model; the weights are plain float32 by now

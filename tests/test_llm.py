@@ -212,12 +212,20 @@ def test_quiet_loading_silences_and_restores():
 
 
 def test_loading_the_offline_model_prints_nothing(capfd, monkeypatch, tmp_path):
+    import gguf
+
     monkeypatch.setenv("ACE_CACHE_DIR", str(tmp_path))  # a first load, as on a fresh machine: the cache is built
+    parses = []
+    reader = gguf.GGUFReader
+    monkeypatch.setattr(gguf, "GGUFReader", lambda path, *a: parses.append(path) or reader(path, *a))
     for _ in range(2):  # building the float32 cache, then loading from it
         llm.load_model("smollm2-135m")
         out, err = capfd.readouterr()
         assert "Loading weights" not in err + out and "%|" not in err + out, (out, err)
     assert any(tmp_path.iterdir()), "the first load did not build the cache"
+    # transformers opens the GGUF three times (tokenizer, config, weights); the build parses it once
+    assert len(parses) == 1, parses
+    assert gguf.GGUFReader is not reader  # the counting stand-in is back in place after the build
 
 
 def test_cache_dir_env(monkeypatch, tmp_path):
