@@ -40,8 +40,8 @@
 #
 # ```{admonition} Run this chapter
 # :class: tip
-# From `notebooks/`: `papermill 02_modadd_grokking.ipynb out.ipynb -p PRESET ci` trains and analyses the small run
-# (p = 31, one model, 700 epochs, fork at 600) in minutes on a CPU; add knobs for a new run, e.g.
+# From `notebooks/`: `papermill 02_modadd_grokking.ipynb out.ipynb -p PRESET ci` trains and analyses the `ci` preset's
+# small run (one model at a small modulus) in minutes on a CPU; add knobs for a new run, e.g.
 # `papermill 02_modadd_grokking.ipynb out.ipynb -p PRESET ci -p SEED 1033` (cached under `outputs/modadd_grokking_cache`). `-p PRESET book` loads the stored book run (p = 53, 2 models
 # × 1400 epochs) from `book/artifacts/modadd_grokking` instead of training.
 # ```
