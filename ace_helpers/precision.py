@@ -40,6 +40,19 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` (Linux), else the platform's machine name (for reports)."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def has_amx_bf16() -> bool:
     """Whether this CPU has AMX bf16 tiles (the ``amx_bf16`` flag)."""
     return "amx_bf16" in cpu_flags()

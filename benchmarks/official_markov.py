@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ace_helpers.precision import cpu_model
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_markov_cores.ipynb"
 
@@ -67,19 +69,6 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> float:
     if rc != 0:
         raise SystemExit(f"{' '.join(cmd)} failed (exit {rc}); its output: {log}")
     return wall
-
-
-def cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo`` (Linux), else the platform's machine name."""
-    import platform
-
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def main() -> None:
