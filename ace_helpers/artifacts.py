@@ -85,6 +85,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
+def write_report(lines: list[str], out: str | os.PathLike | None) -> None:
+    """Print a benchmark's report (after a blank line) and, when ``out`` is given, write it there atomically."""
+    print("\n" + "\n".join(lines))
+    if out is not None:
+        atomic_write_bytes(out, ("\n".join(lines) + "\n").encode())
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
     """Atomically write ``obj`` (made plain by :func:`to_plain`) as indented JSON."""
     text = json.dumps(to_plain(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"

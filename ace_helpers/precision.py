@@ -53,6 +53,16 @@ def cpu_model() -> str:
     return platform.machine()
 
 
+def machine_line() -> str:
+    """One line for a benchmark report: the UTC date and time, the CPU model, the CPU count and torch's version."""
+    import os
+    import time
+
+    import torch
+
+    return f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {cpu_model()}, {os.cpu_count()} CPUs; torch {torch.__version__}"
+
+
 def has_amx_bf16() -> bool:
     """Whether this CPU has AMX bf16 tiles (the ``amx_bf16`` flag)."""
     return "amx_bf16" in cpu_flags()

@@ -21,16 +21,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import os
 import tempfile
 import time
 from pathlib import Path
 
-import torch
-
 from ace_helpers import llm
 from ace_helpers.params import set_threads
-from ace_helpers.precision import cpu_model
+from ace_helpers.artifacts import write_report
+from ace_helpers.precision import machine_line
 
 
 def build(name: str, cache: Path, *, shared: bool) -> float:
@@ -79,15 +77,11 @@ def main() -> None:
         lines.append(f"  {name:<13} one parse {best[True]:6.1f} s | three parses {best[False]:6.1f} s | "
                      f"three / one {best[False] / best[True]:.2f}x (same files, sha256)")
     report = [
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {cpu_model()}, {os.cpu_count()} CPUs; torch {torch.__version__}",
+        machine_line(),
         f"float32 cache build from the GGUF (first use of each offline model), {threads} torch thread(s), best of {args.rounds} round(s)",
         *lines,
     ]
-    print("\n" + "\n".join(report))
-    if args.out:
-        from ace_helpers.artifacts import atomic_write_bytes
-
-        atomic_write_bytes(args.out, ("\n".join(report) + "\n").encode())
+    write_report(report, args.out)
 
 
 if __name__ == "__main__":

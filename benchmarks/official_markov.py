@@ -33,7 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ace_helpers.precision import cpu_model
+from ace_helpers.artifacts import write_report
+from ace_helpers.precision import machine_line
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_markov_cores.ipynb"
@@ -94,19 +95,13 @@ def main() -> None:
                 wall = timed(cmd, cwd, env, work / f"{name}_{r}.log")
                 best[name] = min(best[name], wall)
                 print(f"round {r + 1}: {name:<8} {wall:7.1f} s", flush=True)
-    import torch
-
     report = [
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {cpu_model()}, {os.cpu_count()} CPUs; torch {torch.__version__}",
+        machine_line(),
         f"chapter 1 (book preset = the paper's settings, 3 seeds, EXTRA_CHAINS=[]) vs the official markov.py, "
         f"{args.threads} torch thread(s), best of {args.rounds} round(s)",
         f"  ours {best['ours']:.1f} s | official {best['official']:.1f} s | ours / official {best['ours'] / best['official']:.2f}",
     ]
-    print("\n" + "\n".join(report))
-    if args.out:
-        from ace_helpers.artifacts import atomic_write_bytes
-
-        atomic_write_bytes(args.out, ("\n".join(report) + "\n").encode())
+    write_report(report, args.out)
 
 
 if __name__ == "__main__":

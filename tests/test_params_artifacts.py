@@ -301,3 +301,17 @@ def test_known_gaps_of_a_named_run_apply_to_that_run_only():
     assert gaps.reason(named, "claim_b") == "only there"
     assert gaps.run_name(named.replace(ITEMS=[9])) is None  # the named run with another knob changed: no gap known
     assert gaps.run_name(chapter.resolve(PRESET="paper", N=7)) is None  # the same change on another preset
+
+
+def test_write_report_prints_and_writes_the_same_lines(tmp_path, capsys):
+    from ace_helpers.artifacts import write_report
+    from ace_helpers.precision import machine_line
+
+    lines = [machine_line(), "  ours 1.0 s | theirs 2.0 s"]
+    assert "UTC;" in lines[0] and "CPUs; torch " in lines[0]
+    write_report(lines, tmp_path / "sub" / "report.txt")
+    assert capsys.readouterr().out == "\n" + "\n".join(lines) + "\n"
+    assert (tmp_path / "sub" / "report.txt").read_text() == "\n".join(lines) + "\n"
+    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["report.txt"]  # no temporary file left behind
+    write_report(lines, None)  # print only
+    assert capsys.readouterr().out.strip().endswith("theirs 2.0 s")
