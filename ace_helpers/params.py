@@ -290,13 +290,31 @@ def thread_budget(workers: int, cores: int | None = None) -> int:
     return max(1, (cpu_cores() if cores is None else cores) // check_int("workers", workers, low=1))
 
 
+#: The thread pools of numpy / SciPy (OpenBLAS, MKL) and scikit-learn (OpenMP), by the variable each reads at load.
+POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def limit_pools(threads: int) -> None:
+    """Give the BLAS and OpenMP pools of numpy, SciPy and scikit-learn ``threads`` threads: those already
+    loaded through threadpoolctl, those loaded later through :data:`POOL_VARIABLES` (overwritten, so that
+    one count holds for every pool of the process)."""
+    from threadpoolctl import threadpool_limits
+
+    threads = check_int("threads", threads, low=1)
+    for name in POOL_VARIABLES:
+        os.environ[name] = str(threads)
+    threadpool_limits(limits=threads)
+
+
 def set_threads(threads: int | None = None, *, workers: int = 1) -> int:
-    """Set torch's intra-op threads: ``threads``, else ``$TORCH_THREADS``, else the thread budget.
+    """Set torch's intra-op threads, and the BLAS / OpenMP pools (:func:`limit_pools`), to ``threads``,
+    else ``$TORCH_THREADS``, else the thread budget.
 
     The budget keeps workers × threads ≤ cores: a process that is one of ``workers`` parallel
     workers gets ``max(1, cores // workers)`` threads.  With ``workers=1`` and no variable set,
-    torch's default is left as is.  On a 2-core machine anything else running makes 2 torch
-    threads ~16x slower, so tests and CI set ``TORCH_THREADS=1``.  Returns the thread count in force.
+    the libraries' defaults are left as they are.  On a 2-core machine anything else running makes 2
+    threads ~16x slower (torch's, and numpy's or scikit-learn's just as much), so tests and CI set
+    ``TORCH_THREADS=1``.  Returns torch's thread count in force.
     """
     import torch
 
@@ -310,6 +328,7 @@ def set_threads(threads: int | None = None, *, workers: int = 1) -> int:
         threads = thread_budget(workers)
     if threads is not None:
         torch.set_num_threads(check_int("threads", threads, low=1))
+        limit_pools(threads)
     return torch.get_num_threads()
 
 

@@ -1,6 +1,7 @@
 """Parameter validation, preset resolution and atomic, checksummed artifacts."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -315,3 +316,27 @@ def test_write_report_prints_and_writes_the_same_lines(tmp_path, capsys):
     assert [p.name for p in (tmp_path / "sub").iterdir()] == ["report.txt"]  # no temporary file left behind
     write_report(lines, None)  # print only
     assert capsys.readouterr().out.strip().endswith("theirs 2.0 s")
+
+
+def test_the_thread_budget_covers_numpy_scipy_and_sklearn_pools():
+    """TORCH_THREADS (or the budget) also sets the BLAS and OpenMP pools, also those loaded afterwards:
+    two notebooks at once on 2 cores, each with numpy's 2 default threads, made a scikit-learn probe
+    ~30x slower than alone."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, numpy, threadpoolctl\n"
+        "from ace_helpers.params import set_threads\n"
+        "set_threads(workers=2)\n"
+        "import scipy.linalg, sklearn.linear_model  # their pools load after the call\n"
+        "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()}), os.environ['OPENBLAS_NUM_THREADS'],\n"
+        "      os.environ.get('MKL_NUM_THREADS'), os.environ['OMP_NUM_THREADS'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCH_THREADS", *params.POOL_VARIABLES)}
+    budget = params.thread_budget(2)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out == [f"[{budget}]", str(budget), str(budget), str(budget)], out
+    env |= {"TORCH_THREADS": "1", "OMP_NUM_THREADS": "3"}  # TORCH_THREADS is the one count of every pool
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["[1]", "1", "1", "1"], out
