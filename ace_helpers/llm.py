@@ -153,16 +153,16 @@ def quiet_loading():
 
 @contextlib.contextmanager
 def _one_gguf_parse():
-    """Inside the block ``gguf.GGUFReader`` returns one shared (read-only) reader per file: building a
-    cache, transformers parses the same GGUF three times (tokenizer, config, weights), ~20 s each for
-    Gemma-3's 262k-token vocabulary.  Restored on exit."""
+    """``gguf.GGUFReader`` shares one reader per file inside the block (transformers parses a GGUF 3 times)."""
     import gguf
 
     original, readers = gguf.GGUFReader, {}
 
     def shared_reader(path: str | os.PathLike, mode: str = "r"):
         key = f"{Path(path).resolve()}:{mode}"
-        return readers[key] if key in readers else readers.setdefault(key, original(path, mode))
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
 
     gguf.GGUFReader = shared_reader
     try:

@@ -32,7 +32,6 @@ the machine and the torch version; the reproducibility page includes that file.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,7 +45,7 @@ from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.ensemble import train_ensemble
 from ace_helpers.ensemble_trainer import EnsembleTrainer
 from ace_helpers.models import ToyConfig, build_model
-from ace_helpers.precision import describe
+from ace_helpers.precision import describe, machine_line
 from ace_helpers.tasks.markov import PAPER_CHAIN, markov_dataset
 from ace_helpers.tasks.modadd import modadd_dataset
 from ace_helpers.train import train_lm
@@ -227,10 +226,7 @@ def main() -> None:
     parser.add_argument("--sections", nargs="+", default=["modadd", "sweep", "markov", "roofline"])
     parser.add_argument("--out", default=None, help="also write the report to this file")
     args = parser.parse_args()
-    import platform
-
-    say(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} CPUs; torch {torch.__version__}; rounds {args.rounds}, epochs per round {args.epochs}")
+    say(f"{machine_line()}; rounds {args.rounds}, epochs per round {args.epochs}")
     say(describe("fp32"))
     say(describe("bf16"))
     for threads in args.threads:

@@ -150,12 +150,13 @@ def generation_rules(refine: int, eps: float) -> dict[str, tuple[int, float]]:
 
 def _stage_clock(name: str, log: Callable[[str], None]) -> Callable[[str], None]:
     """A logger that appends the seconds since its previous call (or its creation) to each stage line."""
-    last = [time.perf_counter()]
+    last = time.perf_counter()
 
     def stage(what: str) -> None:
+        nonlocal last
         now = time.perf_counter()
-        log(f"{name}: {what} in {now - last[0]:.0f} s")
-        last[0] = now
+        log(f"{name}: {what} in {now - last:.0f} s")
+        last = now
 
     return stage
 
