@@ -1,0 +1,152 @@
+"""How much fused kernels could still gain: the ensemble's training step eager vs ``torch.compile``, side by side.
+
+The ensemble trainer (:mod:`ace_helpers.ensemble`) runs eager PyTorch: every elementwise op
+(bias, ReLU, dropout, residual, layer norm, their gradients) is its own pass over memory, and on
+a 2-core machine those passes, not the matrix products, are what a training step waits for.  A
+fusing compiler (``torch.compile``, TorchInductor, which needs a C++ compiler) merges them.  This
+script measures what that would buy, on one training step (forward, loss, backward) of the
+ensembles the chapters train:
+
+* ``modadd`` (chapters 2-3): the two-layer p = 53 model, 6 members, a batch of 512 pairs, the
+  loss at the last position;
+* ``markov`` (chapter 1): the one-layer 4-state model at the paper's settings, 3 members, a batch
+  of 64 sequences of 31 positions, the loss at every position.
+
+Each model is timed in four variants, in interleaved rounds after one untimed call each: eager and
+compiled, with the chapter's dropout and without it.  The first compiled call is timed on its own
+(the compile time; the compile cache goes to a temporary folder, so it is a cold compile).  With
+dropout, the library draws each member's mask from the member's own ``torch.Generator``; the
+compiler cannot trace those draws and splits the step at each one (the graph breaks are counted).
+Without dropout the step is one graph: that ratio is the upper bound of what fusion buys.  The
+largest difference between the eager and compiled losses of one step is printed too: a compiled
+trainer's numbers differ from the eager trainer's by rounding, so the book's stored runs could not
+be reproduced with it.
+
+Usage::
+
+    python benchmarks/trainer_fusion.py [--threads 1] [--rounds 3] [--steps 5] [--models modadd markov] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable
+
+import torch
+from torch.nn import functional as F
+
+from ace_helpers.artifacts import write_report
+from ace_helpers.chapters.markov_cores import toy_config
+from ace_helpers.chapters.modadd.config import model_config
+from ace_helpers.ensemble import DROPOUT_SEED_OFFSET, ToyEnsemble
+from ace_helpers.models import ToyConfig
+from ace_helpers.params import set_threads
+from ace_helpers.precision import describe, machine_line
+from ace_helpers.tasks.markov import PAPER_CHAIN, markov_dataset
+from ace_helpers.tasks.modadd import modadd_dataset
+
+#: (members, batch rows, loss at every position?) per model
+SETUPS = {"modadd": (6, 512, False), "markov": (3, 64, True)}
+
+
+def batch(model: str) -> tuple[ToyConfig, torch.Tensor, torch.Tensor, int, bool]:
+    """The model's config, one training batch (B, T) of inputs and targets, its member count and loss kind."""
+    members, rows, all_positions = SETUPS[model]
+    if model == "modadd":
+        data = modadd_dataset(53, 0.5, 42)
+        config = model_config(53)
+    else:
+        data = markov_dataset(PAPER_CHAIN, 3000, 300, 32)
+        config = toy_config(4, 64)
+    return config, data.train_inputs[:rows], data.train_targets[:rows], members, all_positions
+
+
+def step_loss(ensemble: ToyEnsemble, inputs: torch.Tensor, targets: torch.Tensor,
+              generators: list[torch.Generator], all_positions: bool) -> torch.Tensor:
+    """The trainer's loss of one batch: inputs, targets (B, T) long -> scalar (sum over members of each one's mean)."""
+    if all_positions:
+        logits = ensemble(inputs, generators=generators, fast=True)  # (M, B, T, V)
+        M = logits.shape[0]
+        per_token = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.expand(M, -1, -1).reshape(-1), reduction="none")
+        return per_token.view(M, -1).mean(dim=1).sum()
+    logits = ensemble(inputs, last_only=True, generators=generators, fast=True)  # (M, B, V)
+    M, B, V = logits.shape
+    return F.cross_entropy(logits.reshape(M * B, V), targets[:, -1].repeat(M), reduction="sum") / B
+
+
+def variant(model: str, dropout: bool, compiled: bool) -> tuple[Callable[[], float], float, float]:
+    """A timer of one variant (returns seconds per step), the seconds of its first call and that call's loss."""
+    config, inputs, targets, members, all_positions = batch(model)
+    if not dropout:
+        config = ToyConfig(**{**config.__dict__, "dropout": 0.0})
+    ensemble = ToyEnsemble.from_seeds(config, list(range(members))).train()
+    gens = [torch.Generator().manual_seed(m + DROPOUT_SEED_OFFSET) for m in range(members)]
+    loss_fn = torch.compile(step_loss) if compiled else step_loss
+
+    def one() -> float:
+        loss = loss_fn(ensemble, inputs, targets, gens, all_positions)
+        loss.backward()
+        for p in ensemble.parameters():
+            p.grad = None
+        return float(loss.detach())
+
+    start = time.perf_counter()
+    first_loss = one()
+    first = time.perf_counter() - start
+    return one, first, first_loss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=5, help="steps per timed round")
+    parser.add_argument("--models", nargs="+", default=list(SETUPS), choices=list(SETUPS))
+    parser.add_argument("--out", default=None, help="also write the report to this file (atomically)")
+    args = parser.parse_args()
+    for name in ("threads", "rounds", "steps"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    set_threads(args.threads)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-")  # a cold compile
+    import torch._dynamo
+
+    lines = [machine_line(), describe("fp32"),
+             f"one training step (forward, loss, backward), fp32, {args.threads} torch thread(s), best of {args.rounds} rounds of {args.steps} steps"]
+    for model in args.models:
+        members, rows, _ = SETUPS[model]
+        lines.append(f"\n{model}: {members} members, batch {rows}   (ms per step; ratio = eager / variant)")
+        timers: dict[str, Callable[[], float]] = {}
+        for dropout in (True, False):
+            tag = "dropout" if dropout else "no dropout"
+            eager, _, eager_loss = variant(model, dropout, compiled=False)
+            torch._dynamo.reset()
+            torch._dynamo.utils.counters.clear()
+            try:
+                fused, compile_s, fused_loss = variant(model, dropout, compiled=True)
+            except Exception as err:  # no C++ compiler, or an inductor failure: say so, time the rest
+                lines.append(f"  {tag}: torch.compile failed here ({type(err).__name__}: {str(err).splitlines()[0][:120]})")
+                continue
+            breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+            lines.append(f"  {tag}: first compiled call {compile_s:.1f} s, {breaks} graph break(s), "
+                         f"|loss eager - compiled| = {abs(eager_loss - fused_loss):.1e} (loss {eager_loss:.4f})")
+            timers[f"eager, {tag}"] = eager
+            timers[f"compiled, {tag}"] = fused
+        best = {k: float("inf") for k in timers}
+        for _ in range(args.rounds):
+            for k, fn in timers.items():
+                start = time.perf_counter()
+                for _ in range(args.steps):
+                    fn()
+                best[k] = min(best[k], (time.perf_counter() - start) / args.steps)
+        for k, s in best.items():
+            reference = best[f"eager, {k.split(', ')[1]}"]
+            lines.append(f"  {k:<22} {s * 1e3:8.1f} ms   {reference / s:5.2f}x")
+    write_report(lines, args.out)
+
+
+if __name__ == "__main__":
+    main()
