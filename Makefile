@@ -47,10 +47,10 @@ $(BROWSER_STAMP): $(STAMP) requirements-browser.txt
 	$(PIP) -c constraints.txt -r requirements-browser.txt $(QUIET)
 	touch $@
 
-## browser-test: open every page of the built site in headless chromium (needs `make html` first and
+## browser-test: open every page of the built site in headless chromium, in TEST_WORKERS processes (needs `make html` first and
 ## Debian's chromium: `apt-get install chromium`); screenshots go to _build/screenshots/
 browser-test: $(BROWSER_STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests/browser
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) tests/browser
 
 mathjax: $(STAMP)
 	$(PY) -m ace_helpers.runbook --install-mathjax book/_static/mathjax
