@@ -30,6 +30,37 @@ from ace_helpers.models import ToyConfig, ToyTransformer
 from ace_helpers.precision import autocast, check_precision
 
 
+def member_losses(
+    ensemble: ToyEnsemble,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    generators: Sequence[torch.Generator],
+    *,
+    loss_positions: str,
+    precision: str,
+    fast: bool,
+) -> torch.Tensor:
+    """Each member's mean cross-entropy on its batch, the training loss of one step.
+
+    Args:
+        inputs, targets: (M, b, T) long, member ``m``'s batch in row ``m`` (targets' last column
+            is the label); inputs may also be (b, T), one batch for every member, with targets
+            expanded to (M, b, T).
+        generators: one dropout generator per member.
+        loss_positions: ``"last"`` (the label at the last position) or ``"all"`` (every position).
+
+    Returns:
+        (M,) float32, with the graph: the step backpropagates ``.sum()`` so that members' gradients do not mix.
+    """
+    with autocast(precision):
+        logits = ensemble(inputs, last_only=loss_positions == "last", generators=generators, fast=fast)
+    logits = logits.float()
+    M, V = logits.shape[0], logits.shape[-1]
+    labels = targets[..., -1] if loss_positions == "last" else targets
+    per = F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1), reduction="none").view(M, -1)
+    return per.mean(dim=1)
+
+
 class EnsembleTrainer:
     """Train ``len(seeds)`` members one epoch at a time; members can be forked and reseeded.
 
@@ -115,18 +146,8 @@ class EnsembleTrainer:
         for start in range(0, n, self.batch_size):
             idx = order[:, start : start + self.batch_size]  # (M, b)
             b = idx.shape[1]
-            with autocast(self.precision):
-                if self.loss_positions == "last":
-                    logits = self.ensemble(inputs[idx], last_only=True, generators=self.drop_gens, fast=self.fast)
-                else:
-                    logits = self.ensemble(inputs[idx], generators=self.drop_gens, fast=self.fast)
-            logits = logits.float()
-            V = logits.shape[-1]
-            if self.loss_positions == "last":
-                per = F.cross_entropy(logits.reshape(-1, V), targets[idx][..., -1].reshape(-1), reduction="none").view(M, b)
-            else:
-                per = F.cross_entropy(logits.reshape(-1, V), targets[idx].reshape(-1), reduction="none").view(M, -1)
-            member_loss = per.mean(dim=1)  # (M,) each member's own mean
+            member_loss = member_losses(self.ensemble, inputs[idx], targets[idx], self.drop_gens,
+                                        loss_positions=self.loss_positions, precision=self.precision, fast=self.fast)
             self.opt.zero_grad()
             member_loss.sum().backward()
             self.opt.step()

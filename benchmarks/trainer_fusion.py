@@ -36,12 +36,12 @@ import time
 from collections.abc import Callable
 
 import torch
-from torch.nn import functional as F
 
 from ace_helpers.artifacts import write_report
 from ace_helpers.chapters.markov_cores import toy_config
 from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.ensemble import DROPOUT_SEED_OFFSET, ToyEnsemble
+from ace_helpers.ensemble_trainer import member_losses
 from ace_helpers.models import ToyConfig
 from ace_helpers.params import set_threads
 from ace_helpers.precision import describe, machine_line
@@ -65,21 +65,15 @@ def batch(model: str) -> tuple[ToyConfig, torch.Tensor, torch.Tensor, int, bool]
 
 
 def step_loss(ensemble: ToyEnsemble, inputs: torch.Tensor, targets: torch.Tensor,
-              generators: list[torch.Generator], all_positions: bool) -> torch.Tensor:
-    """The trainer's loss of one batch: inputs, targets (B, T) long -> scalar (sum over members of each one's mean)."""
-    if all_positions:
-        logits = ensemble(inputs, generators=generators, fast=True)  # (M, B, T, V)
-        M = logits.shape[0]
-        per_token = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.expand(M, -1, -1).reshape(-1), reduction="none")
-        return per_token.view(M, -1).mean(dim=1).sum()
-    logits = ensemble(inputs, last_only=True, generators=generators, fast=True)  # (M, B, V)
-    M, B, V = logits.shape
-    return F.cross_entropy(logits.reshape(M * B, V), targets[:, -1].repeat(M), reduction="sum") / B
+              generators: list[torch.Generator], loss_positions: str) -> torch.Tensor:
+    """The trainer's loss of one batch: inputs (B, T), targets (M, B, T) long -> scalar (sum of the members' means)."""
+    return member_losses(ensemble, inputs, targets, generators, loss_positions=loss_positions, precision="fp32", fast=True).sum()
 
 
 def variant(model: str, dropout: bool, compiled: bool) -> tuple[Callable[[], float], float, float]:
     """A timer of one variant (returns seconds per step), the seconds of its first call and that call's loss."""
     config, inputs, targets, members, all_positions = batch(model)
+    targets = targets.expand(members, -1, -1)  # (M, B, T): every member's batch is the same
     if not dropout:
         config = ToyConfig(**{**config.__dict__, "dropout": 0.0})
     ensemble = ToyEnsemble.from_seeds(config, list(range(members))).train()
@@ -87,7 +81,7 @@ def variant(model: str, dropout: bool, compiled: bool) -> tuple[Callable[[], flo
     loss_fn = torch.compile(step_loss) if compiled else step_loss
 
     def one() -> float:
-        loss = loss_fn(ensemble, inputs, targets, gens, all_positions)
+        loss = loss_fn(ensemble, inputs, targets, gens, "all" if all_positions else "last")
         loss.backward()
         for p in ensemble.parameters():
             p.grad = None
