@@ -8,6 +8,9 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PRESET ?= book
+# Every command that computes starts under the reproducible kernels (ace_helpers/kernels.py: the AVX2 code
+# paths of torch, MKL, oneDNN, OpenBLAS and numpy, one thread per process); ACE_KERNELS=native opts out.
+KERNELS = $(PY) -m ace_helpers.kernels --
 # notebooks executed at once by `make notebooks` (each with cores // JOBS torch threads)
 JOBS ?= 2
 
@@ -32,7 +35,7 @@ book: notebooks html
 
 ## notebooks: re-execute every notebook whose source changed since its committed run
 notebooks: $(STAMP)
-	$(PY) -m ace_helpers.runbook --preset $(PRESET) --jobs $(JOBS)
+	$(KERNELS) $(PY) -m ace_helpers.runbook --preset $(PRESET) --jobs $(JOBS)
 
 ## html: render the book from the committed/executed notebooks (no execution)
 html: $(STAMP) mathjax
@@ -59,11 +62,11 @@ mathjax: $(STAMP)
 ## processes (default: the CPU cores; one torch thread each, so workers x threads = cores)
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 test: $(STAMP)
-	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q --durations=15 \
+	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(KERNELS) $(PY) -m pytest -q --durations=15 \
 	  -n $(TEST_WORKERS) --dist loadscope --nbval-lax --ignore=tests/browser tests notebooks
 
 unit: $(STAMP)
-	TORCH_THREADS=1 $(PY) -m pytest -q --ignore=tests/browser tests
+	TORCH_THREADS=1 $(KERNELS) $(PY) -m pytest -q --ignore=tests/browser tests
 
 clean:
 	rm -rf _build outputs book/_static/mathjax

@@ -308,15 +308,20 @@ def limit_pools(threads: int) -> None:
 
 def set_threads(threads: int | None = None, *, workers: int = 1) -> int:
     """Set torch's intra-op threads, and the BLAS / OpenMP pools (:func:`limit_pools`), to ``threads``,
-    else ``$TORCH_THREADS``, else the thread budget.
+    else ``$TORCH_THREADS``, else the thread budget; under the reproducible kernels, to 1.
 
-    The budget keeps workers × threads ≤ cores: a process that is one of ``workers`` parallel
-    workers gets ``max(1, cores // workers)`` threads.  With ``workers=1`` and no variable set,
-    the libraries' defaults are left as they are.  On a 2-core machine anything else running makes 2
-    threads ~16x slower (torch's, and numpy's or scikit-learn's just as much), so tests and CI set
-    ``TORCH_THREADS=1``.  Returns torch's thread count in force.
+    Under the reproducible kernels (:mod:`ace_helpers.kernels`, the default) every process computes
+    with one thread, whatever is asked: a parallel reduction splits its sum by thread, so the
+    thread count changes the last bits.  With ``ACE_KERNELS=native`` the budget keeps workers ×
+    threads ≤ cores: a process that is one of ``workers`` parallel workers gets ``max(1, cores //
+    workers)`` threads, and with ``workers=1`` and no variable set the libraries' defaults are left
+    as they are.  On a 2-core machine anything else running makes 2 threads ~16x slower (torch's,
+    and numpy's or scikit-learn's just as much), so tests and CI set ``TORCH_THREADS=1``.  Returns
+    torch's thread count in force.
     """
     import torch
+
+    from ace_helpers.kernels import mode
 
     workers = check_int("workers", workers, low=1)
     if threads is None and os.environ.get("TORCH_THREADS"):
@@ -326,6 +331,8 @@ def set_threads(threads: int | None = None, *, workers: int = 1) -> int:
         threads = check_int("TORCH_THREADS", int(raw), low=1)
     if threads is None and workers > 1:
         threads = thread_budget(workers)
+    if mode() == "reproducible":
+        threads = 1
     if threads is not None:
         torch.set_num_threads(check_int("threads", threads, low=1))
         limit_pools(threads)
@@ -335,9 +342,10 @@ def set_threads(threads: int | None = None, *, workers: int = 1) -> int:
 def begin(cfg: Params) -> None:
     """A chapter's validation-cell side effects: set torch threads, remove the previous run's
     ``OUTPUT_DIR/results.json`` (so an interrupted run never leaves an older result looking like
-    its own), print the knobs in force, the versions and, in a training chapter, which kernels its
-    ``PRECISION`` runs on this CPU."""
+    its own), print the knobs in force, the versions, whether the reproducible kernels are in force
+    (:func:`ace_helpers.kernels.describe`) and, in a training chapter, which kernels its ``PRECISION`` runs on this CPU."""
     from ace_helpers.artifacts import clear_results, display_path
+    from ace_helpers.kernels import describe as describe_kernels
 
     set_threads()
     shown = display_path(cfg["OUTPUT_DIR"])
@@ -350,6 +358,7 @@ def begin(cfg: Params) -> None:
 
     print({k: (shown if k == "OUTPUT_DIR" else short(v)) for k, v in cfg.items()})
     print(versions())
+    print(describe_kernels())
     if "PRECISION" in cfg:
         from ace_helpers.precision import describe
 

@@ -66,10 +66,17 @@ def stored_key(ipynb: Path) -> str | None:
 
 def run_source(py: Path, parameters: Mapping[str, Any] | None = None) -> tuple[Any, float]:
     """Execute the jupytext source ``py`` in a fresh kernel (papermill, in ``py``'s folder) with
-    ``parameters`` injected; returns the executed notebook (nbformat) and the wall time in seconds."""
+    ``parameters`` injected; returns the executed notebook (nbformat) and the wall time in seconds.
+
+    The kernel starts under the kernel setting asked for (:func:`ace_helpers.kernels.apply`: the
+    reproducible kernels unless ``ACE_KERNELS=native``)."""
     import jupytext
     import nbformat
     import papermill
+
+    from ace_helpers.kernels import apply
+
+    apply()  # in this process's environment, which every kernel started from here inherits
 
     nb = jupytext.reads(py.read_text(), fmt="py:percent")
     with tempfile.TemporaryDirectory() as tmp:

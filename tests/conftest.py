@@ -1,4 +1,5 @@
-"""Test session setup: one torch thread (2-core machines slow 16x under contention), no network."""
+"""Test session setup: one torch thread (2-core machines slow 16x under contention), no network, the
+reproducible kernels for every process it starts (``make test`` starts pytest itself under them)."""
 
 import os
 
@@ -8,6 +9,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 def pytest_configure(config):
+    from ace_helpers.kernels import apply
     from ace_helpers.params import set_threads
 
+    apply()  # the notebook kernels and test workers started from here compute under the reproducible kernels
     set_threads()
+
+
+def pytest_report_header(config):
+    from ace_helpers.kernels import describe
+
+    return describe()

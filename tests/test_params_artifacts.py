@@ -265,6 +265,7 @@ def test_thread_budget_in_parallel_workers(monkeypatch):
     import multiprocessing as mp
 
     monkeypatch.delenv("TORCH_THREADS", raising=False)
+    monkeypatch.setenv("ACE_KERNELS", "native")  # the budget; the reproducible kernels compute with 1 thread
     cores = params.cpu_cores()
     with mp.get_context("spawn").Pool(2) as pool:  # fresh interpreters, as the chapters' workers
         inside = pool.map(_threads_in_worker, [2, 2])
@@ -334,6 +335,7 @@ def test_the_thread_budget_covers_numpy_scipy_and_sklearn_pools():
         "      os.environ.get('MKL_NUM_THREADS'), os.environ['OMP_NUM_THREADS'])\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("TORCH_THREADS", *params.POOL_VARIABLES)}
+    env["ACE_KERNELS"] = "native"  # the budget; the reproducible kernels compute with 1 thread
     budget = params.thread_budget(2)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out == [f"[{budget}]", str(budget), str(budget), str(budget)], out

@@ -1,0 +1,101 @@
+"""The reproducible kernels: the setting, its fingerprint against the AVX2-only reference, the thread rule."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ace_helpers import fingerprint, kernels, params
+
+EXPECTED = Path(__file__).parent / "data" / "kernel_fingerprint.txt"
+
+
+def _run(code: str, **env: str) -> str:
+    """``code`` in a fresh interpreter whose environment is this one's without the setting, plus ``env``."""
+    base = {k: v for k, v in os.environ.items() if k not in (*kernels.PINNED, kernels.MODE_VARIABLE, "TORCH_THREADS")}
+    return subprocess.run([sys.executable, "-c", code], env=base | env, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.skipif(kernels.supported() is not None, reason="the setting needs an x86-64 CPU with AVX2")
+def test_the_fingerprint_under_the_setting_matches_the_avx2_only_reference():
+    """Every operation of the fingerprint, computed under the setting started by ``python -m
+    ace_helpers.kernels``, hashes as on the reference machine (an AVX2-only AMD EPYC)."""
+    expected = fingerprint.read_expected(EXPECTED)
+    assert len(expected) == 20
+    base = {k: v for k, v in os.environ.items() if k not in kernels.PINNED}
+    done = subprocess.run([sys.executable, "-m", "ace_helpers.kernels", "--fingerprint", "--compare", str(EXPECTED)],
+                          env=base, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "20 of 20 operations bit-identical" in done.stdout
+    assert "kernels: reproducible" in done.stdout.splitlines()[0]
+
+
+def test_the_fingerprint_can_fail():
+    """A changed hash, a missing operation, and a malformed file are each reported."""
+    mine = ["op a: 1111", "op b: 2222"]
+    assert fingerprint.compare(mine, {"op a": "1111", "op b": "2222"}) == (2, [])
+    assert fingerprint.compare(mine, {"op a": "1111", "op b": "9999", "op c": "0"}) == (1, ["differs: op b", "missing: op c"])
+
+
+def test_read_expected_rejects_a_malformed_line(tmp_path):
+    bad = tmp_path / "f.txt"
+    bad.write_text("# comment\nop a: 1111\nno hash here\n")
+    with pytest.raises(ValueError, match="f.txt:3: expected 'operation: hash'"):
+        fingerprint.read_expected(bad)
+
+
+def test_mode_is_checked_and_named():
+    assert kernels.mode({}) == "reproducible" and kernels.mode({"ACE_KERNELS": "native"}) == "native"
+    with pytest.raises(ValueError, match="ACE_KERNELS='fast' is not allowed: ACE_KERNELS must be one of \\['reproducible', 'native'\\]"):
+        kernels.mode({"ACE_KERNELS": "fast"})
+
+
+@pytest.mark.skipif(kernels.supported() is not None, reason="the setting needs an x86-64 CPU with AVX2")
+def test_apply_sets_the_pinned_variables_unless_native():
+    env = {"PATH": "/bin"}
+    assert kernels.apply(env) == dict(kernels.PINNED) and env == {"PATH": "/bin", **kernels.PINNED}
+    native = {"ACE_KERNELS": "native"}
+    assert kernels.apply(native) == {} and native == {"ACE_KERNELS": "native"}
+    assert kernels.environment({"X": "1"}) == {"X": "1", **kernels.PINNED}
+
+
+@pytest.mark.skipif(kernels.supported() is not None, reason="the setting needs an x86-64 CPU with AVX2")
+def test_a_process_says_whether_it_runs_under_the_setting():
+    """The banner line tells a process started under the setting from one that was not, and why."""
+    code = "import torch, numpy; from ace_helpers.kernels import describe; print(describe())"
+    assert _run(code, **kernels.PINNED).startswith("kernels: reproducible")
+    outside = _run(code)
+    assert outside.startswith("kernels: NOT under the reproducible setting") and "ATEN_CPU_CAPABILITY is None" in outside
+    assert "python -m ace_helpers.kernels -- COMMAND" in outside
+    assert _run(code, ACE_KERNELS="native").startswith("kernels: native")
+
+
+def test_the_kernels_command_runs_a_command_under_the_setting_and_checks_its_arguments():
+    code = "import os; print(os.environ.get('ATEN_CPU_CAPABILITY'), os.environ.get('NPY_DISABLE_CPU_FEATURES'))"
+    base = {k: v for k, v in os.environ.items() if k not in kernels.PINNED}
+    out = subprocess.run([sys.executable, "-m", "ace_helpers.kernels", "--", sys.executable, "-c", code],
+                         env=base, capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert out.split(None, 1) == ["avx2", "X86_V4 AVX512_ICL AVX512_SPR\n"] or kernels.supported() is not None
+    done = subprocess.run([sys.executable, "-m", "ace_helpers.kernels", "--compare", "x.txt"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--compare needs --fingerprint" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "ace_helpers.kernels", "--", "no-such-command-here"], capture_output=True, text=True)
+    assert done.returncode == 127 and "no such command 'no-such-command-here'" in done.stderr
+
+
+def test_under_the_setting_every_process_computes_with_one_thread(monkeypatch):
+    """Thread counts change sums, so the reproducible setting overrides TORCH_THREADS and the budget;
+    native honours them."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("ACE_KERNELS", raising=False)
+        monkeypatch.setenv("TORCH_THREADS", "2")
+        assert params.set_threads() == 1 and params.set_threads(2) == 1 and os.environ["OPENBLAS_NUM_THREADS"] == "1"
+        monkeypatch.setenv("ACE_KERNELS", "native")
+        assert params.set_threads() == 2 and os.environ["OPENBLAS_NUM_THREADS"] == "2"
+    finally:
+        torch.set_num_threads(before)
+        params.limit_pools(1)
