@@ -53,7 +53,8 @@
 PRESET = None  # "ci" | "book" | "paper"; None: $ACE_PRESET, else "book"
 OMEGAS = None  # weight decays ω of the ω sweep
 PRIMES = None  # moduli p of the p sweep (primes)
-N_SEEDS = None  # seeds per setting (seeds 42, 43, ...)
+N_SEEDS = None  # seeds per setting (seeds SEED, SEED + 1, ...)
+SEED = None  # first seed of every setting (paper: 42)
 MAX_STEPS = None  # step cap of every run; runs not grokked by then are censored
 EVAL_EVERY = None  # steps between evaluations: the resolution of τ_mem and τ_test
 TRAIN_FRACTION = None  # ω sweep: share of the p² pairs used for training (paper 0.5)

@@ -45,7 +45,7 @@ def grok_unit(
 def grok_tasks(cfg: Params) -> list[Task]:
     """One task per run of chapter 4's sweeps under resolved ``cfg``: the ω sweep, then the p sweep at
     each of its weight decays (``OMEGA_P``, then ``EXTRA_OMEGAS_P``)."""
-    seeds = [gsl.SEED0 + i for i in range(cfg["N_SEEDS"])]
+    seeds = [cfg["SEED"] + i for i in range(cfg["N_SEEDS"])]
     common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"],
               "precision": cfg["PRECISION"]}  # fmt: skip
     fn = "ace_helpers.chapters.sweep:grok_unit"  # not __name__: run as a script, that is "__main__"

@@ -97,6 +97,7 @@ PRESETS: dict[str, dict] = {
         "OMEGAS": [0.5, 1.0, 3.0],
         "PRIMES": [31, 43, 53],
         "N_SEEDS": 1,
+        "SEED": SEED0,
         "MAX_STEPS": 5000,
         "EVAL_EVERY": 10,
         "TRAIN_FRACTION": 0.7,
@@ -113,6 +114,7 @@ PRESETS: dict[str, dict] = {
         "OMEGAS": [0.3, 0.5, 1.0, 1.5, 2.0, 3.0],
         "PRIMES": [31, 43, 53, 61, 79, 89, 101],
         "N_SEEDS": 12,
+        "SEED": SEED0,
         # the paper caps the ω sweep at 20,000 epochs (x 3 steps) and the p sweep at 30,000
         # full-batch epochs; one cap for both here, the larger one
         "MAX_STEPS": 60000,
@@ -156,6 +158,7 @@ def check(p: dict) -> None:
         if len(set(p[name])) != len(p[name]):
             raise ValueError(f"{name}={p[name]!r} is not allowed: {name} must not repeat values")
     p["N_SEEDS"] = check_int("N_SEEDS", p["N_SEEDS"], low=1, high=100)
+    p["SEED"] = check_int("SEED", p["SEED"], low=0, high=2**31 - 1 - 100)
     p["MAX_STEPS"] = check_int("MAX_STEPS", p["MAX_STEPS"], low=1, high=MAX_STEP_CAP)
     p["EVAL_EVERY"] = check_int("EVAL_EVERY", p["EVAL_EVERY"], low=1)
     if p["EVAL_EVERY"] > p["MAX_STEPS"]:
