@@ -202,6 +202,15 @@ def not_tested_records(rows: Any, section: str, trained: str | None = None) -> l
     ]  # fmt: skip
 
 
+def seed_sensitive(held: int, runs: int, values: str) -> str:
+    """The known-gap reason of a claim that holds at some seeds of a preset and fails at others
+    (measured by :mod:`ace_helpers.seed_check`): such a claim is printed with its verdict but not
+    asserted by the preset's test line, since identical kernels fix the machine, not the sample.
+    ``values``: what the seed check measured, per seed."""
+    return (f"seed-sensitive at this preset, so its test line does not assert it: it held at {held} of {runs} "
+            f"seeds of the seed check ({values})")
+
+
 def md_cell(text: Any) -> str:
     """``text`` as one markdown table cell: pipes escaped, line breaks flattened."""
     return str(text).replace("|", "\\|").replace("\n", " ")

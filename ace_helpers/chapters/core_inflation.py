@@ -59,7 +59,7 @@ from ace_helpers.chapters.modadd.reference import (  # noqa: F401 - the referenc
     train_reference,
 )
 from ace_helpers.params import ChapterParams, Params
-from ace_helpers.report import Claims, KnownGaps
+from ace_helpers.report import Claims, KnownGaps, seed_sensitive
 
 PARAMS = ChapterParams("03_core_inflation", config.PRESETS, config.check)
 
@@ -73,6 +73,8 @@ _WD_OFF_GAP = ("without weight decay, removing the energy-rank directions leaves
 #: its 3 models); every mechanism named here is checked by a row of its own.
 KNOWN_GAPS = KnownGaps(
     gaps={
+        "ci": {"suff_flat": seed_sensitive(2, 5, "max/min of the sufficient dim after grokking 1.25, 1.667, 3.25, 2, "
+                                           "1.25 against 1.5")},
         "book": {"nowd_no_inflation": _WD_OFF_GAP},
         config.BOOK_LOOP: {"nowd_no_inflation": _WD_OFF_GAP},
         # the first stored paper run (2 of its 3 models): each model alone, fp32
