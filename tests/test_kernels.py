@@ -99,3 +99,27 @@ def test_under_the_setting_every_process_computes_with_one_thread(monkeypatch):
     finally:
         torch.set_num_threads(before)
         params.limit_pools(1)
+
+
+@pytest.mark.skipif(kernels.supported() is not None, reason="the setting needs an x86-64 CPU with AVX2")
+def test_a_training_chapter_writes_the_same_results_with_one_thread_and_with_two(tmp_path, monkeypatch):
+    """Chapter 1 at the ci preset (it trains its models), executed with TORCH_THREADS=1 and =2 under the
+    setting: the same results.json, timing keys and the output folder aside."""
+    import json
+    import re
+
+    from ace_helpers.artifacts import project_root
+    from ace_helpers.runbook import run_source
+
+    monkeypatch.delenv("ACE_KERNELS", raising=False)
+    timing = re.compile(r"(wall|cpu|train|chain)_s$")
+    seen = []
+    for threads in ("1", "2"):
+        monkeypatch.setenv("TORCH_THREADS", threads)
+        out = tmp_path / threads
+        nb, _ = run_source(project_root() / "notebooks" / "01_markov_cores.py", {"PRESET": "ci", "OUTPUT_DIR": str(out)})
+        assert any("kernels: reproducible" in o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+        results = json.loads((out / "results.json").read_text())
+        results["params"].pop("OUTPUT_DIR")
+        seen.append({k: v for k, v in results.items() if not timing.search(k)})
+    assert seen[0] == seen[1]
