@@ -202,8 +202,10 @@ def params_match(artifact: "Artifact", params: Mapping[str, Any]) -> bool:
 
 def machine() -> dict[str, Any]:
     """What a manifest records of the machine: ``processor``, ``cpus``, the CPU ``model`` (from
-    ``/proc/cpuinfo``, ``""`` where there is none) and ``bf16_kernels`` (``"amx"``,
-    ``"avx512_bf16"`` or ``"emulated"``: bf16 results are bitwise reproducible per kind only)."""
+    ``/proc/cpuinfo``, ``""`` where there is none), ``bf16_kernels`` (``"amx"``,
+    ``"avx512_bf16"`` or ``"emulated"``: bf16 results are bitwise reproducible per kind only) and
+    ``kernels``, the fp32 kernel setting (:func:`ace_helpers.kernels.in_force`)."""
+    from ace_helpers.kernels import in_force
     from ace_helpers.precision import bf16_kernels
 
     model = ""
@@ -212,7 +214,8 @@ def machine() -> dict[str, Any]:
                       if ln.startswith("model name")), "")  # fmt: skip
     except OSError:
         pass
-    return {"processor": platform.machine(), "cpus": os.cpu_count(), "model": model, "bf16_kernels": bf16_kernels()}
+    return {"processor": platform.machine(), "cpus": os.cpu_count(), "model": model, "bf16_kernels": bf16_kernels(),
+            "kernels": in_force()}
 
 
 def save_artifact(

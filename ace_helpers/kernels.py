@@ -121,6 +121,14 @@ def problems() -> list[str]:
     return out
 
 
+def in_force() -> str:
+    """The setting this process computes under, for manifests: ``"reproducible"``, ``"native"``, or
+    ``"not in force"`` (reproducible asked for, but :func:`problems` found a library on another path)."""
+    if mode() == "native":
+        return "native"
+    return "not in force" if problems() else "reproducible"
+
+
 def threads_allowed(requested: int) -> int:
     """The torch / BLAS threads a process may use when ``requested`` are asked for: 1 under the
     reproducible setting (thread counts change sums), ``requested`` under ``native``."""

@@ -123,3 +123,15 @@ def test_a_training_chapter_writes_the_same_results_with_one_thread_and_with_two
         results["params"].pop("OUTPUT_DIR")
         seen.append({k: v for k, v in results.items() if not timing.search(k)})
     assert seen[0] == seen[1]
+
+
+def test_manifests_record_the_kernel_setting(monkeypatch):
+    from ace_helpers.artifacts import machine
+
+    monkeypatch.setenv("ACE_KERNELS", "native")
+    assert machine()["kernels"] == "native"
+    monkeypatch.delenv("ACE_KERNELS")
+    assert machine()["kernels"] == ("reproducible" if not kernels.problems() else "not in force")
+    code = "import torch; from ace_helpers.artifacts import machine; print(machine()['kernels'])"
+    if kernels.supported() is None:
+        assert _run(code, **kernels.PINNED).strip() == "reproducible" and _run(code).strip() == "not in force"
