@@ -129,12 +129,6 @@ def in_force() -> str:
     return "not in force" if problems() else "reproducible"
 
 
-def threads_allowed(requested: int) -> int:
-    """The torch / BLAS threads a process may use when ``requested`` are asked for: 1 under the
-    reproducible setting (thread counts change sums), ``requested`` under ``native``."""
-    return requested if mode() == "native" else 1
-
-
 def describe() -> str:
     """One line for a chapter's setup cell: which setting is in force, and what follows for its numbers."""
     if mode() == "native":
