@@ -28,6 +28,7 @@ from typing import Any
 
 from ace_helpers.artifacts import project_root, write_json
 from ace_helpers.params import PRESET_NAMES, check_choice, check_int
+from ace_helpers.report import md_cell
 
 #: The knobs that seed a chapter's models, prompts and random controls (not its data split).
 SEED_KNOBS: dict[str, tuple[str, ...]] = {
@@ -108,8 +109,8 @@ def markdown(stem: str, runs: Sequence[Mapping[str, Any]], rows: Sequence[Mappin
     heads = [", ".join(f"{k} {v}" for k, v in r["knobs"].items()) for r in runs]
     lines = [f"### {stem}", "", "| claim | rule | " + " | ".join(heads) + " | held |", "|---|---|" + "---|" * (len(runs) + 1)]
     for r in rows:
-        cells = [f"{marks[v]} {o}" for v, o in zip(r["verdicts"], r["ours"])]
-        lines.append(f"| {r['claim']} | {r['rule']} | " + " | ".join(c.replace("|", "\\|") for c in cells) + f" | {r['held']} of {r['tested']} |")
+        cells = [md_cell(r["claim"]), md_cell(r["rule"]), *(md_cell(f"{marks[v]} {o}") for v, o in zip(r["verdicts"], r["ours"]))]
+        lines.append("| " + " | ".join(cells) + f" | {r['held']} of {r['tested']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -61,11 +61,11 @@ KNOWN_GAPS = KnownGaps({
                       "(diagnosis row); and the slope over the larger primes {large} is {b_large:.2f}, further from −1 "
                       "than over all primes (diagnosis row): τ falls faster than 1/p here and the excess does not fade "
                       "with p. The paper's primes 79–101 are not in this preset",
-        # measured on an AMD EPYC (AVX512, no AMX): the run's fp32 sums differ from those of the Intel machine that
-        # stored the earlier book run, and these two claims sit on their thresholds at this preset
-        "omega_monotone": "two seeds per setting and τ resolved to EVAL_EVERY steps: the last two ω means lie within "
-                          "that resolution of each other; at the paper's settings (12 seeds, τ exact to the step; the "
-                          "section below) the mean delay falls at every step",
+        # measured under the reproducible kernels (the same on every x86-64 CPU with AVX2)
+        "omega_monotone": "two seeds per setting: at ω = 3 they grok after 500 and 110 steps, at ω = 2 after 360 and "
+                          "190, so the last mean (305) rises 30 steps above the one before (275) inside a seed scatter "
+                          "ten times as wide; at the paper's settings (12 seeds, τ exact to the step; the section "
+                          "below) the mean delay falls at every step",
         "p_log_r2": "two seeds per prime at the book's 0.8 split: the seed scatter puts R² on its 0.8 threshold; at "
                     "the paper's settings (the section below: more seeds, primes 31–101) the law's R² is well above it",
     },
