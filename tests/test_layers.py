@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ace_helpers"
 MODULES = sorted(PACKAGE.rglob("*.py"))
-INFRA = {"params", "report", "artifacts", "runbook", "variants"}
+INFRA = {"params", "report", "artifacts", "runbook", "variants", "seed_check"}
 PRESET_NAMES = {"ci", "book", "paper"}
 MAX_LINES = 600
 

@@ -212,7 +212,7 @@ def test_manifest_of_the_wrong_shape_or_incomplete_is_corrupt(tmp_path):
     good = json.loads(manifest.read_text())
     assert artifacts.load_artifact(tmp_path, "a", {"k": 1}) is not None
     assert "node" not in good["machine"]  # no hostname in what we commit
-    assert set(good["machine"]) == {"processor", "cpus", "model", "bf16_kernels"}  # which kernels bf16 results came from
+    assert set(good["machine"]) == {"processor", "cpus", "model", "bf16_kernels", "kernels"}  # which kernels bf16 results came from
     assert good["machine"]["bf16_kernels"] in ("amx", "avx512_bf16", "emulated")
     for bad in ([1, 2], {"manifest_version": 1, "params": {"k": 1}, "files": [1]}, "text"):
         manifest.write_text(json.dumps(bad))
