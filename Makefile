@@ -7,8 +7,10 @@ STAMP := $(VENV)/.installed
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# the LLMs' float32 caches, built once from the bundled GGUF files (ace_helpers.llm.cache_dir)
+export ACE_CACHE_DIR ?= $(abspath .cache/models)
 PRESET ?= book
-# Every command that computes starts under the reproducible kernels (ace_helpers/kernels.py: the AVX2 code
+# Every command that computes starts under the reproducible kernels (ace_helpers/repro/kernels.py: the AVX2 code
 # paths of torch, MKL, oneDNN, OpenBLAS and numpy, one thread per process); ACE_KERNELS=native opts out.
 KERNELS = $(PY) -m ace_helpers.kernels --
 # notebooks executed at once by `make notebooks` (each with cores // JOBS torch threads)

@@ -10,7 +10,7 @@ import importlib
 import warnings
 from typing import Any
 
-from ace_helpers.compare import (
+from ace_helpers.method.compare import (
     aligned_correlations,
     aligned_spearman,
     cca,
@@ -18,14 +18,8 @@ from ace_helpers.compare import (
     projector_overlap,
     weight_cosine,
 )
-from ace_helpers.core import Core, GramianAccumulator, extract_core, extract_core_from_gramians
-from ace_helpers.operators import (
-    fit_dynamics,
-    fit_shift_operator,
-    match_eigenvalues,
-    near_unit_circle,
-    rotational_modes,
-)
+from ace_helpers.method.core import Core, GramianAccumulator, extract_core, extract_core_from_gramians
+from ace_helpers.method.operators import fit_dynamics, fit_shift_operator, match_eigenvalues, near_unit_circle, rotational_modes
 
 __version__ = "0.1.0"
 
@@ -33,10 +27,10 @@ __version__ = "0.1.0"
 warnings.filterwarnings("ignore", message="IProgress not found")
 
 _LAZY_FUNCTIONS = {
-    "capture": "ace_helpers.interventions",
-    "run_with_core": "ace_helpers.interventions",
-    "run_with_edit": "ace_helpers.interventions",
-    "accuracy_under": "ace_helpers.interventions",
+    "capture": "ace_helpers.method.interventions",
+    "run_with_core": "ace_helpers.method.interventions",
+    "run_with_edit": "ace_helpers.method.interventions",
+    "accuracy_under": "ace_helpers.method.interventions",
 }
 
 __all__ = [

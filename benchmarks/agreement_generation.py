@@ -22,10 +22,14 @@ import time
 import numpy as np
 import torch
 
-from ace_helpers import llm, params
+from ace_helpers import llm
 from ace_helpers.chapters import llm_agreement as A
-from ace_helpers.tasks.agreement import GENERATION_PROMPTS, agreement_split, vocabulary
-from tests.reference import sample_top_k_full_vocabulary, steered_generate_full_runs  # run as a module from the project root (see Usage)
+from ace_helpers.llm.agreement import GENERATION_PROMPTS, agreement_split, vocabulary
+from ace_helpers.repro import params, thread_pools
+from tests.reference import (  # run as a module from the project root (see Usage)
+    sample_top_k_full_vocabulary,
+    steered_generate_full_runs,
+)
 
 
 def main() -> None:
@@ -41,7 +45,7 @@ def main() -> None:
         lm, tok = llm.tiny_model("llama", words=vocabulary(), n_layers=4, d_model=64)
     else:
         lm, tok = llm.load_model(args.model)
-    threads = params.set_threads()
+    threads = thread_pools.set_threads()
     layer = args.layer or llm.n_layers(lm)
     core = A.layer_cores(A.collect_states(lm, tok, agreement_split(100, seed=0).train_prompts, [layer], batch_size=50))[0]
     rows = [p for p in GENERATION_PROMPTS for _ in range(args.samples)]

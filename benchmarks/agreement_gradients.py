@@ -19,9 +19,10 @@ import time
 
 import numpy as np
 
-from ace_helpers import llm, params
+from ace_helpers import llm
 from ace_helpers.chapters import llm_agreement as A
-from ace_helpers.tasks.agreement import agreement_split, vocabulary
+from ace_helpers.llm.agreement import agreement_split, vocabulary
+from ace_helpers.repro import params, thread_pools
 from tests.reference import collect_states_per_layer  # run as a module from the project root (see Usage)
 
 
@@ -31,7 +32,7 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=20, help="prompts per measurement (even)")
     parser.add_argument("--batch-size", type=int, default=10)
     args = parser.parse_args()
-    params.set_threads()
+    thread_pools.set_threads()
     if args.model == "tiny":
         lm, tok = llm.tiny_model("llama", words=vocabulary(), n_layers=4, d_model=64)
     else:
@@ -40,7 +41,7 @@ def main() -> None:
     data = agreement_split(2 * args.prompts, seed=0)
     prompts = data.train_prompts
     print(f"model {args.model}: {len(layers)} layers, {len(prompts)} prompts, batch {args.batch_size}, "
-          f"{params.set_threads()} torch thread(s)")
+          f"{thread_pools.set_threads()} torch thread(s)")
 
     start = time.perf_counter()
     ours = A.collect_states(lm, tok, prompts, layers, batch_size=args.batch_size)

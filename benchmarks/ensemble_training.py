@@ -3,9 +3,9 @@
 Both sides train the same members (p = 53, the one-layer sweep model, batch 512, AdamW
 lr 1e-3, one weight decay per member) for the same number of optimizer steps:
 
-* one-by-one: ``ace_helpers.train.train_lm`` on each ``ToyTransformer`` in turn (stock
+* one-by-one: ``ace_helpers.toys.train.train_lm`` on each ``ToyTransformer`` in turn (stock
   ``nn.TransformerEncoderLayer``, ``torch.optim.AdamW``);
-* ensemble: ``ace_helpers.ensemble.train_ensemble`` on all members at once.
+* ensemble: ``ace_helpers.toys.ensemble.train_ensemble`` on all members at once.
 
 Measured side by side in one run, at 1 and at 2 torch threads, repeated ``--repeats`` times
 with the order alternated (the machine is shared, so the best of the repeats is reported).
@@ -25,11 +25,11 @@ import time
 
 import torch
 
-from ace_helpers.ensemble import train_ensemble
 from ace_helpers.chapters.grokking_scaling_law import sweep_config
-from ace_helpers.models import build_model
-from ace_helpers.tasks.modadd import modadd_dataset
-from ace_helpers.train import train_lm
+from ace_helpers.toys.ensemble import train_ensemble
+from ace_helpers.toys.models import build_model
+from ace_helpers.toys.tasks.modadd import modadd_dataset
+from ace_helpers.toys.train import train_lm
 
 
 def one_by_one(data, config, seeds, wds, epochs: int, batch: int) -> float:

@@ -15,7 +15,7 @@ import tracemalloc
 
 import numpy as np
 
-from ace_helpers.core import GramianAccumulator
+from ace_helpers.method.core import GramianAccumulator
 
 
 def batches(rows: int, dim: int, batch: int, seed: int = 0):

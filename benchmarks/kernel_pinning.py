@@ -1,6 +1,6 @@
 """What the reproducible kernels cost: the chapters' trainers and ACE, pinned to AVX2 vs this CPU's native kernels.
 
-The reproducible setting (:mod:`ace_helpers.kernels`) makes torch, MKL, oneDNN, OpenBLAS and numpy
+The reproducible setting (:mod:`ace_helpers.repro.kernels`) makes torch, MKL, oneDNN, OpenBLAS and numpy
 run their AVX2 code paths on every CPU, so that an AVX-512 or AMX machine computes what an
 AVX2-only machine computes.  On a CPU with wider instructions that can cost time.  The variables
 are read when the libraries load, so each measurement runs in a fresh child process, started with
@@ -34,8 +34,9 @@ WORKLOADS = ("modadd", "markov", "ace")
 
 def _train_seconds(model: str, steps: int) -> float:
     """Seconds per training step of ``model``'s ensemble (one warm-up epoch of 2 steps first)."""
-    from ace_helpers.ensemble_trainer import EnsembleTrainer
     from trainer_fusion import SETUPS, batch
+
+    from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
 
     config, inputs, targets, members, all_positions = batch(model)
     rows = SETUPS[model][1]
@@ -53,7 +54,7 @@ def _ace_seconds() -> float:
     """Seconds of one ACE extraction on fixed (8000, 512) states and (8000, 16, 512) Jacobians."""
     import numpy as np
 
-    from ace_helpers.core import extract_core
+    from ace_helpers.method.core import extract_core
 
     rng = np.random.default_rng(0)
     h, j = rng.standard_normal((8000, 512)), rng.standard_normal((8000, 16, 512))
@@ -65,8 +66,8 @@ def _ace_seconds() -> float:
 
 def child(workload: str) -> None:
     """Time ``workload`` in this process (under whatever setting it was started with); print JSON."""
-    from ace_helpers.kernels import describe, problems
-    from ace_helpers.params import set_threads
+    from ace_helpers.repro.kernels import describe, problems
+    from ace_helpers.repro.thread_pools import set_threads
 
     set_threads(1)
     seconds = _ace_seconds() if workload == "ace" else _train_seconds(workload, steps=8 if workload == "modadd" else 40)
@@ -75,7 +76,7 @@ def child(workload: str) -> None:
 
 def measure(workload: str, setting: str) -> float:
     """Run one child for ``workload`` under ``setting`` (``"pinned"`` or ``"native"``); its seconds."""
-    from ace_helpers.kernels import PINNED, environment
+    from ace_helpers.repro.kernels import PINNED, environment
 
     base = {k: v for k, v in os.environ.items() if k not in (*PINNED, "ACE_KERNELS")}
     env = environment(base) if setting == "pinned" else base | {"ACE_KERNELS": "native"}
@@ -99,9 +100,10 @@ def main() -> None:
     if args.child:
         child(args.child)
         return
-    from ace_helpers.artifacts import write_report
-    from ace_helpers.kernels import supported
-    from ace_helpers.precision import cpu_flags, machine_line
+    from ace_helpers.repro.artifacts import write_report
+    from ace_helpers.repro.kernels import supported
+    from ace_helpers.repro.machine import machine_line
+    from ace_helpers.toys.precision import cpu_flags
 
     if supported() is not None:
         raise SystemExit(f"the reproducible kernels need an x86-64 CPU with AVX2: {supported()}")

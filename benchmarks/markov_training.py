@@ -3,7 +3,7 @@
 Three ways to train the same N seeds on the paper's Markov data (3000 sequences of length 32,
 batch 64, AdamW lr 1e-4, d_model 64):
 
-* ``sequential``: ``ace_helpers.train.train_lm`` on each ``ToyTransformer`` (nn.Module path);
+* ``sequential``: ``ace_helpers.toys.train.train_lm`` on each ``ToyTransformer`` (nn.Module path);
 * ``ensemble1``:  the stacked ``ToyEnsemble`` code, one seed at a time;
 * ``ensemble``:   all seeds stacked in one ``ToyEnsemble`` (batched matmuls, one Python loop).
 
@@ -19,8 +19,8 @@ import statistics
 import time
 
 from ace_helpers.chapters.markov_cores import model_seeds, train_models
-from ace_helpers.params import set_threads
-from ace_helpers.tasks.markov import PAPER_CHAIN, markov_dataset
+from ace_helpers.repro.thread_pools import set_threads
+from ace_helpers.toys.tasks.markov import PAPER_CHAIN, markov_dataset
 
 METHODS = ("sequential", "ensemble1", "ensemble")
 

@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from ace_helpers import llm
-from ace_helpers.params import set_threads
-from ace_helpers.artifacts import write_report
-from ace_helpers.precision import machine_line
+from ace_helpers.repro.artifacts import write_report
+from ace_helpers.repro.machine import machine_line
+from ace_helpers.repro.thread_pools import set_threads
 
 
 def build(name: str, cache: Path, *, shared: bool) -> float:

@@ -33,8 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ace_helpers.artifacts import write_report
-from ace_helpers.precision import machine_line
+from ace_helpers.repro.artifacts import write_report
+from ace_helpers.repro.machine import machine_line
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_markov_cores.ipynb"

@@ -3,7 +3,7 @@
 The per-checkpoint analysis of the modular-addition chapters needs keep-only and core-removed
 accuracy for every candidate rank (to find the necessary and sufficient dimensions).  The naive
 way runs the model once per rank and mode with a forward hook that projects layer 2's output;
-``ace_helpers.scans.rank_scan`` computes all ranks at once from the layer-2 activations,
+``ace_helpers.method.scans.rank_scan`` computes all ranks at once from the layer-2 activations,
 because the tail after layer 2 is only ``lm_head``.  Both are timed here in one run, on the same
 model and test split, and their accuracies are compared.
 
@@ -20,11 +20,11 @@ import torch
 
 from ace_helpers.chapters.modadd.analysis import last_token_activations
 from ace_helpers.chapters.modadd.config import model_config
-from ace_helpers.core import extract_core
-from ace_helpers.models import build_model
-from ace_helpers.params import set_threads
-from ace_helpers.scans import rank_scan
-from ace_helpers.tasks.modadd import modadd_dataset
+from ace_helpers.method.core import extract_core
+from ace_helpers.method.scans import rank_scan
+from ace_helpers.repro.thread_pools import set_threads
+from ace_helpers.toys.models import build_model
+from ace_helpers.toys.tasks.modadd import modadd_dataset
 
 
 @torch.no_grad()
@@ -52,7 +52,7 @@ def nnsight_scan(model, inputs, targets, core) -> tuple[np.ndarray, np.ndarray]:
     """One nnsight ``run_with_core`` trace per rank and mode (ranks 1..D)."""
     import nnsight
 
-    from ace_helpers.interventions import run_with_core
+    from ace_helpers.method.interventions import run_with_core
 
     wrapped = nnsight.NNsight(model)
     keep, remove = [np.nan], [np.nan]

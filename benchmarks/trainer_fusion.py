@@ -1,6 +1,6 @@
 """How much fused kernels could still gain: the ensemble's training step eager vs ``torch.compile``, side by side.
 
-The ensemble trainer (:mod:`ace_helpers.ensemble`) runs eager PyTorch: every elementwise op
+The ensemble trainer (:mod:`ace_helpers.toys.ensemble`) runs eager PyTorch: every elementwise op
 (bias, ReLU, dropout, residual, layer norm, their gradients) is its own pass over memory, and on
 a 2-core machine those passes, not the matrix products, are what a training step waits for.  A
 fusing compiler (``torch.compile``, TorchInductor, which needs a C++ compiler) merges them.  This
@@ -37,16 +37,17 @@ from collections.abc import Callable
 
 import torch
 
-from ace_helpers.artifacts import write_report
 from ace_helpers.chapters.markov_cores import toy_config
 from ace_helpers.chapters.modadd.config import model_config
-from ace_helpers.ensemble import DROPOUT_SEED_OFFSET, ToyEnsemble
-from ace_helpers.ensemble_trainer import member_losses
-from ace_helpers.models import ToyConfig
-from ace_helpers.params import set_threads
-from ace_helpers.precision import describe, machine_line
-from ace_helpers.tasks.markov import PAPER_CHAIN, markov_dataset
-from ace_helpers.tasks.modadd import modadd_dataset
+from ace_helpers.repro.artifacts import write_report
+from ace_helpers.repro.machine import machine_line
+from ace_helpers.repro.thread_pools import set_threads
+from ace_helpers.toys.ensemble import DROPOUT_SEED_OFFSET, ToyEnsemble
+from ace_helpers.toys.ensemble_trainer import member_losses
+from ace_helpers.toys.models import ToyConfig
+from ace_helpers.toys.precision import describe
+from ace_helpers.toys.tasks.markov import PAPER_CHAIN, markov_dataset
+from ace_helpers.toys.tasks.modadd import modadd_dataset
 
 #: (members, batch rows, loss at every position?) per model
 SETUPS = {"modadd": (6, 512, False), "markov": (3, 64, True)}

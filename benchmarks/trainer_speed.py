@@ -42,13 +42,14 @@ from torch import nn
 from ace_helpers.chapters.grokking_scaling_law import sweep_config
 from ace_helpers.chapters.markov_cores import model_seeds, toy_config, train_models
 from ace_helpers.chapters.modadd.config import model_config
-from ace_helpers.ensemble import train_ensemble
-from ace_helpers.ensemble_trainer import EnsembleTrainer
-from ace_helpers.models import ToyConfig, build_model
-from ace_helpers.precision import describe, machine_line
-from ace_helpers.tasks.markov import PAPER_CHAIN, markov_dataset
-from ace_helpers.tasks.modadd import modadd_dataset
-from ace_helpers.train import train_lm
+from ace_helpers.repro.machine import machine_line
+from ace_helpers.toys.ensemble import train_ensemble
+from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
+from ace_helpers.toys.models import ToyConfig, build_model
+from ace_helpers.toys.precision import describe
+from ace_helpers.toys.tasks.markov import PAPER_CHAIN, markov_dataset
+from ace_helpers.toys.tasks.modadd import modadd_dataset
+from ace_helpers.toys.train import train_lm
 
 P, BATCH, LR = 53, 512, 1e-3
 
@@ -257,7 +258,7 @@ def main() -> None:
 
 
     if args.out:
-        from ace_helpers.artifacts import atomic_write_bytes
+        from ace_helpers.repro.artifacts import atomic_write_bytes
 
         atomic_write_bytes(Path(args.out), ("\n".join(REPORT) + "\n").encode())
 

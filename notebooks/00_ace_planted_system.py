@@ -52,16 +52,15 @@ OUTPUT_DIR = None  # where results.json goes; None: outputs/00_ace_planted_syste
 
 # %% tags=["hide-input"]
 from IPython.display import Markdown, display
-
 from myst_nb import glue
 
-from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import ace_planted_system as chapter
-from ace_helpers.plots import ace_planted_system as plots
-from ace_helpers.plots.style import set_style
+from ace_helpers.chapters.ace_planted_system import figures as plots
+from ace_helpers.repro import artifacts, params, report, session
+from ace_helpers.repro.style import set_style
 
 cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-params.begin(cfg)
+session.begin(cfg)
 set_style()
 
 # %% [markdown]

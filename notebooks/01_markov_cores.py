@@ -75,18 +75,17 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
-
 from myst_nb import glue
 
-from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import markov_cores as chapter
-from ace_helpers.plots import markov_cores as plots
-from ace_helpers.plots.style import set_style
-from ace_helpers.tasks.markov import chain_summary
+from ace_helpers.chapters.markov_cores import figures as plots
+from ace_helpers.repro import artifacts, params, report, session
+from ace_helpers.repro.style import set_style
+from ace_helpers.toys.tasks.markov import chain_summary
 
 start_time, start_cpu = time.perf_counter(), time.process_time()
 cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-params.begin(cfg)
+session.begin(cfg)
 set_style()
 
 # %% [markdown]
@@ -118,7 +117,7 @@ print(f"Bayes accuracy {chain['bayes_acc']:.4f}; oracle R² {chain['r2_oracle']:
 #    settings that is 3000 × 31 = 93,000 rows of dimension 64. The capture goes through
 #    `nnsight.NNsight`.
 # 3. It runs ACE with each tail and ablates the cores inside the model with
-#    `ace_helpers.interventions`.
+#    `ace_helpers.method.interventions`.
 # 4. It fits the core dynamics z_{t+1} ≈ A z_t over sequence positions and compares the seeds.
 
 # %%

@@ -86,17 +86,16 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
-
 from myst_nb import glue
 
-from ace_helpers import artifacts, params, report, variants
 from ace_helpers.chapters import core_inflation as chapter
-from ace_helpers.plots import core_inflation as plots
-from ace_helpers.plots.style import set_style
+from ace_helpers.chapters.core_inflation import figures as plots
+from ace_helpers.repro import artifacts, params, report, session, variants
+from ace_helpers.repro.style import set_style
 
 T0 = time.perf_counter()
 cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-params.begin(cfg)
+session.begin(cfg)
 set_style()
 
 # %% [markdown]

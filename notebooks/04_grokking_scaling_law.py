@@ -29,7 +29,7 @@
 #
 # τ_mem is the first evaluated step with train accuracy ≥ 0.99, τ_test the first with test
 # accuracy ≥ 0.99, and **τ_grok = τ_test − τ_mem**. All seeds and ω values of one p train together
-# as one vectorised ensemble (`ace_helpers.ensemble`); a run leaves the ensemble once it has
+# as one vectorised ensemble (`ace_helpers.toys.ensemble`); a run leaves the ensemble once it has
 # grokked, or is *censored* at the step cap (reported, not dropped).
 #
 # ```{admonition} The paper's claim, and what this run finds
@@ -73,17 +73,16 @@ import time
 
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
-
 from myst_nb import glue
 
-from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import grokking_scaling_law as chapter
-from ace_helpers.plots import grokking_scaling_law as plots
-from ace_helpers.plots.style import set_style
+from ace_helpers.chapters.grokking_scaling_law import figures as plots
+from ace_helpers.repro import artifacts, params, report, session
+from ace_helpers.repro.style import set_style
 
 T0 = time.perf_counter()
 cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-params.begin(cfg)
+session.begin(cfg)
 set_style()
 
 # %% [markdown]

@@ -75,17 +75,16 @@ import time
 
 import numpy as np
 from IPython.display import Markdown, display
-
 from myst_nb import glue
 
-from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import llm_agreement as chapter
-from ace_helpers.plots import llm_agreement as plots
-from ace_helpers.tasks.agreement import DEMO_PROMPTS, agreement_split
+from ace_helpers.chapters.llm_agreement import figures as plots
+from ace_helpers.llm.agreement import DEMO_PROMPTS, agreement_split
+from ace_helpers.repro import artifacts, params, report, session
 
 T0 = time.perf_counter()
 cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-params.begin(cfg)
+session.begin(cfg)
 
 # %% [markdown]
 # ## Data

@@ -81,16 +81,15 @@ OUTPUT_DIR = None  # where results.json goes; None: outputs/07_core_stitching
 import time
 
 from IPython.display import Markdown, display
-
 from myst_nb import glue
 
-from ace_helpers import artifacts, params, report
 from ace_helpers.chapters import core_stitching as chapter
-from ace_helpers.plots import core_stitching as plots
-from ace_helpers.plots.style import set_style
+from ace_helpers.chapters.core_stitching import figures as plots
+from ace_helpers.repro import artifacts, params, report, session
+from ace_helpers.repro.style import set_style
 
 cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-params.begin(cfg)
+session.begin(cfg)
 set_style()
 start_time, start_cpu = time.perf_counter(), time.process_time()
 

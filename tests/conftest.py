@@ -9,14 +9,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 def pytest_configure(config):
-    from ace_helpers.kernels import apply
-    from ace_helpers.params import set_threads
+    from ace_helpers.repro.kernels import apply
+    from ace_helpers.repro.thread_pools import set_threads
 
     apply()  # the notebook kernels and test workers started from here compute under the reproducible kernels
     set_threads()
 
 
 def pytest_report_header(config):
-    from ace_helpers.kernels import describe
+    from ace_helpers.repro.kernels import describe
 
     return describe()

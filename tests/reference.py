@@ -12,7 +12,7 @@ def train_ensemble_all_positions(cfg, inputs, targets, seeds, *, epochs, batch_s
     import torch
     from torch.nn import functional as F
 
-    from ace_helpers.ensemble import EnsembleAdamW, ToyEnsemble
+    from ace_helpers.toys.ensemble import EnsembleAdamW, ToyEnsemble
 
     n_members = len(seeds)
     n, vocab = inputs.shape[0], cfg.vocab
@@ -54,7 +54,7 @@ def collect_states_per_layer(lm, tokenizer, prompts, layers, *, batch_size=25):
 
     from ace_helpers import llm
     from ace_helpers.chapters.llm_agreement import States
-    from ace_helpers.tasks.agreement import margin, verb_token_ids
+    from ace_helpers.llm.agreement import margin, verb_token_ids
 
     ids = verb_token_ids(tokenizer)
     model = llm.torch_module(lm)
@@ -91,7 +91,7 @@ def collect_states_per_layer(lm, tokenizer, prompts, layers, *, batch_size=25):
 
 
 # --------------------------------------------------------------------------------------------
-# the rank scan done the slow way (ace_helpers.scans.rank_scan batches every rank at once)
+# the rank scan done the slow way (ace_helpers.method.scans.rank_scan batches every rank at once)
 # --------------------------------------------------------------------------------------------
 def naive_rank_scan(H, W, b, Q, y):
     """Keep-only / core-removed accuracy at every rank r = 0..R: one projection + readout per rank."""
@@ -119,9 +119,10 @@ def steered_generate_full_runs(lm, tok, prompts, layer, core, *, n_new, seed=Non
     import numpy as np
     import torch
 
-    from ace_helpers import interventions, llm
+    from ace_helpers import llm
     from ace_helpers.chapters.llm_agreement.generation import sample_top_k
-    from ace_helpers.tasks.agreement import copula_margin, verb_token_ids
+    from ace_helpers.llm.agreement import copula_margin, verb_token_ids
+    from ace_helpers.method import interventions
 
     ids = verb_token_ids(tok)
     path = llm.block_paths(lm)[layer - 1]

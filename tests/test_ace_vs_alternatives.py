@@ -1,4 +1,4 @@
-"""Chapter 6 (ace_helpers.chapters.ace_vs_alternatives) and the alternative methods (ace_helpers.subspaces)."""
+"""Chapter 6 (ace_helpers.chapters.ace_vs_alternatives) and the alternative methods (ace_helpers.method.subspaces)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ace_helpers import subspaces as sub
 from ace_helpers.chapters import ace_vs_alternatives as chapter
-from ace_helpers.report import NOT_REPRODUCED
-from ace_helpers.tasks.planted import planted_system
+from ace_helpers.method import subspaces as sub
+from ace_helpers.repro.report import NOT_REPRODUCED
+from ace_helpers.toys.tasks.planted import planted_system
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "book" / "results" / f"{chapter.NOTEBOOK}.json"
@@ -104,7 +104,7 @@ def _stored():
 
 
 def test_stored_verdicts_rebuild_from_the_stored_numbers() -> None:
-    from ace_helpers.report import not_tested_records
+    from ace_helpers.repro.report import not_tested_records
 
     stored, cfg = _stored()
     claims, not_tested = chapter.build_claims(stored, cfg)
@@ -117,7 +117,7 @@ def test_stored_verdicts_rebuild_from_the_stored_numbers() -> None:
 
 
 # -------------------- the LLM part (subject–verb agreement) -----------------------------------
-from ace_helpers.chapters import ace_vs_alternatives_llm as llm_part  # noqa: E402
+from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part  # noqa: E402
 
 
 def test_das_margin_basis_keeps_the_margin_sign_of_a_linear_readout() -> None:
@@ -135,7 +135,7 @@ def test_das_margin_basis_keeps_the_margin_sign_of_a_linear_readout() -> None:
 @pytest.fixture(scope="module")
 def tiny_llm_run():
     from ace_helpers import llm
-    from ace_helpers.tasks import agreement as ag
+    from ace_helpers.llm import agreement as ag
 
     lm, tok = llm.tiny_model("llama", words=ag.vocabulary(), n_layers=2, seed=2)
     data = ag.agreement_split(40, 0)

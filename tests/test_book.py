@@ -7,7 +7,7 @@ import nbformat
 import pytest
 import yaml
 
-from ace_helpers import runbook
+from ace_helpers.repro import runbook
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = runbook.notebook_sources(ROOT)

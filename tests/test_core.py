@@ -6,8 +6,8 @@ import torch
 from scipy.stats import special_ortho_group
 
 from ace_helpers import GramianAccumulator, extract_core, extract_core_from_gramians, projector_overlap
-from ace_helpers.baselines import jacobian_directions, pca_directions
-from ace_helpers.tasks.planted import planted_system
+from ace_helpers.method.baselines import jacobian_directions, pca_directions
+from ace_helpers.toys.tasks.planted import planted_system
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ace_helpers import report
 from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.chapters.modadd import analysis
-from ace_helpers.operators import class_means
+from ace_helpers.method.operators import class_means
+from ace_helpers.repro import report
 
 PARAMS = chapter.PARAMS
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +151,7 @@ def test_mode_cap():
 
 
 def test_reference_claims_can_fail():
-    from ace_helpers.artifacts import Artifact
+    from ace_helpers.repro.artifacts import Artifact
 
     lrun = _run(42, 21)
     ref = Artifact(data={"epochs": [1000, 4000]}, arrays={"wd/epochs": np.asarray(EPOCHS), "wd/test_acc": lrun.wd["test_acc"][0]},
@@ -201,7 +201,7 @@ def test_ols_modes_are_the_analysis_count_on_the_same_core():
 
 
 def test_reference_rows_are_seeded_and_shaped():
-    from ace_helpers.artifacts import Artifact
+    from ace_helpers.repro.artifacts import Artifact
 
     p = 31
     means = _clock_means(p, [2, 5, 7], dim=24)
@@ -251,7 +251,7 @@ def _records_by_section(result: dict) -> dict[str, list[dict]]:
 
 def test_every_stored_section_rebuilds_from_the_stored_artifacts():
     """The long-run and reference sections (the scorecard tests rebuild the first) from what is committed."""
-    from ace_helpers.report import not_tested_records
+    from ace_helpers.repro.report import not_tested_records
 
     result = _stored()
     cfg = PARAMS.resolve(PRESET="book")
@@ -348,7 +348,7 @@ def test_long_epoch_axes_have_few_thousands_ticks_and_panel_names():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ace_helpers.plots import core_inflation as plots
+    from ace_helpers.chapters.core_inflation import figures as plots
 
     epochs = np.r_[np.arange(0, 2001, 100), np.arange(2500, 20001, 500)]
     core = np.tile(np.linspace(40, 60, len(epochs)), (2, 1))
@@ -376,7 +376,7 @@ def test_fig_2d_panels_show_both_fits_with_their_caps_and_the_reference():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ace_helpers.plots import core_inflation as plots
+    from ace_helpers.chapters.core_inflation import figures as plots
 
     epochs = np.arange(0, 2001, 100)
     core = np.tile(np.linspace(15, 42, len(epochs)), (2, 1))

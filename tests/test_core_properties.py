@@ -5,7 +5,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ace_helpers.core import GramianAccumulator, extract_core
+from ace_helpers.method.core import GramianAccumulator, extract_core
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,4 +1,4 @@
-"""Chapter 7 (ace_helpers.chapters.core_stitching) and the stitching method (ace_helpers.stitching)."""
+"""Chapter 7 (ace_helpers.chapters.core_stitching) and the stitching method (ace_helpers.method.stitching)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from ace_helpers import stitching as st
-from ace_helpers.artifacts import to_plain
 from ace_helpers.chapters import core_stitching as chapter
-from ace_helpers.core import Core
-from ace_helpers.report import NOT_REPRODUCED, REPRODUCED
+from ace_helpers.chapters.toy_models import markov, views
+from ace_helpers.method import stitching as st
+from ace_helpers.method.core import Core
+from ace_helpers.repro.artifacts import to_plain
+from ace_helpers.repro.report import NOT_REPRODUCED, REPRODUCED
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "book" / "results" / f"{chapter.NOTEBOOK}.json"
@@ -103,10 +104,10 @@ def test_bf16_trains_both_tasks_in_bf16(monkeypatch) -> None:
     """PRECISION reaches both trainers (the Markov ensemble and the mod-add ensemble, with its fast kernels) and
     the chapter runs through in bf16."""
     seen = []
-    markov_train, modadd_train = chapter.markov_cores.train_models, chapter.train_ensemble
-    monkeypatch.setattr(chapter.markov_cores, "train_models",
+    markov_train, modadd_train = markov.train_models, views.train_ensemble
+    monkeypatch.setattr(markov, "train_models",
                         lambda *a, **k: seen.append(("markov", k["precision"])) or markov_train(*a, **k))
-    monkeypatch.setattr(chapter, "train_ensemble",
+    monkeypatch.setattr(views, "train_ensemble",
                         lambda *a, **k: seen.append(("modadd", k["precision"], k["fast"])) or modadd_train(*a, **k))
     cfg = chapter.PARAMS.resolve(PRESET="ci", N_TRAIN=300, N_TEST=100, EPOCHS=2, R_MAX=2, MODADD=True, P=11,
                                  MODADD_MAX_STEPS=10, MODADD_R_MAX=2, PRECISION="bf16")
@@ -179,7 +180,7 @@ def _stored():
 
 
 def test_stored_verdicts_rebuild_from_the_stored_numbers() -> None:
-    from ace_helpers.report import not_tested_records
+    from ace_helpers.repro.report import not_tested_records
 
     stored, cfg = _stored()
     claims, not_tested = chapter.build_claims(stored, cfg)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from ace_helpers.core import Core, GramianAccumulator, extract_core, extract_core_from_gramians
+from ace_helpers.method.core import Core, GramianAccumulator, extract_core, extract_core_from_gramians
 
 
 def _core(d: int = 6, r: int = 2) -> Core:

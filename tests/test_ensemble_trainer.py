@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from ace_helpers.ensemble import _dropout
-from ace_helpers.ensemble_trainer import EnsembleTrainer
-from ace_helpers.models import ToyConfig, build_model
-from ace_helpers.params import set_threads
-from ace_helpers.tasks.modadd import modadd_dataset
-from ace_helpers.train import train_lm
+from ace_helpers.repro.thread_pools import set_threads
+from ace_helpers.toys.ensemble import _dropout
+from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
+from ace_helpers.toys.models import ToyConfig, build_model
+from ace_helpers.toys.tasks.modadd import modadd_dataset
+from ace_helpers.toys.train import train_lm
 
 set_threads(1)
 
@@ -169,7 +169,7 @@ PINNED_FAST_LOSSES = [[2.3462678, 2.3650248, 2.3933394], [2.2690039, 2.3171579, 
     ],
 )
 def test_precision_names_the_bf16_kernels_of_the_cpu(monkeypatch, flags, kernels, words):
-    from ace_helpers import precision
+    from ace_helpers.toys import precision
 
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset(flags))
     assert precision.bf16_kernels() == kernels

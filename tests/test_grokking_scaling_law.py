@@ -1,4 +1,4 @@
-"""Chapter 4 (ace_helpers.chapters.grokking_scaling_law): grokking times, censoring, the fits (ace_helpers.fits), knobs, cache, claims."""
+"""Chapter 4 (ace_helpers.chapters.grokking_scaling_law): grokking times, censoring, the fits (ace_helpers.method.fits), knobs, cache, claims."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from ace_helpers.chapters.grokking_scaling_law import (
     setting_stats,
     uncensored,
 )
-from ace_helpers.fits import fit_log_law, fit_log_law_omega, fit_power_law, log_law, log_law_secant, log_slope
-from ace_helpers.plots.grokking_scaling_law import omega_table, p_omega_table, setting_table
-from ace_helpers.params import set_threads
+from ace_helpers.chapters.grokking_scaling_law.figures import omega_table, p_omega_table, setting_table
+from ace_helpers.method.fits import fit_log_law, fit_log_law_omega, fit_power_law, log_law, log_law_secant, log_slope
+from ace_helpers.repro.thread_pools import set_threads
 
 set_threads(1)
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from ace_helpers import extract_core
-from ace_helpers.interventions import accuracy_under, capture, run_with_core, run_with_edit
-from ace_helpers.models import ToyConfig, build_model
+from ace_helpers.method.interventions import accuracy_under, capture, run_with_core, run_with_edit
+from ace_helpers.toys.models import ToyConfig, build_model
 
 
 @pytest.fixture(scope="module")

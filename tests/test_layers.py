@@ -1,7 +1,8 @@
 """The library's layers, read from the imports of every module.
 
-Imports run one way: method (and book infrastructure) <- chapters <- plots <- notebooks.  The
-method layer names no chapter, plot or preset; chapters never import plots.
+Imports run one way: method <- toys, llm <- repro (the book's machinery) <- chapters <- notebooks (the
+contracts themselves: tests/repro/test_import_contracts.py).  Here: the method, toys and llm wings name
+no chapter, book module or preset, and every module is small and says its job.
 """
 
 import ast
@@ -11,7 +12,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ace_helpers"
 MODULES = sorted(PACKAGE.rglob("*.py"))
-INFRA = {"params", "report", "artifacts", "runbook", "variants", "seed_check"}
 PRESET_NAMES = {"ci", "book", "paper"}
 MAX_LINES = 600
 
@@ -24,9 +24,7 @@ def _layer(path: Path) -> str:
     first = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
     if first == "chapters":
         return "chapters"
-    if first == "plots":
-        return "plots"
-    return "infra" if first in INFRA else "method"
+    return "method" if first in ("method", "toys", "llm") else "infra"
 
 
 def _imports(path: Path) -> set[str]:
@@ -54,7 +52,7 @@ def test_imports_run_one_way(path):
 def test_method_layer_has_no_presets(path):
     if _layer(path) != "method":
         return
-    bad = sorted(m for m in _imports(path) if m.startswith(("ace_helpers.plots", "ace_helpers.report", "ace_helpers.runbook")))
+    bad = sorted(m for m in _imports(path) if m.startswith(("ace_helpers.plots", "ace_helpers.repro.report", "ace_helpers.repro.runbook")))
     assert not bad, f"method module {_name(path)} imports book code: {bad}"
     strings = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     assert not strings & PRESET_NAMES, f"method module {_name(path)} names a preset: {sorted(strings & PRESET_NAMES)}"

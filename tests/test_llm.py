@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from ace_helpers import interventions, llm
-from ace_helpers.tasks.agreement import vocabulary
+from ace_helpers import llm
+from ace_helpers.llm.agreement import vocabulary
+from ace_helpers.method import interventions
 
 PROMPTS = ["The keys to the cabinet", "The key near the doors", "There keys near the box"]
 
@@ -240,7 +241,7 @@ def smollm2():
 
 def test_offline_smollm2_loads_and_agrees(smollm2):
     """The cached offline SmolLM2: 30 Llama blocks, single-token verbs, agreement at the top token."""
-    from ace_helpers.tasks.agreement import verb_token_ids
+    from ace_helpers.llm.agreement import verb_token_ids
 
     lm, tok = smollm2
     assert llm.block_paths(lm)[-1] == "model.layers.29" and llm.final_norm_path(lm) == "model.norm"

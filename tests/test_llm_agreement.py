@@ -8,13 +8,13 @@ import re
 import numpy as np
 import pytest
 import torch
-
 from reference import collect_states_per_layer, sample_top_k_full_vocabulary, steered_generate_full_runs
 
-from ace_helpers import interventions, llm
+from ace_helpers import llm
 from ace_helpers.chapters import llm_agreement as A
-from ace_helpers.stats import roc_auc
-from ace_helpers.tasks import agreement as ag
+from ace_helpers.llm import agreement as ag
+from ace_helpers.method import interventions
+from ace_helpers.method.stats import roc_auc
 
 # ----------------------------------------------------------------------------- data
 

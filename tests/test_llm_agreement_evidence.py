@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from ace_helpers import interventions, llm, stats
+from ace_helpers import llm
 from ace_helpers.chapters import llm_agreement as A
-from ace_helpers.tasks import agreement as ag
+from ace_helpers.llm import agreement as ag
+from ace_helpers.method import interventions, stats
 
 # ----------------------------------------------------------------------------- label-preserving nulls
 
@@ -151,8 +152,9 @@ def test_generation_push_and_landing():
 
 @pytest.fixture(scope="module")
 def book():
-    from ace_helpers import runbook
     from pathlib import Path
+
+    from ace_helpers.repro import runbook
 
     stored = runbook.stored_book_results(Path(__file__).resolve().parents[1]).get("05_llm_agreement")
     if stored is None or "smollm2-135m.auc_random_keep" not in stored:

@@ -1,4 +1,4 @@
-"""Tests of the Markov-chain task and the chapter 1 pipeline (ace_helpers.tasks.markov, ace_helpers.chapters.markov_cores)."""
+"""Tests of the Markov-chain task and the chapter 1 pipeline (ace_helpers.toys.tasks.markov, ace_helpers.chapters.markov_cores)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ import pytest
 import torch
 
 from ace_helpers.chapters import markov_cores as markov
-from ace_helpers.models import build_model
-from ace_helpers.plots import markov_cores as mplots
-from ace_helpers.tasks.markov import is_paper_chain, state_r2
-from ace_helpers.models import ToyTransformer
-from ace_helpers.tasks.markov import (
+from ace_helpers.chapters.markov_cores import figures as mplots
+from ace_helpers.toys.models import ToyTransformer, build_model
+from ace_helpers.toys.tasks.markov import (
     PAPER_CHAIN,
     bayes_accuracy,
     chance_accuracy,
+    is_paper_chain,
     markov_dataset,
     nontrivial_eigenvalues,
     oracle_r2,
     sample_sequences,
+    state_r2,
     stationary_distribution,
     validate_transition,
 )

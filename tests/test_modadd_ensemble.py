@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ace_helpers.chapters.modadd import config
-from ace_helpers.chapters.modadd import ensemble_run
+from ace_helpers.chapters.modadd import config, ensemble_run
 from ace_helpers.chapters.modadd.ensemble_run import train_models_together
-from ace_helpers.chapters.modadd.run import load_or_train, run_hash
-from ace_helpers.params import set_threads
+from ace_helpers.chapters.modadd.keys import run_hash
+from ace_helpers.chapters.modadd.run import load_or_train
+from ace_helpers.repro.thread_pools import set_threads
 
 set_threads(1)
 

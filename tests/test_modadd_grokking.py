@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from ace_helpers.chapters.modadd import analysis, config, long_run
+from ace_helpers.chapters.modadd import analysis, config, keys, long_run
 from ace_helpers.chapters.modadd import run as run_mod
 from ace_helpers.chapters.modadd_grokking import PARAMS
-from ace_helpers.core import extract_core
-from ace_helpers.models import build_model
-from ace_helpers.params import is_prime, set_threads
-from ace_helpers.scans import rank_scan
+from ace_helpers.method.core import extract_core
+from ace_helpers.method.scans import rank_scan
+from sympy import isprime as is_prime
+from ace_helpers.repro.thread_pools import set_threads
+from ace_helpers.toys.models import build_model
 
 set_threads(1)
 
@@ -151,8 +152,8 @@ def test_batched_scan_matches_nnsight_run_with_core():
     """The batched scan's keep/remove accuracies equal running the model with the core edited
     through nnsight at layer 2 (``run_with_core``), at several ranks."""
     nnsight = pytest.importorskip("nnsight")
-    from ace_helpers.interventions import run_with_core
-    from ace_helpers.tasks.modadd import modadd_dataset
+    from ace_helpers.method.interventions import run_with_core
+    from ace_helpers.toys.tasks.modadd import modadd_dataset
 
     p = 11
     data = modadd_dataset(p, 0.5, seed=0)
@@ -405,8 +406,8 @@ def test_load_long_run_prefers_finished_models(tmp_path, monkeypatch):
 def test_stored_book_run_loads_without_training():
     """The committed book run keeps its artifact names (run hash over the run knobs) and loads as stored."""
     cfg = PARAMS.resolve(PRESET="book")
-    assert run_mod.run_hash(cfg) == "f2cafda7e9de"
-    assert run_mod.artifact_dir(cfg).parts[-2:] == ("artifacts", "modadd_grokking")
+    assert keys.run_hash(cfg) == "f2cafda7e9de"
+    assert keys.artifact_dir(cfg).parts[-2:] == ("artifacts", "modadd_grokking")
     run = run_mod.load_or_train(cfg, log=None)
     assert run.cached == [True, True] and run.wd.epochs[-1] == 1400
     found = long_run.stored_long_run(cfg)
@@ -447,7 +448,7 @@ def test_the_most_complete_stored_paper_run_is_shown(monkeypatch):
 
 
 def test_two_workers_share_the_cores_when_torch_threads_is_unset(tmp_path, monkeypatch):
-    from ace_helpers.params import cpu_cores
+    from ace_helpers.repro.thread_pools import cpu_cores
 
     monkeypatch.delenv("TORCH_THREADS", raising=False)  # as a user runs `make book`
     cfg = _tiny_cfg(tmp_path, EPOCHS=2, FORK_EPOCH=1)
@@ -462,7 +463,7 @@ def test_two_workers_share_the_cores_when_torch_threads_is_unset(tmp_path, monke
 
 
 from ace_helpers.chapters import modadd_grokking as ch2  # noqa: E402
-from ace_helpers.report import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS, not_tested_records  # noqa: E402
+from ace_helpers.repro.report import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS, not_tested_records  # noqa: E402
 
 
 def _arm(acc, share_ols, share_ridge=None, *, core=None, energy=None, suff=None, r2h=None, rem_energy=None, eig_abs=None, p=53,

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from ace_helpers.chapters.modadd import config, ensemble_run
-from ace_helpers.chapters.modadd.run import run_hash
+from ace_helpers.chapters.modadd.keys import run_hash
 
 
 def test_the_committed_paper_run_is_intact_and_resumable() -> None:
     """The paper run of chapters 2-3 on the ensemble (3 models, bf16) is committed as resume snapshots
     until it finishes, then as one artifact per model: either way it loads, checksums and keys verified."""
-    from ace_helpers.artifacts import load_artifact, project_root
-    from ace_helpers.chapters.modadd.run import artifact_dir, model_key
+    from ace_helpers.chapters.modadd.keys import artifact_dir, model_key
+    from ace_helpers.repro.artifacts import load_artifact, project_root
 
     cfg = config.PARAMS.resolve(PRESET="paper", TRAINER="ensemble", PRECISION="bf16")
     models = list(range(cfg["N_MODELS"]))
@@ -32,8 +32,8 @@ def test_the_stored_paper_sweep_runs_are_intact_and_consistent() -> None:
     """Every run stored for chapter 4's paper protocol is a task of that protocol, loads with its checksums
     and parameters, and its grokking times add up (τ_grok = τ_test − τ_mem; trained to τ_test + STOP_MARGIN)."""
     from ace_helpers.chapters import grokking_scaling_law as gsl
-    from ace_helpers.chapters.sweep import default_store, grok_tasks
-    from ace_helpers.sweeps import stored
+    from ace_helpers.chapters.grokking_scaling_law.sweep import default_store, grok_tasks
+    from ace_helpers.repro.sweeps import stored
 
     cfg = gsl.PARAMS.resolve(PRESET="paper")
     tasks = {t.name: t for t in grok_tasks(cfg)}
@@ -54,8 +54,8 @@ def test_chapter_4_shows_every_stored_paper_sweep_run() -> None:
     """Chapter 4's committed results hold exactly the runs of the paper sweep store (else it is stale)."""
     import json
 
-    from ace_helpers.artifacts import project_root
     from ace_helpers.chapters import grokking_scaling_law as gsl
+    from ace_helpers.repro.artifacts import project_root
 
     stored = gsl.stored_paper_sweeps(gsl.PARAMS.resolve(PRESET="book"))
     result = json.loads((project_root() / "book" / "results" / f"{gsl.NOTEBOOK}.json").read_text())
@@ -67,8 +67,8 @@ def test_chapter_4_shows_every_stored_paper_sweep_run() -> None:
 
 def test_the_paper_runs_table_is_what_the_stored_artifacts_give() -> None:
     """book/paper_runs_table.md (the reproducibility page's table of paper runs) is regenerated, not typed."""
-    from ace_helpers.artifacts import project_root
     from ace_helpers.chapters.paper_runs import paper_runs_markdown
+    from ace_helpers.repro.artifacts import project_root
 
     committed = (project_root() / "book" / "paper_runs_table.md").read_text()
     assert committed == paper_runs_markdown(), "book/paper_runs_table.md is stale: python -m ace_helpers.chapters.paper_runs"

@@ -77,7 +77,7 @@ def _lax_check(values):  # accepts anything for N
 
 
 def test_the_fuzzer_catches_a_knob_that_accepts_anything():
-    from ace_helpers.params import ChapterParams
+    from ace_helpers.repro.params import ChapterParams
 
     lax = ChapterParams("99_lax", {name: {"N": 3} for name in ("ci", "book", "paper")}, _lax_check)
     with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):

@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ace_helpers import artifacts, params
-from ace_helpers.report import Claims
-from ace_helpers.tasks.modadd import modadd_dataset
+from ace_helpers.method import checks
+from ace_helpers.repro import artifacts, params, session, thread_pools
+from ace_helpers.repro.report import Claims
+from ace_helpers.toys.tasks.modadd import modadd_dataset
 
 
 def test_resolve_fills_none_and_explicit_wins():
@@ -25,15 +26,15 @@ def test_resolve_fills_none_and_explicit_wins():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: params.check_int("EPOCHS", 2.5, low=1), "EPOCHS=2.5.*integer"),
-        (lambda: params.check_int("EPOCHS", 0, low=1), r"EPOCHS=0.*\[1, inf\]"),
-        (lambda: params.check_int("N", True), "N=True"),
-        (lambda: params.check_range("ENERGY", 1.5, low=0, high=1, low_open=True), r"ENERGY=1.5.*\(0, 1\]"),
-        (lambda: params.check_range("ENERGY", float("nan"), low=0, high=1), "finite"),
-        (lambda: params.check_prime("P", 51), "P=51.*prime"),
-        (lambda: params.check_choice("TAIL", "raw", ("logits", "centered")), "TAIL='raw'.*logits"),
-        (lambda: params.check_list("PRIMES", 53, params.check_prime), "PRIMES=53.*list"),
-        (lambda: params.check_list("PRIMES", [53, 55], params.check_prime), r"PRIMES\[1\]=55"),
+        (lambda: checks.check_int("EPOCHS", 2.5, low=1), "EPOCHS=2.5.*integer"),
+        (lambda: checks.check_int("EPOCHS", 0, low=1), r"EPOCHS=0.*\[1, inf\]"),
+        (lambda: checks.check_int("N", True), "N=True"),
+        (lambda: checks.check_range("ENERGY", 1.5, low=0, high=1, low_open=True), r"ENERGY=1.5.*\(0, 1\]"),
+        (lambda: checks.check_range("ENERGY", float("nan"), low=0, high=1), "finite"),
+        (lambda: checks.check_prime("P", 51), "P=51.*prime"),
+        (lambda: checks.check_choice("TAIL", "raw", ("logits", "centered")), "TAIL='raw'.*logits"),
+        (lambda: checks.check_list("PRIMES", 53, checks.check_prime), "PRIMES=53.*list"),
+        (lambda: checks.check_list("PRIMES", [53, 55], checks.check_prime), r"PRIMES\[1\]=55"),
     ],
 )
 def test_checks_name_the_parameter(call, match):
@@ -41,8 +42,15 @@ def test_checks_name_the_parameter(call, match):
         call()
 
 
-def test_primes():
-    assert [n for n in range(30) if params.is_prime(n)] == [2, 3, 5, 7, 11, 13, 17, 19, 23, 29]
+def test_check_prime_takes_primes_only():
+    assert [n for n in range(3, 30) if _is_allowed_prime(n)] == [3, 5, 7, 11, 13, 17, 19, 23, 29]
+
+
+def _is_allowed_prime(n: int) -> bool:
+    try:
+        return checks.check_prime("P", n) == n
+    except ValueError:
+        return False
 
 
 def test_modadd_split_is_fixed_and_complete():
@@ -135,8 +143,8 @@ def test_atomic_write_uses_normal_permissions(tmp_path):
 
 
 def _toy_check(values):
-    params.check_int("N", values["N"], low=1, high=100)
-    values["ITEMS"] = list(params.check_list("ITEMS", values["ITEMS"], lambda n, v: params.check_int(n, v)))
+    checks.check_int("N", values["N"], low=1, high=100)
+    values["ITEMS"] = list(checks.check_list("ITEMS", values["ITEMS"], lambda n, v: checks.check_int(n, v)))
 
 
 def _toy_chapter():
@@ -190,11 +198,11 @@ def test_output_dir_is_checked_before_compute(tmp_path):
 def test_torch_threads_variable_is_checked(monkeypatch):
     monkeypatch.setenv("TORCH_THREADS", "abc")
     with pytest.raises(ValueError, match="TORCH_THREADS='abc'.*positive integer"):
-        params.set_threads()
+        thread_pools.set_threads()
 
 
 def test_known_gaps_apply_only_to_the_presets_own_run():
-    from ace_helpers.report import KnownGaps
+    from ace_helpers.repro.report import KnownGaps
 
     chapter = _toy_chapter()
     gaps = KnownGaps({"book": {"claim_a": "measured reason", "m1:claim_b": "per model"}}, run_knobs=("N",))
@@ -225,12 +233,12 @@ def test_manifest_of_the_wrong_shape_or_incomplete_is_corrupt(tmp_path):
 def test_a_new_run_clears_the_previous_results(tmp_path, capsys):
     chapter = _toy_chapter()
     artifacts.write_results(tmp_path, {"x": 1}, {"SEED": 0})
-    params.begin(chapter.resolve(PRESET="ci", OUTPUT_DIR=str(tmp_path)))
+    session.begin(chapter.resolve(PRESET="ci", OUTPUT_DIR=str(tmp_path)))
     assert not (tmp_path / "results.json").exists() and "removed the previous run" in capsys.readouterr().out
 
 
 def test_claim_records_and_the_scorecard_table(tmp_path):
-    from ace_helpers.report import NOT_TESTED, Claims, not_tested_records, scorecard_markdown, scorecard_rows
+    from ace_helpers.repro.report import NOT_TESTED, Claims, not_tested_records, scorecard_markdown, scorecard_rows
 
     claims = Claims()
     claims.check("holds | with a pipe", "paper 1", 1.0, True)
@@ -258,7 +266,7 @@ def test_claim_records_and_the_scorecard_table(tmp_path):
 
 
 def _threads_in_worker(workers: int) -> int:
-    return params.set_threads(workers=workers)
+    return thread_pools.set_threads(workers=workers)
 
 
 def test_thread_budget_in_parallel_workers(monkeypatch):
@@ -266,7 +274,7 @@ def test_thread_budget_in_parallel_workers(monkeypatch):
 
     monkeypatch.delenv("TORCH_THREADS", raising=False)
     monkeypatch.setenv("ACE_KERNELS", "native")  # the budget; the reproducible kernels compute with 1 thread
-    cores = params.cpu_cores()
+    cores = thread_pools.cpu_cores()
     with mp.get_context("spawn").Pool(2) as pool:  # fresh interpreters, as the chapters' workers
         inside = pool.map(_threads_in_worker, [2, 2])
     assert inside == [max(1, cores // 2)] * 2 and 2 * inside[0] <= max(cores, 2)
@@ -291,7 +299,7 @@ def test_printed_and_stored_paths_name_no_machine(tmp_path, monkeypatch, capsys)
 
 def test_known_gaps_of_a_named_run_apply_to_that_run_only():
     """A preset run trained another way (some knobs changed) has its own measured gaps."""
-    from ace_helpers.report import KnownGaps
+    from ace_helpers.repro.report import KnownGaps
 
     chapter = _toy_chapter()
     gaps = KnownGaps({"book": {"claim_a": "the preset's"}, "book, N 7": {"claim_a": "the named run's", "claim_b": "only there"}},
@@ -306,8 +314,8 @@ def test_known_gaps_of_a_named_run_apply_to_that_run_only():
 
 
 def test_write_report_prints_and_writes_the_same_lines(tmp_path, capsys):
-    from ace_helpers.artifacts import write_report
-    from ace_helpers.precision import machine_line
+    from ace_helpers.repro.artifacts import write_report
+    from ace_helpers.repro.machine import machine_line
 
     lines = [machine_line(), "  ours 1.0 s | theirs 2.0 s"]
     assert "UTC;" in lines[0] and "CPUs; torch " in lines[0]
@@ -328,15 +336,15 @@ def test_the_thread_budget_covers_numpy_scipy_and_sklearn_pools():
 
     code = (
         "import os, numpy, threadpoolctl\n"
-        "from ace_helpers.params import set_threads\n"
+        "from ace_helpers.repro.params import set_threads\n"
         "set_threads(workers=2)\n"
         "import scipy.linalg, sklearn.linear_model  # their pools load after the call\n"
         "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()}), os.environ['OPENBLAS_NUM_THREADS'],\n"
         "      os.environ.get('MKL_NUM_THREADS'), os.environ['OMP_NUM_THREADS'])\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("TORCH_THREADS", *params.POOL_VARIABLES)}
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCH_THREADS", *thread_pools.POOL_VARIABLES)}
     env["ACE_KERNELS"] = "native"  # the budget; the reproducible kernels compute with 1 thread
-    budget = params.thread_budget(2)
+    budget = thread_pools.thread_budget(2)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out == [f"[{budget}]", str(budget), str(budget), str(budget)], out
     env |= {"TORCH_THREADS": "1", "OMP_NUM_THREADS": "3"}  # TORCH_THREADS is the one count of every pool

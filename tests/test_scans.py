@@ -1,13 +1,13 @@
-"""Tests of ace_helpers.scans (rank scans, necessary / sufficient dims) and operators.class_means."""
+"""Tests of ace_helpers.method.scans (rank scans, necessary / sufficient dims) and operators.class_means."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from ace_helpers.operators import class_means
-from ace_helpers.scans import necessary_dim, rank_scan, sufficient_dim
 from reference import naive_rank_scan
+
+from ace_helpers.method.operators import class_means
+from ace_helpers.method.scans import necessary_dim, rank_scan, sufficient_dim
 
 
 def test_batched_rank_scan_equals_one_projection_per_rank():

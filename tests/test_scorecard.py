@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ace_helpers import runbook
-from ace_helpers.report import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS, scorecard_markdown, scorecard_rows
+from ace_helpers.repro import runbook
+from ace_helpers.repro.report import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS, scorecard_markdown, scorecard_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 STEMS = [p.stem for p in runbook.notebook_sources(ROOT)]
@@ -101,7 +101,7 @@ def test_committed_notebook_shows_the_stored_verdicts(stem):
 def rebuild(stem: str, result: dict) -> list[dict]:
     """The claim records of ``stem``'s book run (its first section), computed again from what is stored:
     the numbers in ``result`` (chapters 0, 1, 4, 5), or the stored training run (chapters 2, 3)."""
-    from ace_helpers.report import not_tested_records
+    from ace_helpers.repro.report import not_tested_records
 
     cfg = book_cfg(stem)
     section = result["claims"][0]["section"]
@@ -192,7 +192,7 @@ def test_book_run_has_no_unexplained_failure(stem):
 
 @pytest.mark.parametrize("stem", [s for s in STEMS if s in STORED])
 def test_summary_box_shows_the_stored_verdicts(stem):
-    from ace_helpers.report import verdict_summary
+    from ace_helpers.repro.report import verdict_summary
 
     nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
     glued = [
@@ -209,7 +209,7 @@ def test_summary_box_shows_the_stored_verdicts(stem):
 def test_chapter_4_paper_settings_verdicts_rebuild_from_its_stored_runs():
     """The paper-settings section of chapter 4 is what its stored runs give (fits and rules recomputed)."""
     from ace_helpers.chapters import grokking_scaling_law as gsl
-    from ace_helpers.report import not_tested_records
+    from ace_helpers.repro.report import not_tested_records
 
     result = STORED["04_grokking_scaling_law"]
     section = "paper settings, stored runs"

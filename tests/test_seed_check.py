@@ -2,7 +2,7 @@
 
 import pytest
 
-from ace_helpers import seed_check
+from ace_helpers.repro import seed_check
 
 
 def test_seed_knobs_shift_every_seed_knob_of_the_preset_and_keep_the_data_seeds():

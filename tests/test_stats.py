@@ -1,11 +1,11 @@
-"""ace_helpers.stats: ROC-AUC, affine knob fit, one-sided paired Wilcoxon, Fisher combination, permutation p-values."""
+"""ace_helpers.method.stats: ROC-AUC, affine knob fit, one-sided paired Wilcoxon, Fisher combination, permutation p-values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ace_helpers import stats
+from ace_helpers.method import stats
 
 
 def test_roc_auc_matches_pair_counting():

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from ace_helpers.chapters import grokking_scaling_law as gsl
-from ace_helpers.chapters.sweep import CHAPTERS, grok_records, grok_tasks, main
-from ace_helpers.sweeps import Task, run_sweep, stored
+from ace_helpers.chapters.grokking_scaling_law.sweep import CHAPTERS, grok_records, grok_tasks, main
+from ace_helpers.repro.sweeps import Task, run_sweep, stored
 
-UNIT = "ace_helpers.chapters.sweep:grok_unit"
+UNIT = "ace_helpers.chapters.grokking_scaling_law.sweep:grok_unit"
 SMALL = {"batch_size": None, "max_steps": 60, "eval_every": 10, "train_fraction": 0.8, "stop_margin": 0, "lr": 1e-3}
 
 
@@ -97,8 +97,8 @@ def test_the_chapter_reads_a_complete_sweep_store_and_trains_when_a_run_is_missi
 
 
 def test_a_partial_sweep_runs_the_first_seeds_of_one_sweep_and_its_runs_belong_to_the_full_one(tmp_path, monkeypatch):
-    import ace_helpers.chapters.sweep as sweep_cli
-    from ace_helpers.sweeps import SweepReport
+    import ace_helpers.chapters.grokking_scaling_law.sweep as sweep_cli
+    from ace_helpers.repro.sweeps import SweepReport
 
     seen: list[list[Task]] = []
     monkeypatch.setattr(sweep_cli, "run_sweep", lambda tasks, store, **kw: seen.append(list(tasks)) or SweepReport())
@@ -115,13 +115,13 @@ def test_the_command_line_stores_runs_under_the_names_the_chapter_reads(tmp_path
     import runpy
     import sys
 
-    import ace_helpers.sweeps
-    from ace_helpers.sweeps import SweepReport
+    import ace_helpers.repro.sweeps
+    from ace_helpers.repro.sweeps import SweepReport
 
     seen: list[list[Task]] = []
-    monkeypatch.setattr(ace_helpers.sweeps, "run_sweep", lambda tasks, store, **kw: seen.append(list(tasks)) or SweepReport())
+    monkeypatch.setattr(ace_helpers.repro.sweeps, "run_sweep", lambda tasks, store, **kw: seen.append(list(tasks)) or SweepReport())
     monkeypatch.setattr(sys, "argv", ["sweep", "04_grokking_scaling_law", "--preset", "ci", "--in-process", "--store", str(tmp_path)])
     with pytest.raises(SystemExit) as stop:
-        runpy.run_module("ace_helpers.chapters.sweep", run_name="__main__")
+        runpy.run_module("ace_helpers.chapters.grokking_scaling_law.sweep", run_name="__main__")
     assert stop.value.code == 0
     assert {t.name for t in seen[0]} == {t.name for t in grok_tasks(gsl.PARAMS.resolve(PRESET="ci"))}

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ace_helpers import variants
-from ace_helpers.report import REPRODUCED, PARTLY
+from ace_helpers.repro import variants
+from ace_helpers.repro.report import PARTLY, REPRODUCED
 
 
 def _claims(*verdicts: str, section: str = "book preset") -> dict:

@@ -11,8 +11,12 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from ace_helpers.artifacts import atomic_write_bytes, project_root
-from ace_helpers.report import md_cell
+from ace_helpers.chapters import core_inflation as ci
+from ace_helpers.chapters import grokking_scaling_law as gsl
+from ace_helpers.chapters.modadd import config, ensemble_run
+from ace_helpers.chapters.modadd.long_run import PAPER_RUNS, how_trained, load_long_run, stored_long_run
+from ace_helpers.repro.artifacts import atomic_write_bytes, project_root
+from ace_helpers.repro.report import md_cell
 
 #: The folder of the committed resume snapshots of chapters 2-3's paper runs.
 SNAPSHOTS = Path("book") / "artifacts" / "modadd_grokking_snapshots"
@@ -22,8 +26,6 @@ HEADER = ("| run | parameters | trained | stored | CPU-hours | shown in | resume
 
 
 def _modadd_rows() -> list[str]:
-    from ace_helpers.chapters.modadd import config, ensemble_run
-    from ace_helpers.chapters.modadd.long_run import PAPER_RUNS, how_trained, load_long_run, stored_long_run
 
     shown = stored_long_run(config.PARAMS.resolve(PRESET="book"))
     rows = []
@@ -62,7 +64,6 @@ def _modadd_rows() -> list[str]:
 
 
 def _reference_row() -> list[str]:
-    from ace_helpers.chapters import core_inflation as ci
 
     cfg = ci.PARAMS.resolve(PRESET="paper", **ci.REFERENCE_TRAINING)
     ref = ci.stored_reference(cfg)
@@ -74,7 +75,6 @@ def _reference_row() -> list[str]:
 
 
 def _sweep_rows() -> list[str]:
-    from ace_helpers.chapters import grokking_scaling_law as gsl
 
     paper = gsl.stored_paper_sweeps(gsl.PARAMS.resolve(PRESET="book"))
     if paper is None:

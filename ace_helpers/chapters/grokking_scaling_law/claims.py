@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, setting_stats, uncensored
-from ace_helpers.fits import (
+from ace_helpers.method.fits import (
     LogLawFit,
     OmegaLawFit,
     PowerLawFit,
@@ -29,8 +29,8 @@ from ace_helpers.fits import (
     log_law_secant,
     log_slope,
 )
-from ace_helpers.params import Params
-from ace_helpers.report import ClaimRow, Claims, KnownGaps, seed_sensitive
+from ace_helpers.repro.params import Params
+from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps, seed_sensitive
 
 FIG_A = "grokking-time figure, panel A 'Grok Time vs. Weight Decay'"
 FIG_B = "grokking-time figure, panel B 'Grok Time vs. Redundancy'"

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ace_helpers.artifacts import load_artifact
+from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS
 from ace_helpers.chapters.grokking_scaling_law.claims import (
     SWEEPS,
     SweepFits,
@@ -24,8 +24,10 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     untested_sweep,
 )
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, records_from_dicts
-from ace_helpers.params import Params
-from ace_helpers.report import ClaimRow, Claims
+from ace_helpers.chapters.grokking_scaling_law.sweep import default_store, grok_tasks
+from ace_helpers.repro.artifacts import load_artifact
+from ace_helpers.repro.params import Params
+from ace_helpers.repro.report import ClaimRow, Claims
 
 #: The fewest seeds per setting at which a sweep at the paper's settings is tested (ours).
 MIN_SEEDS: dict[str, int] = {"omega": 4, "p": 3}
@@ -90,9 +92,8 @@ def _setting(sweep: str, omega: float, p: int) -> Any:
 def sweeps_from_runs(runs: list[GrokRecord], wall_s: float, wall_by_sweep: dict[str, float] | None = None) -> StoredSweeps:
     """:class:`StoredSweeps` of the paper preset holding ``runs`` (e.g. rebuilt from a chapter's
     ``results.json``), with the preset's settings of each sweep; ``wall_s``: their training seconds."""
-    from ace_helpers.chapters import grokking_scaling_law as gsl
 
-    paper = gsl.PARAMS.resolve(PRESET="paper")
+    paper = PARAMS.resolve(PRESET="paper")
     settings: dict[str, list[Any]] = {s: [] for s in SWEEPS}
     for task in _tasks(paper):
         kw = task.kwargs
@@ -103,7 +104,6 @@ def sweeps_from_runs(runs: list[GrokRecord], wall_s: float, wall_by_sweep: dict[
 
 
 def _tasks(paper: Params) -> list[Any]:
-    from ace_helpers.chapters.sweep import grok_tasks
 
     return grok_tasks(paper)
 
@@ -115,17 +115,15 @@ def stored_paper_sweeps(cfg: Params) -> StoredSweeps | None:
     is stored.  Each run is loaded with its checksums and parameters verified; runs come in task
     order (the ω sweep, then the p sweep).
     """
-    from ace_helpers.chapters import grokking_scaling_law as gsl
-    from ace_helpers.chapters.sweep import default_store
 
     if cfg["PRESET"] == "paper":
         return None
-    folder = default_store(gsl.NOTEBOOK, "paper")
+    folder = default_store(NOTEBOOK, "paper")
     if not folder.is_dir():
         return None
     runs: list[GrokRecord] = []
     wall = {s: 0.0 for s in SWEEPS}
-    for task in _tasks(gsl.PARAMS.resolve(PRESET="paper")):
+    for task in _tasks(PARAMS.resolve(PRESET="paper")):
         found = load_artifact(folder, task.name, task.params)
         if found is not None:
             runs += records_from_dicts([found.data])

@@ -2,7 +2,7 @@
 
 * :func:`grok_times` — τ_mem, τ_grok and censoring from an accuracy history;
 * :func:`run_grok_sweep` — trains every (ω, seed) of one modulus p as one vectorised ensemble
-  (:mod:`ace_helpers.ensemble`) and returns one :class:`GrokRecord` per run;
+  (:mod:`ace_helpers.toys.ensemble`) and returns one :class:`GrokRecord` per run;
 * :func:`run_omega_sweep`, :func:`run_p_sweep` — the chapter's two sweeps under resolved knobs;
 * :func:`uncensored`, :func:`setting_stats` — what the fits and tables read.
 
@@ -23,10 +23,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ace_helpers.ensemble import train_ensemble
-from ace_helpers.models import ToyConfig
-from ace_helpers.params import Params, check_choice, check_prime
-from ace_helpers.tasks.modadd import modadd_dataset
+from ace_helpers.method.checks import check_choice, check_prime
+from ace_helpers.repro.params import Params
+from ace_helpers.toys.ensemble import train_ensemble
+from ace_helpers.toys.models import ToyConfig
+from ace_helpers.toys.tasks.modadd import modadd_dataset
 
 ACC_THRESHOLD = 0.99
 

@@ -6,7 +6,7 @@ is re-exported here:
 * :mod:`.states` — last-token block outputs ``H`` and margin gradients ``G = ∂m/∂h`` for all layers
   from one backward pass per batch (:func:`collect_states`), one 1-D core per layer
   (:func:`layer_cores`).
-* :mod:`~ace_helpers.chapters.llm_agreement.sweep` — test margins under keep / remove / flip (:func:`sweep_margins`) and the flip demo.
+* :mod:`~ace_helpers.llm.agreement_edits` — test margins under keep / remove / flip (:func:`sweep_margins`) and the flip demo.
 * :mod:`.controls` — random-direction and difference-of-means controls, zero vs mean ablation and
   attractor-free prompts at the chosen layer (:func:`run_controls`).
 * :mod:`.within_class` — the knob fit and the cross-model alignment pooled and within each number
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers import llm, params
+from ace_helpers import llm
 from ace_helpers.chapters.llm_agreement.claims import KNOWN_GAPS, build_claims, demo_shifts
 from ace_helpers.chapters.llm_agreement.controls import (
     RANDOM_MODES,
@@ -56,15 +56,9 @@ from ace_helpers.chapters.llm_agreement.pipeline import (
     generation_rules,
     run_chapter,
 )
-from ace_helpers.chapters.llm_agreement.states import (
-    States,
-    collect_states,
-    layer_cores,
-    layer_list,
-    spectral_gap,
-    verb_head,
-)
-from ace_helpers.chapters.llm_agreement.sweep import (
+from ace_helpers.chapters.llm_agreement.within_class import CLASSES, knob_tests, pairwise_alignment
+from ace_helpers.llm.agreement import GENERATION_PROMPTS, PromptsFile, read_prompts_file, split, synthetic_prompts
+from ace_helpers.llm.agreement_edits import (
     MODES,
     demo_scores,
     demo_tests,
@@ -72,8 +66,16 @@ from ace_helpers.chapters.llm_agreement.sweep import (
     last_token_probs,
     sweep_margins,
 )
-from ace_helpers.chapters.llm_agreement.within_class import CLASSES, knob_tests, pairwise_alignment
-from ace_helpers.tasks.agreement import GENERATION_PROMPTS, PromptsFile, read_prompts_file, split, synthetic_prompts
+from ace_helpers.llm.agreement_states import (
+    States,
+    collect_states,
+    layer_cores,
+    layer_list,
+    spectral_gap,
+    verb_head,
+)
+from ace_helpers.method import checks
+from ace_helpers.repro import params
 
 PRESETS: dict[str, dict[str, Any]] = {
     "ci": {
@@ -230,25 +232,25 @@ def check(cfg: dict[str, Any]) -> None:
     models = cfg["MODELS"]
     if isinstance(models, str):
         models = [models]
-    cfg["MODELS"] = params.check_list("MODELS", models, _check_model(cfg["REMOTE"]))
+    cfg["MODELS"] = checks.check_list("MODELS", models, _check_model(cfg["REMOTE"]))
     if len(set(cfg["MODELS"])) != len(cfg["MODELS"]):
         raise ValueError(f"MODELS={cfg['MODELS']!r} is not allowed: MODELS must not repeat a model")
-    cfg["N_PROMPTS"] = params.check_int("N_PROMPTS", cfg["N_PROMPTS"], low=20, high=MAX_PROMPTS)
+    cfg["N_PROMPTS"] = checks.check_int("N_PROMPTS", cfg["N_PROMPTS"], low=20, high=MAX_PROMPTS)
     if cfg["N_PROMPTS"] % 2:
         raise ValueError(f"N_PROMPTS={cfg['N_PROMPTS']!r} is not allowed: N_PROMPTS must be even (half singular)")
-    cfg["SEED"] = params.check_int("SEED", cfg["SEED"], low=0)
+    cfg["SEED"] = checks.check_int("SEED", cfg["SEED"], low=0)
     if cfg["PROMPTS_FILE"] is not None:
         cfg["PROMPTS_FILE"] = _check_prompts_file(cfg["PROMPTS_FILE"], cfg["SEED"])
     layers = cfg["LAYERS"]
     if layers != "all":
-        cfg["LAYERS"] = sorted(set(params.check_list("LAYERS", layers, lambda n, v: params.check_int(n, v, low=1))))
-    cfg["BATCH_SIZE"] = params.check_int("BATCH_SIZE", cfg["BATCH_SIZE"], low=1, high=4096)
-    cfg["GEN_TOKENS"] = params.check_int("GEN_TOKENS", cfg["GEN_TOKENS"], low=1, high=512)
-    cfg["GEN_SAMPLES"] = params.check_int("GEN_SAMPLES", cfg["GEN_SAMPLES"], low=1, high=64)
-    cfg["GEN_REFINE"] = params.check_int("GEN_REFINE", cfg["GEN_REFINE"], low=0, high=10)
-    cfg["GEN_EPS"] = params.check_range("GEN_EPS", cfg["GEN_EPS"], low=0.0, high=50.0, low_open=True)
-    cfg["N_PERMUTATIONS"] = params.check_int("N_PERMUTATIONS", cfg["N_PERMUTATIONS"], low=100, high=10**6)
-    cfg["N_RANDOM"] = params.check_int("N_RANDOM", cfg["N_RANDOM"], low=0, high=256)
+        cfg["LAYERS"] = sorted(set(checks.check_list("LAYERS", layers, lambda n, v: checks.check_int(n, v, low=1))))
+    cfg["BATCH_SIZE"] = checks.check_int("BATCH_SIZE", cfg["BATCH_SIZE"], low=1, high=4096)
+    cfg["GEN_TOKENS"] = checks.check_int("GEN_TOKENS", cfg["GEN_TOKENS"], low=1, high=512)
+    cfg["GEN_SAMPLES"] = checks.check_int("GEN_SAMPLES", cfg["GEN_SAMPLES"], low=1, high=64)
+    cfg["GEN_REFINE"] = checks.check_int("GEN_REFINE", cfg["GEN_REFINE"], low=0, high=10)
+    cfg["GEN_EPS"] = checks.check_range("GEN_EPS", cfg["GEN_EPS"], low=0.0, high=50.0, low_open=True)
+    cfg["N_PERMUTATIONS"] = checks.check_int("N_PERMUTATIONS", cfg["N_PERMUTATIONS"], low=100, high=10**6)
+    cfg["N_RANDOM"] = checks.check_int("N_RANDOM", cfg["N_RANDOM"], low=0, high=256)
     _check_sizes(cfg)
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.chapters.llm_agreement.pipeline import OFFICIAL_RULE
-from ace_helpers.params import Params
-from ace_helpers.report import Claims, KnownGaps, seed_sensitive
+from ace_helpers.repro.params import Params
+from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive
 
 PANEL = "SVA figure"  # the paper's subject–verb agreement figure: A layer sweep, B knob, C flip demo
 CODE = "code release joshseth/cores, SVA_uni.py"

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ace_helpers import stats
-from ace_helpers.chapters.llm_agreement.sweep import edit_margins
-from ace_helpers.core import Core
-from ace_helpers.tasks.agreement import AgreementSplit, PLURAL_HEADS, SINGULAR_HEADS
+from ace_helpers.llm.agreement import PLURAL_HEADS, SINGULAR_HEADS, AgreementSplit
+from ace_helpers.llm.agreement_edits import edit_margins
+from ace_helpers.method import stats
+from ace_helpers.method.core import Core
 
 FREE_FRAMES = ("The {head}", "In the past, the {head}", "The {head} in the old kingdom", "The {head} on most days")
 """Frames of the attractor-free prompts (the synthetic set's heads, prefix and back pads, no second noun)."""
@@ -49,7 +49,7 @@ def attractor_free_prompts() -> tuple[list[str], np.ndarray]:
 
 
 def unit_core(direction: np.ndarray, mean: np.ndarray) -> Core:
-    """A 1-D :class:`~ace_helpers.core.Core` along ``direction`` (D,) (normalised) about ``mean`` (D,)."""
+    """A 1-D :class:`~ace_helpers.method.core.Core` along ``direction`` (D,) (normalised) about ``mean`` (D,)."""
     u = np.asarray(direction, float)
     norm = np.linalg.norm(u)
     if norm == 0:

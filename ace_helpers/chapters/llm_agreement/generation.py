@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ace_helpers import interventions, llm
-from ace_helpers.chapters.llm_agreement.states import verb_head
-from ace_helpers.chapters.llm_agreement.sweep import clean_block_outputs, tail_edit
-from ace_helpers.core import Core
-from ace_helpers.tasks.agreement import copula_margin, verb_token_ids
+from ace_helpers import llm
+from ace_helpers.llm.agreement import copula_margin, verb_token_ids
+from ace_helpers.llm.agreement_edits import clean_block_outputs, tail_edit
+from ace_helpers.llm.agreement_states import verb_head
+from ace_helpers.method import interventions
+from ace_helpers.method.core import Core
 
 
 @dataclass
@@ -133,7 +134,7 @@ def generate_with_flip(
     the official code release's one-step rule (``generate_surgical`` in ``SVA_uni.py``: ``refine=0``,
     s0 = 0.2, eps = 1) undershoots when the margin grows faster than
     linearly in s, which it does in the last layers of both offline models.
-    ``core=None`` samples clean (one full run per step, :func:`ace_helpers.interventions.run_with_edit`).
+    ``core=None`` samples clean (one full run per step, :func:`ace_helpers.method.interventions.run_with_edit`).
 
     Returns:
         ``(tokens (B, n_new) long, scales (n_new, B), achieved copula margins (n_new, B), clean copula

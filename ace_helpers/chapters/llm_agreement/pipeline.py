@@ -1,7 +1,7 @@
 """Chapter 5 pipeline: per-model analysis, the chapter run and its flat results.
 
 Per model: train-prompt states and margin gradients at every layer (:mod:`.states`), one 1-D core
-per layer, the keep / remove / flip sweep on the test prompts (:mod:`~ace_helpers.chapters.llm_agreement.sweep`), AUC of the margin
+per layer, the keep / remove / flip sweep on the test prompts (:mod:`~ace_helpers.llm.agreement_edits`), AUC of the margin
 vs the plural label; the chosen layer has the lowest flip AUC (as the official code release chooses
 it); the knob fit pooled and within each class (:mod:`.within_class`); the controls at the chosen
 layer (:mod:`.controls`); the flip demo with Wilcoxon tests; steered generation under the official
@@ -50,15 +50,17 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers import llm, stats
+from ace_helpers import llm
 from ace_helpers.chapters.llm_agreement.controls import Controls, run_controls
 from ace_helpers.chapters.llm_agreement.generation import Generation, steered_generations
-from ace_helpers.chapters.llm_agreement.states import collect_states, layer_cores, layer_list, spectral_gap
-from ace_helpers.chapters.llm_agreement.sweep import MODES, demo_scores, demo_tests, last_token_probs, sweep_margins
 from ace_helpers.chapters.llm_agreement.within_class import flat_pairs, knob_tests, pairwise_alignment
-from ace_helpers.core import Core
-from ace_helpers.params import Params
-from ace_helpers.tasks.agreement import DEMO_PROMPTS, GENERATION_PROMPTS, AgreementSplit, agreement_split, verb_token_ids
+from ace_helpers.llm.agreement import DEMO_PROMPTS, GENERATION_PROMPTS, AgreementSplit, agreement_split, verb_token_ids
+from ace_helpers.llm.agreement_edits import MODES, demo_scores, demo_tests, last_token_probs, sweep_margins
+from ace_helpers.llm.agreement_states import collect_states, layer_cores, layer_list, spectral_gap
+from ace_helpers.method import stats
+from ace_helpers.method.core import Core
+from ace_helpers.repro.artifacts import to_plain
+from ace_helpers.repro.params import Params
 
 OFFICIAL_RULE = (0, 1.0)
 """The official code release's calibration (``generate_surgical`` in ``SVA_uni.py``): one secant step
@@ -238,7 +240,7 @@ def analyse_model(
 def run_chapter(cfg: Params, *, log: Callable[[str], None] = print) -> dict[str, ModelResult]:
     """Load each model of ``cfg.MODELS`` in turn and run :func:`analyse_model` on the chapter's data.
 
-    ``cfg``: the chapter's resolved :class:`~ace_helpers.params.Params`. Models are freed after their analysis.
+    ``cfg``: the chapter's resolved :class:`~ace_helpers.repro.params.Params`. Models are freed after their analysis.
     """
     data = agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
     out: dict[str, ModelResult] = {}
@@ -268,9 +270,8 @@ def cross_model_alignment(results: dict[str, ModelResult], cfg: Params) -> list[
 
 def flat_results(models: dict[str, ModelResult], pairs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The chapter's flat ``results.json`` entries (see the module docstring for the keys); plain
-    Python values (:func:`ace_helpers.artifacts.to_plain`), so that the claims read the same numbers
+    Python values (:func:`ace_helpers.repro.artifacts.to_plain`), so that the claims read the same numbers
     from it as from a stored ``results.json``."""
-    from ace_helpers.artifacts import to_plain
 
     out: dict[str, Any] = {}
     for res in models.values():

@@ -4,7 +4,7 @@ Both the core coordinate z and the margin m separate singular from plural prompt
 test set any two of them correlate just because of the label: a pooled R² or Spearman restates that
 both separate the classes. Here each is also computed **within** each class (singular, plural),
 and every p-value comes from a **label-preserving** null that permutes within each class
-(:func:`ace_helpers.stats.correlation_null` with ``strata``), which keeps what the label alone
+(:func:`ace_helpers.method.stats.correlation_null` with ``strata``), which keeps what the label alone
 explains.
 """
 
@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers import stats
+from ace_helpers.method import stats
+from ace_helpers.method.compare import aligned_correlations
 
 CLASSES = ("singular", "plural")
 """Number classes, in label order (0 = singular, 1 = plural)."""
@@ -59,7 +60,6 @@ def pairwise_alignment(
     median ``|ρ|`` of that null), and per class ``c``: ``spearman_<c>`` (signed by the pooled alignment)
     and ``p_<c>`` (one-sided, within-class pairings).
     """
-    from ace_helpers.compare import aligned_correlations
 
     names = list(coords)
     rows = []

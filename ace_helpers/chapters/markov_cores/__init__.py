@@ -3,9 +3,9 @@
 The chapter's knobs (:data:`PARAMS`); its pipeline (:mod:`.pipeline`: :func:`run_chapter`) and its
 claims (:mod:`.claims`: :func:`build_claims`, known gaps in :data:`KNOWN_GAPS`) are re-exported here.  Steps (the paper's first
 experiment): sample sequences from a chain ``T``; train ``N_SEEDS`` one-layer toy transformers
-as one vectorised ensemble (:func:`ace_helpers.ensemble.train_seeds`); capture the layer output
+as one vectorised ensemble (:func:`ace_helpers.toys.ensemble.train_seeds`); capture the layer output
 at every position through ``nnsight.NNsight``; run ACE with the tail's Jacobian; ablate the core
-(:mod:`ace_helpers.interventions`); fit a linear operator to the core coordinates over sequence
+(:mod:`ace_helpers.method.interventions`); fit a linear operator to the core coordinates over sequence
 steps; compare the seeds' cores.  Two refinements, each computed beside the paper's variant:
 
 * ``TAIL``: ``"logits"`` (paper) takes J = W_U; ``"centered"`` takes J = (I − 11ᵀ/K) W_U, the
@@ -44,7 +44,7 @@ eig_rel_floor          per true eigenvalue: the test steps' own sampling floor (
                        the transition matrix counted on them, :func:`.pipeline.sampling_floor`)
 coord_state_r2         per seed, per core coordinate: share of its variance set by the current state
 r2                     per seed: R² of the one-step core dynamics fit
-r2_oracle              oracle R² of the chain (:func:`ace_helpers.tasks.markov.oracle_r2`)
+r2_oracle              oracle R² of the chain (:func:`ace_helpers.toys.tasks.markov.oracle_r2`)
 r2_state               per seed: R² of regressing the next core coordinates on the one-hot
                        current state (a basis-free oracle)
 softmax_cos            per seed: ``|cos|`` between the all-ones logit vector and the logit image
@@ -72,12 +72,13 @@ from __future__ import annotations
 from typing import Any
 
 from ace_helpers.chapters.markov_cores.claims import KNOWN_GAPS, build_claims, eigen_summary, r2_ratios
-from ace_helpers.chapters.markov_cores.pipeline import (
+from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter's pipeline
     ABLATIONS,
     ALL_VARIANTS,
     ANALYSIS_BATCH,
     EXTRA_KEYS,
     HOOK,
+    MAX_STATES,
     PAPER_ABLATION,
     PAPER_TAIL,
     TAILS,
@@ -99,9 +100,10 @@ from ace_helpers.chapters.markov_cores.pipeline import (
     toy_config,
     train_models,
 )
-from ace_helpers.params import ChapterParams, check_choice, check_int, check_list, check_range
-from ace_helpers.precision import check_precision
-from ace_helpers.tasks.markov import PAPER_CHAIN, state_r2, validate_transition
+from ace_helpers.method.checks import check_choice, check_int, check_list, check_range
+from ace_helpers.repro.params import ChapterParams
+from ace_helpers.toys.precision import check_precision
+from ace_helpers.toys.tasks.markov import PAPER_CHAIN, state_r2, validate_transition
 
 __all__ = [
     "ABLATIONS", "ALL_VARIANTS", "KNOWN_GAPS", "PAPER_ABLATION", "PAPER_TAIL", "PARAMS", "PRESETS", "TAILS", "ChainRun",
@@ -174,7 +176,7 @@ PRESETS["paper"] = PRESETS["book"] | {"EXTRA_SEEDS": 3}  # the book preset is th
 # -------------------- parameters ------------------------------------------------------------
 #: Largest chain (ours): at the paper's sizes (3000 sequences of 31 steps) a 64-state chain sees
 #: ~23 transitions per entry of T.  MEMORY_LIMIT (ours): a quarter of a 32 GiB laptop or CI runner.
-MAX_STATES, MEMORY_LIMIT = 64, 8 * 2**30
+MEMORY_LIMIT = 8 * 2**30
 
 
 def memory_estimate(p: dict[str, Any]) -> dict[str, int]:

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.params import Params
-from ace_helpers.report import Claims, KnownGaps, seed_sensitive
-from ace_helpers.tasks.markov import is_paper_chain
+from ace_helpers.repro.params import Params
+from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive
+from ace_helpers.toys.tasks.markov import is_paper_chain
 
 #: The paper's Markov figure (panels A–E) and its results text; the rank rule and the chance line
 #: come from the code release.
@@ -155,7 +155,7 @@ def build_claims(results: dict[str, Any], cfg: Params) -> Claims:
     """The chapter's claims, written for a general n-state chain; each rule states its threshold.
 
     The paper's equal-accuracy check of its own variant (zero ablation, raw-logit tail) is made
-    only when ``T`` is the paper chain (:func:`ace_helpers.tasks.markov.is_paper_chain`), the
+    only when ``T`` is the paper chain (:func:`ace_helpers.toys.tasks.markov.is_paper_chain`), the
     third canonical correlation only when n − 1 ≥ 3, the eigenvalue diagnosis only when the
     eigenvalue row does not hold.  No threshold depends on the preset.
     """

@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from ace_helpers import params as P_
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import grok_epoch
+from ace_helpers.chapters.modadd.keys import artifact_dir, snapshot_dir_for
 from ace_helpers.chapters.modadd.long_run import store_partial
-from ace_helpers.chapters.modadd.run import artifact_dir, load_or_train, snapshot_dir_for
+from ace_helpers.chapters.modadd.run import load_or_train
+from ace_helpers.repro import params as P_
+from ace_helpers.repro import thread_pools
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -32,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--snapshot-dir", default=None, help="resume snapshots (default: outputs/modadd_grokking_snapshots; "
                     "book/artifacts/modadd_grokking_snapshots to commit them, so another machine resumes from a clone)")
     args = ap.parse_args(argv)
-    P_.set_threads()
+    thread_pools.set_threads()
     cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers, TRAINER=args.trainer,
                                 PRECISION=args.precision)  # fmt: skip
     snapshots = args.snapshot_dir if args.snapshot_dir is not None else snapshot_dir_for(cfg)

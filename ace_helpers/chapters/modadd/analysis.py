@@ -5,7 +5,7 @@ token of layer 2** (:func:`analyse_checkpoint`), so full checkpoints are never s
 
 * ACE (energy ``ENERGY``) with tail = ``lm_head``, so ``J = W_U`` and ``Obs = W_Uᵀ W_U``;
 * a scan over every rank r = 0..D of keep-only / core-removed accuracy, done for all r at once
-  (:func:`ace_helpers.scans.rank_scan`: the tail after layer 2 is linear);
+  (:func:`ace_helpers.method.scans.rank_scan`: the tail after layer 2 is linear);
 * ``core_dim`` = max(energy rank, smallest r ≥ energy rank whose removal drops accuracy to
   ≤ 2/p) and ``suff_dim`` = smallest r ≥ 1 whose keep-only accuracy is ≥ base − 1e-3;
 * the cyclic shift operator on the class means of the core coordinates (ridge ``RIDGE``,
@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from ace_helpers.artifacts import to_plain
-from ace_helpers.core import Core, extract_core
-from ace_helpers.models import ToyTransformer
-from ace_helpers.operators import class_means, fit_shift_operator, near_unit_circle, rotational_modes
-from ace_helpers.scans import necessary_dim, rank_scan, sufficient_dim
-from ace_helpers.tasks.modadd import ModAddData
+from ace_helpers.method.core import Core, extract_core
+from ace_helpers.method.operators import class_means, fit_shift_operator, near_unit_circle, rotational_modes
+from ace_helpers.method.scans import necessary_dim, rank_scan, sufficient_dim
+from ace_helpers.repro.artifacts import to_plain
+from ace_helpers.toys.models import ToyTransformer
+from ace_helpers.toys.tasks.modadd import ModAddData
 
 
 @torch.no_grad()
@@ -312,7 +312,7 @@ def default_clock_epochs(epochs: Sequence[int], grok: int | None) -> list[int]:
 
 def run_entries(run: GrokRun, counts: Mapping[str, Any], wall_s: float) -> dict[str, Any]:
     """The ``results.json`` entries both modadd chapters share: the weight-decay arm's grok epoch,
-    the claim ``counts`` (:meth:`ace_helpers.report.Claims.counts`), where the models came from, the
+    the claim ``counts`` (:meth:`ace_helpers.repro.report.Claims.counts`), where the models came from, the
     training wall times, ``long_run`` (None until a chapter fills it) and this notebook's ``wall_s``."""
     return {
         "grok_epoch": grok_epoch(run.wd.epochs, run.wd["test_acc"]),
@@ -335,7 +335,7 @@ def arm_results(arm: ArmResult, prefix: str = "") -> dict[str, Any]:
 
 
 def clock_panels(arm: ArmResult, epochs: Sequence[int], model: int = 0, label: str = "") -> tuple[list, list, list]:
-    """Eigenvalues, titles and notes (acc, R_h², core dim) for ``ace_helpers.plots.modadd_grokking.plot_clocks``."""
+    """Eigenvalues, titles and notes (acc, R_h², core dim) for ``ace_helpers.chapters.modadd.figures.plot_clocks``."""
     eigs, titles, notes = [], [], []
     for e in epochs:
         i = arm.index(int(e))

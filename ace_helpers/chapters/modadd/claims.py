@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ace_helpers.report import ClaimRow, md_cell
+from ace_helpers.repro.report import ClaimRow, md_cell
 
 __all__ = ["ClaimRow", "not_tested_table"]
 

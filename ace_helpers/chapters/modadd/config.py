@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers import params as P_
-from ace_helpers.models import ToyConfig
-from ace_helpers.precision import check_precision
+from ace_helpers.method import checks
+from ace_helpers.repro import params as P_
+from ace_helpers.toys.models import ToyConfig
+from ace_helpers.toys.precision import check_precision
+from ace_helpers.toys.tasks.modadd import all_pairs
 
 PRESETS: dict[str, dict[str, Any]] = {
     # p = 31, 60 % of the pairs, lr 3e-3: groks between epochs ~400 and ~600, by seed and by kind
@@ -142,13 +144,13 @@ MAX_MODELS = 16
 MAX_CHECKPOINTS = 2000
 
 #: Bytes per (test pair × answer class) of one checkpoint's analysis: the float64 rank scan
-#: (:func:`ace_helpers.scans.rank_scan`, 32 ranks per batched op, about four (N, 32, p) arrays
+#: (:func:`ace_helpers.method.scans.rank_scan`, 32 ranks per batched op, about four (N, 32, p) arrays
 #: live at once) plus the forward pass on the test split.  Measured here: 0.60 GB at p = 101 and
 #: 1.8 GB at p = 151 (50 % split) against 0.59 GB and 1.97 GB estimated.
 ANALYSIS_BYTES_PER_PAIR_CLASS = 1200
 
 #: Bytes per pair (of all p²) of building the split: the int64 triples, their permutation and the
-#: train / test tensors (:func:`ace_helpers.tasks.modadd.modadd_dataset`).
+#: train / test tensors (:func:`ace_helpers.toys.tasks.modadd.modadd_dataset`).
 DATASET_BYTES_PER_PAIR = 96
 
 
@@ -203,32 +205,32 @@ def check(cfg: dict[str, Any]) -> None:
     schedule must have at most :data:`MAX_CHECKPOINTS` checkpoints, and every CLOCK_EPOCHS entry
     must be one of them.
     """
-    P_.check_prime("P", cfg["P"], low=5)
-    P_.check_range("TRAIN_FRACTION", cfg["TRAIN_FRACTION"], low=0.0, high=1.0, low_open=True, high_open=True)
-    P_.check_int("DATA_SEED", cfg["DATA_SEED"], low=0, high=2**32 - 1)  # numpy RandomState's range
-    epochs = P_.check_int("EPOCHS", cfg["EPOCHS"], low=1, high=MAX_EPOCHS)
-    n_models = P_.check_int("N_MODELS", cfg["N_MODELS"], low=1, high=MAX_MODELS)
-    P_.check_range("WEIGHT_DECAY", cfg["WEIGHT_DECAY"], low=0.0)
-    P_.check_int("FORK_EPOCH", cfg["FORK_EPOCH"], low=1, high=max(epochs - 1, 1))
+    checks.check_prime("P", cfg["P"], low=5)
+    checks.check_range("TRAIN_FRACTION", cfg["TRAIN_FRACTION"], low=0.0, high=1.0, low_open=True, high_open=True)
+    checks.check_int("DATA_SEED", cfg["DATA_SEED"], low=0, high=2**32 - 1)  # numpy RandomState's range
+    epochs = checks.check_int("EPOCHS", cfg["EPOCHS"], low=1, high=MAX_EPOCHS)
+    n_models = checks.check_int("N_MODELS", cfg["N_MODELS"], low=1, high=MAX_MODELS)
+    checks.check_range("WEIGHT_DECAY", cfg["WEIGHT_DECAY"], low=0.0)
+    checks.check_int("FORK_EPOCH", cfg["FORK_EPOCH"], low=1, high=max(epochs - 1, 1))
     if cfg["FORK_EPOCH"] >= epochs:
         raise ValueError(
             f"FORK_EPOCH={cfg['FORK_EPOCH']!r} is not allowed: FORK_EPOCH must be in [1, EPOCHS - 1] = [1, {epochs - 1}]"
         )
-    P_.check_int("CHECKPOINT_EVERY", cfg["CHECKPOINT_EVERY"], low=1)
-    P_.check_int("CHECKPOINT_SWITCH", cfg["CHECKPOINT_SWITCH"], low=0)
-    P_.check_int("CHECKPOINT_EVERY_LATE", cfg["CHECKPOINT_EVERY_LATE"], low=1)
-    P_.check_int("SEED", cfg["SEED"], low=0, high=2**32 - 1)
-    P_.check_range("LR", cfg["LR"], low=0.0, low_open=True)
-    P_.check_int("BATCH_SIZE", cfg["BATCH_SIZE"], low=1)
-    P_.check_range("ENERGY", cfg["ENERGY"], low=0.0, high=1.0, low_open=True)
-    P_.check_range("RIDGE", cfg["RIDGE"], low=0.0)
-    P_.check_range("HOLDOUT_FRACTION", cfg["HOLDOUT_FRACTION"], low=0.0, high=0.5, high_open=True)
+    checks.check_int("CHECKPOINT_EVERY", cfg["CHECKPOINT_EVERY"], low=1)
+    checks.check_int("CHECKPOINT_SWITCH", cfg["CHECKPOINT_SWITCH"], low=0)
+    checks.check_int("CHECKPOINT_EVERY_LATE", cfg["CHECKPOINT_EVERY_LATE"], low=1)
+    checks.check_int("SEED", cfg["SEED"], low=0, high=2**32 - 1)
+    checks.check_range("LR", cfg["LR"], low=0.0, low_open=True)
+    checks.check_int("BATCH_SIZE", cfg["BATCH_SIZE"], low=1)
+    checks.check_range("ENERGY", cfg["ENERGY"], low=0.0, high=1.0, low_open=True)
+    checks.check_range("RIDGE", cfg["RIDGE"], low=0.0)
+    checks.check_range("HOLDOUT_FRACTION", cfg["HOLDOUT_FRACTION"], low=0.0, high=0.5, high_open=True)
     if holdout_classes(cfg["P"], cfg["HOLDOUT_FRACTION"]) > cfg["P"] - 3:
         raise ValueError(f"HOLDOUT_FRACTION={cfg['HOLDOUT_FRACTION']!r} holds out too many classes for P={cfg['P']}")
     if cfg["CLOCK_EPOCHS"] is not None:
-        P_.check_list("CLOCK_EPOCHS", cfg["CLOCK_EPOCHS"], lambda n, v: P_.check_int(n, v, low=0, high=epochs))
-    workers = P_.check_int("WORKERS", cfg["WORKERS"], low=1, high=MAX_MODELS)
-    P_.check_choice("TRAINER", cfg["TRAINER"], TRAINERS)
+        checks.check_list("CLOCK_EPOCHS", cfg["CLOCK_EPOCHS"], lambda n, v: checks.check_int(n, v, low=0, high=epochs))
+    workers = checks.check_int("WORKERS", cfg["WORKERS"], low=1, high=MAX_MODELS)
+    checks.check_choice("TRAINER", cfg["TRAINER"], TRAINERS)
     check_precision("PRECISION", cfg["PRECISION"])
     if cfg["PRECISION"] != "fp32" and cfg["TRAINER"] != "ensemble":
         raise ValueError(
@@ -273,7 +275,6 @@ def _check_split(p: int, train_fraction: float, data_seed: int) -> None:
             f"TRAIN_FRACTION={train_fraction!r} is not allowed: it leaves {n_train} train pairs for P={p}; "
             f"the train split must hold at least P = {p} of the {p * p} pairs (TRAIN_FRACTION ≥ 1/P = {1 / p:.4f})"
         )
-    from ace_helpers.tasks.modadd import all_pairs
 
     answers = all_pairs(p)[np.random.RandomState(data_seed).permutation(p * p)[n_train:], 2]
     missing = np.setdiff1d(np.arange(p), answers)

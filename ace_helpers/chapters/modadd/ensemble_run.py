@@ -1,10 +1,10 @@
 """The modular-addition run trained as one ensemble (``TRAINER = "ensemble"``): every model, both arms.
 
 Member ``j < N`` is the weight-decay arm of model ``models[j]``; at ``FORK_EPOCH`` each is
-forked (:meth:`~ace_helpers.ensemble_trainer.EnsembleTrainer.fork`) into the WD-off arm, a
+forked (:meth:`~ace_helpers.toys.ensemble_trainer.EnsembleTrainer.fork`) into the WD-off arm, a
 copy with a fresh AdamW without weight decay, so from then on ``2 N`` members train in one
 batched step.  The protocol is the loop trainer's (:func:`ace_helpers.chapters.modadd.run.train_one_model`):
-the same init, shuffled mini-batches, segments of :data:`~ace_helpers.chapters.modadd.run.SEGMENT_EPOCHS`
+the same init, shuffled mini-batches, segments of :data:`~ace_helpers.chapters.modadd.keys.SEGMENT_EPOCHS`
 epochs whose shuffling and dropout are reseeded from (seed, arm, model, segment start), the same
 checkpoint analyses (in fp32 on a plain copy of each member).  The numbers are not the loop
 trainer's: dropout masks come from each member's own generator (fast 16-bit masks) and the
@@ -21,12 +21,19 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.artifacts import load_artifact, save_artifact
-from ace_helpers.chapters.modadd.analysis import ARMS, CheckpointAnalysis, analyse_checkpoint, row_from_plain, row_to_plain, stack_rows
+from ace_helpers.chapters.modadd.analysis import (
+    ARMS,
+    CheckpointAnalysis,
+    analyse_checkpoint,
+    row_from_plain,
+    row_to_plain,
+    stack_rows,
+)
 from ace_helpers.chapters.modadd.config import holdout_classes, model_config, schedule_of
-from ace_helpers.chapters.modadd.run import SEGMENT_EPOCHS, _segment_seed, model_key, run_hash
-from ace_helpers.ensemble_trainer import EnsembleTrainer
-from ace_helpers.tasks.modadd import modadd_dataset
+from ace_helpers.chapters.modadd.keys import SEGMENT_EPOCHS, model_key, run_hash, segment_seed
+from ace_helpers.repro.artifacts import load_artifact, save_artifact
+from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
+from ace_helpers.toys.tasks.modadd import modadd_dataset
 
 
 def ensemble_snapshot_name(cfg: Mapping[str, Any], models: Sequence[int]) -> str:
@@ -146,7 +153,7 @@ def train_models_together(
     while done < epochs:
         for j, (m, a) in enumerate(members):
             if done == (0 if a == 0 else fork) or done % SEGMENT_EPOCHS == 0:
-                trainer.reseed(j, _segment_seed(cfg["SEED"], a, m, done))
+                trainer.reseed(j, segment_seed(cfg["SEED"], a, m, done))
         trainer.train_epoch(data.train_inputs, data.train_targets)
         done += 1
         for j, (m, a) in enumerate(members):

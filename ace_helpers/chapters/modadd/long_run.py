@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.artifacts import load_artifact, params_match, save_artifact
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ARMS, GrokRun, grok_epoch, grok_run, row_from_plain, stack_rows
-from ace_helpers.chapters.modadd.run import artifact_dir, model_key, run_hash, snapshot_key, snapshot_name
-from ace_helpers.params import Params
+from ace_helpers.chapters.modadd.keys import artifact_dir, model_key, run_hash, snapshot_key, snapshot_name
+from ace_helpers.repro.artifacts import load_artifact, params_match, save_artifact
+from ace_helpers.repro.params import ChapterParams, Params
 
 #: Printed by the chapters when no long run is stored.
 NO_LONG_RUN = (
@@ -47,7 +47,7 @@ def store_partial(
     checkpoints.  The rows are exactly those the finished run will have at these epochs.
 
     Writes ``partial_<hash>_m<i>`` artifacts (params: the run knobs, the model index and
-    ``through_epoch``) to ``directory`` (default :func:`~ace_helpers.chapters.modadd.run.artifact_dir`),
+    ``through_epoch``) to ``directory`` (default :func:`~ace_helpers.chapters.modadd.keys.artifact_dir`),
     replacing older ones.
 
     Returns:
@@ -230,3 +230,21 @@ def same_prefix(short: GrokRun, long: GrokRun, atol: float = 1e-9) -> tuple[bool
                 worst = max(worst, float(np.max(np.abs(x[~nan] - y[~nan]), initial=0.0)))
     equal = worst <= atol
     return equal and bool(shared), shared, worst
+
+
+def stored_redundancy_gap() -> dict[str, Any] | None:
+    """The book run's redundancy, read from its stored artifact (``book/artifacts/modadd_grokking``); trains nothing.
+
+    Returns ``{"preset": "book", "epoch": last checkpoint epoch, "mean_gap": mean over models of
+    (core_dim − suff_dim) of the weight-decay arm at that checkpoint}``, or ``None`` when the
+    book run is not stored (every model of it, to its last epoch).
+    """
+    cfg = ChapterParams("03_core_inflation", config.PRESETS, config.check).resolve(PRESET="book")
+    found = load_long_run(cfg)
+    if found is None:
+        return None
+    run, through = found
+    if run.n_models < cfg["N_MODELS"] or through["wd"] < cfg["EPOCHS"]:
+        return None
+    gap = np.asarray(run.wd["core_dim"], float) - np.asarray(run.wd["suff_dim"], float)
+    return {"preset": "book", "epoch": int(run.wd.epochs[-1]), "mean_gap": float(gap[:, -1].mean())}

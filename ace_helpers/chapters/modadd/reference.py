@@ -17,13 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
-from ace_helpers.artifacts import default_output_dir, load_artifact, project_root, save_artifact
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import SCALAR_FIELDS, GrokRun, analyse_activations, grok_epoch, last_token_activations
-from ace_helpers.chapters.modadd.run import model_key, run_hash, snapshot_key, snapshot_name, train_one_model
-from ace_helpers.operators import class_means, fit_shift_operator, rotational_modes
-from ace_helpers.report import Claims
+from ace_helpers.chapters.modadd.keys import model_key, run_hash, snapshot_key, snapshot_name
+from ace_helpers.chapters.modadd.run import train_one_model
+from ace_helpers.method.operators import class_means, fit_shift_operator, rotational_modes
+from ace_helpers.repro.artifacts import default_output_dir, load_artifact, project_root, save_artifact
+from ace_helpers.repro.report import Claims
+from ace_helpers.toys.models import build_model
+from ace_helpers.toys.tasks.modadd import modadd_dataset
+from ace_helpers.toys.train import load_state
 
 
 def mode_cap(dim: int, p: int) -> int:
@@ -91,9 +96,6 @@ def train_reference(
     means of the layer-2 last-token activations on the test split, ``e<epoch>/basis`` (D, D) the
     ACE basis, and ``wd/<field>`` (C,) the WD arm's per-checkpoint scalars up to the last epoch.
     """
-    from ace_helpers.models import build_model
-    from ace_helpers.tasks.modadd import modadd_dataset
-    from ace_helpers.train import load_state
 
     if cfg["TRAINER"] != "loop" or cfg["PRECISION"] != "fp32":
         raise ValueError(f"TRAINER={cfg['TRAINER']!r}, PRECISION={cfg['PRECISION']!r} is not allowed for the reference: it retrains one model alone (TRAINER='loop', PRECISION='fp32')")
@@ -149,7 +151,7 @@ def store_reference(cfg: Mapping[str, Any], epochs: Sequence[int] = REFERENCE_EP
 
 
 def stored_reference(cfg: Mapping[str, Any], epochs: Sequence[int] = REFERENCE_EPOCHS) -> Any:
-    """The stored reference of run ``cfg`` (an :class:`~ace_helpers.artifacts.Artifact`), or ``None``; trains nothing."""
+    """The stored reference of run ``cfg`` (an :class:`~ace_helpers.repro.artifacts.Artifact`), or ``None``; trains nothing."""
     name, key = _reference_key(cfg, 0, sorted(epochs))
     return load_artifact(reference_dir(), name, key)
 
@@ -164,7 +166,6 @@ def reference_rows(
     dim, the core's), ``random`` ((draws,) random d-dimensional subspaces of the same
     activations) and ``gaussian`` ((draws,) Gaussian class means, no model).  Seeded.
     """
-    from threadpoolctl import threadpool_limits
 
     rng = np.random.default_rng(seed)
     rows = []

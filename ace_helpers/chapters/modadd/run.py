@@ -5,14 +5,13 @@ run with more models reuses the first ones, and an interrupted run resumes from 
 finished model; with ``snapshot_dir`` it also resumes inside a model, every
 :data:`SEGMENT_EPOCHS` epochs).  Both chapter notebooks call it with the same knobs and so share
 one training run.  Training runs on the CPU.  Functions here take the resolved
-:class:`~ace_helpers.params.Params` and do not validate them again.
+:class:`~ace_helpers.repro.params.Params` and do not validate them again.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
+import multiprocessing as mp
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,8 +22,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from ace_helpers import params as P_
-from ace_helpers.artifacts import default_output_dir, load_artifact, project_root, save_artifact, to_plain
 from ace_helpers.chapters.modadd.analysis import (
     ARMS,
     CheckpointAnalysis,
@@ -35,57 +32,25 @@ from ace_helpers.chapters.modadd.analysis import (
     row_to_plain,
     stack_rows,
 )
-from ace_helpers.chapters.modadd.config import holdout_classes, model_config, run_knob_values, schedule_of
-from ace_helpers.models import build_model
-from ace_helpers.tasks.modadd import modadd_dataset
-from ace_helpers.train import load_state, state_arrays, train_lm
-
-#: Training is split into segments of this many epochs; each segment reseeds the shuffling and
-#: dropout RNGs from (seed, arm, model, segment start), so a run resumed from a snapshot gives
-#: the same numbers as an uninterrupted one.  Fixed: changing it changes the numbers.
-SEGMENT_EPOCHS = 500
-
-
-def _segment_seed(seed: int, arm: int, model_index: int, start: int) -> int:
-    """Seed of one training segment (shuffling and dropout), a pure function of its position."""
-    digest = hashlib.sha256(f"{seed}/{arm}/{model_index}/{start}".encode()).digest()
-    return int.from_bytes(digest[:4], "little")
-
-
-def run_hash(cfg: Mapping[str, Any]) -> str:
-    """12 hex digits naming a run's artifacts: a hash of its :data:`RUN_KNOBS` values."""
-    key = json.dumps(to_plain(run_knob_values(cfg)), sort_keys=True)
-    return hashlib.sha256(key.encode()).hexdigest()[:12]
-
-
-def model_key(cfg: Mapping[str, Any], model_index: int) -> dict[str, Any]:
-    """Parameters the stored analyses of model ``model_index`` must match: the run knobs and the index."""
-    return run_knob_values(cfg) | {"model_index": model_index}
-
-
-def snapshot_key(cfg: Mapping[str, Any], model_index: int) -> dict[str, Any]:
-    """Parameters a resume snapshot of model ``model_index`` must match."""
-    return model_key(cfg, model_index) | {"segment_epochs": SEGMENT_EPOCHS}
-
-
-def snapshot_name(cfg: Mapping[str, Any], model_index: int) -> str:
-    """Artifact name stem of model ``model_index``'s snapshots (``<stem>_wd``, ``<stem>_nowd``)."""
-    return f"snapshot_{run_hash(cfg)}_m{model_index}"
-
-
-def snapshot_dir_for(cfg: Mapping[str, Any]) -> Path:
-    """Scratch folder for resume snapshots (never committed): ``outputs/modadd_grokking_snapshots``."""
-    return default_output_dir("modadd_grokking_snapshots")
-
-
-def artifact_dir(cfg: Mapping[str, Any]) -> Path:
-    """Where the run is cached: ``ARTIFACT_DIR``, else ``book/artifacts/modadd_grokking`` (book, paper
-    presets: committed with the book) or ``outputs/modadd_grokking_cache`` (ci: never committed, so CI trains)."""
-    if cfg["ARTIFACT_DIR"] is not None:
-        return Path(cfg["ARTIFACT_DIR"])
-    if cfg["PRESET"] == "ci":
-        return default_output_dir("modadd_grokking_cache")
-    return project_root() / "book" / "artifacts" / "modadd_grokking"
+from ace_helpers.chapters.modadd.config import holdout_classes, model_config, schedule_of
+from ace_helpers.chapters.modadd.ensemble_run import ensemble_snapshot_name, train_models_together
+from ace_helpers.chapters.modadd.keys import (
+    SEGMENT_EPOCHS,
+    artifact_dir,
+    model_key,
+    run_hash,
+    segment_seed,
+    snapshot_dir_for,
+    snapshot_key,
+    snapshot_name,
+)
+from ace_helpers.method import checks
+from ace_helpers.repro import thread_pools
+from ace_helpers.repro.artifacts import load_artifact, save_artifact
+from ace_helpers.toys.models import build_model
+from ace_helpers.toys.precision import describe
+from ace_helpers.toys.tasks.modadd import modadd_dataset
+from ace_helpers.toys.train import load_state, state_arrays, train_lm
 
 
 class _ArmRecorder:
@@ -152,7 +117,7 @@ def train_one_model(
     schedule = schedule_of(cfg)
     fork, epochs = cfg["FORK_EPOCH"], cfg["EPOCHS"]
     if stop_after is not None:
-        P_.check_int("stop_after", stop_after, low=1)
+        checks.check_int("stop_after", stop_after, low=1)
     horizon = epochs if stop_after is None else min(epochs, stop_after)
     holdout = holdout_classes(p, cfg["HOLDOUT_FRACTION"])
     analyse = lambda m: analyse_checkpoint(m, data, energy=cfg["ENERGY"], ridge=cfg["RIDGE"], holdout=holdout)  # noqa: E731
@@ -193,7 +158,7 @@ def train_one_model(
 
         tic = time.perf_counter()
         seg_end = min((arm.start // SEGMENT_EPOCHS + 1) * SEGMENT_EPOCHS, epochs)
-        seg_seed = _segment_seed(cfg["SEED"], arm.index, model_index, arm.start)
+        seg_seed = segment_seed(cfg["SEED"], arm.index, model_index, arm.start)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seg_seed)  # dropout
             train_lm(
@@ -241,7 +206,7 @@ def _train_worker(job: tuple[Mapping[str, Any], int, str | None, bool, int]) -> 
     The worker is one of ``n_workers``: it takes its share of the cores (``params.set_threads``),
     so workers × threads ≤ cores unless ``TORCH_THREADS`` says otherwise."""
     cfg, m, snapshot_dir, wd_first, n_workers = job
-    threads = P_.set_threads(workers=n_workers)
+    threads = thread_pools.set_threads(workers=n_workers)
     start = time.perf_counter()
     arrays = train_one_model(cfg, m, snapshot_dir=snapshot_dir, log=print, wd_first=wd_first)
     return arrays, time.perf_counter() - start, threads
@@ -265,7 +230,7 @@ def load_or_train(
     ``wd_first`` trains each model's weight-decay arm to the end before its WD-off arm (see
     :func:`train_one_model`; same numbers).
     """
-    P_.check_int("workers", workers, low=1)
+    checks.check_int("workers", workers, low=1)
     directory = artifact_dir(cfg)
     tag = run_hash(cfg)
     keys = [model_key(cfg, m) for m in range(cfg["N_MODELS"])]
@@ -274,10 +239,8 @@ def load_or_train(
     missing = [m for m, a in enumerate(found) if a is None]
     snap = None if snapshot_dir is None else str(snapshot_dir)
     if missing and cfg["TRAINER"] == "ensemble":
-        from ace_helpers.chapters.modadd.ensemble_run import ensemble_snapshot_name, train_models_together
-        from ace_helpers.precision import describe
 
-        threads = P_.set_threads()
+        threads = thread_pools.set_threads()
         if log is not None:
             log(f"models {missing}: training both arms as one ensemble of {2 * len(missing)} members in this process "
                 f"with {threads} torch thread(s); {describe(cfg['PRECISION'])}")  # fmt: skip
@@ -294,7 +257,6 @@ def load_or_train(
         n_workers = min(workers, len(missing))
         jobs = [(cfg, m, snap, wd_first, n_workers) for m in missing]
         if n_workers > 1:
-            import multiprocessing as mp
 
             with mp.get_context("spawn").Pool(n_workers) as pool:
                 outs = pool.map(_train_worker, jobs)

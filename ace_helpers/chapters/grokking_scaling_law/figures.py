@@ -1,0 +1,149 @@
+"""Chapter 4 figures (notebooks/04_grokking_scaling_law): grokking delay vs weight decay ω and vs modulus p."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib import ticker
+
+from ace_helpers.chapters.grokking_scaling_law import GrokRecord, setting_stats
+from ace_helpers.method.fits import LogLawFit, OmegaLawFit, PowerLawFit, log_law
+from ace_helpers.repro.style import step_axis
+
+
+def _runs(records: Sequence[GrokRecord], sweep: str, key: str):
+    rows = [r for r in records if r.sweep == sweep and r.tau_grok is not None]
+    x = np.array([getattr(r, key) for r in rows], float)
+    tau = np.array([r.tau_grok for r in rows], float)
+    cens = np.array([r.censored for r in rows], bool)
+    return x, tau, cens
+
+
+def setting_table(records: Sequence[GrokRecord], key: str) -> str:
+    """Markdown table of one sweep (``key`` "omega" or "p"): runs fitted, censored, mean/sd τ_grok, mean τ_mem;
+    the p sweep has one block of rows per weight decay ω."""
+    label = "ω" if key == "omega" else "p"
+    omegas = [None] if key == "omega" else sorted({r.omega for r in records if r.sweep == "p"})
+    lead = "" if key == "omega" else "| ω "
+    rows = [f"{lead}| {label} | runs fitted | censored | mean τ_grok | sd | mean τ_mem |",
+            "|---" * (6 + (key != "omega")) + "|"]  # fmt: skip
+    for w in omegas:
+        st = setting_stats(records, key, key, w)
+        for x, n, c, m, s in zip(st["x"], st["n"], st["n_censored"], st["mean"], st["sd"]):
+            mem = np.mean([r.tau_mem for r in records if r.sweep == key and getattr(r, key) == x
+                           and (w is None or r.omega == w) and r.tau_mem is not None])  # fmt: skip
+            first = "" if w is None else f"| {w:g} "
+            rows.append(f"{first}| {x:g} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |")
+    return "\n".join(rows)
+
+
+def _num(v, fmt: str) -> str:
+    return "—" if v is None else format(v, fmt)
+
+
+def omega_table(rows: Sequence[dict]) -> str:
+    """Markdown table of the ω sweep's per-ω rows (:func:`ace_helpers.chapters.grokking_scaling_law.setting_rows`):
+    mean τ_grok, its change from the previous ω, and ω·mean τ (constant when τ ∝ 1/ω)."""
+    out = ["| ω | runs fitted | censored | mean τ_grok | change from previous ω | ω · mean τ_grok |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['omega']:g} | {r['n']} | {r['n_censored']} | {_num(r['mean'], '.0f')} | {_num(r['change'], '+.0f')} "
+                   f"| {_num(r['omega_tau'], '.0f')} |")  # fmt: skip
+    return "\n".join(out)
+
+
+def p_omega_table(rows: Sequence[dict]) -> str:
+    """Markdown table of the log law fitted at each weight decay of the p sweep
+    (:func:`ace_helpers.chapters.grokking_scaling_law.p_sweep_rows`): Ω and p_crit ± se, R², ω·Ω, power of p."""
+    out = ["| ω | runs fitted | Ω ± se | p_crit ± se | R² | ω · Ω | power of p |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['omega']:g} | {r['n']} | {_num(r['Omega'], '.0f')} ± {_num(r['Omega_se'], '.0f')} "
+                   f"| {_num(r['p_crit'], '.1f')} ± {_num(r['p_crit_se'], '.1f')} | {_num(r['r2'], '.2f')} "
+                   f"| {_num(r['omega_Omega'], '.0f')} | {_num(r['p_exponent'], '.2f')} |")  # fmt: skip
+    return "\n".join(out)
+
+
+def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=None):
+    """Panel A of the paper's grokking-time figure: τ_grok vs ω on log-log axes, seeds as points,
+    mean ± sd, the fitted power law and ω⁻¹.
+
+    Censored runs (lower bounds) are drawn as open triangles and are not in the fit.
+    Returns the Axes.
+    """
+    import matplotlib.pyplot as plt  # load time: a heavy import, done on first use
+
+    ax = ax or plt.subplots(figsize=(5.2, 4))[1]
+    x, tau, cens = _runs(records, "omega", "omega")
+    ok = (tau > 0) & ~cens
+    rng = np.random.default_rng(0)
+    jitter = np.exp(rng.uniform(-0.03, 0.03, len(x)))
+    ax.scatter(x[ok] * jitter[ok], tau[ok], s=14, alpha=0.5, color="#4C72B0", label="runs (seeds)")
+    if cens.any():
+        ax.scatter(x[cens] * jitter[cens], tau[cens], s=30, marker="^", facecolors="none",
+                   edgecolors="#C44E52", label="censored (lower bound)")
+    st = setting_stats(records, "omega", "omega")
+    good = st["n"] > 0
+    ax.errorbar(st["x"][good], st["mean"][good], yerr=np.nan_to_num(st["sd"][good]), fmt="o", color="k",
+                ms=5, capsize=3, label="mean ± sd")
+    grid = np.geomspace(min(x) * 0.9, max(x) * 1.1, 50)
+    if fit is not None:
+        ax.plot(grid, fit.predict(grid), color="#C44E52",
+                label=f"fit: τ ∝ ω^{fit.exponent:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}], R²={fit.r2:.2f}")
+        # theory line ω⁻¹ through the geometric mean of the data
+        anchor = np.exp(np.mean(np.log(tau[ok]))) * np.exp(np.mean(np.log(x[ok])))
+        ax.plot(grid, anchor / grid, "--", color="0.4", label="theory ω⁻¹")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    omegas = sorted({r.omega for r in records if r.sweep == "omega"})
+    ax.set_xticks(omegas, [f"{w:g}" for w in omegas])
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    step_axis(ax.yaxis, log=True)
+    ax.set_xlabel("weight decay ω (AdamW, decoupled)")
+    ax.set_ylabel("τ_grok (optimizer steps)")
+    primes = sorted({r.p for r in records if r.sweep == "omega"})
+    ax.set_title("A  Grok Time vs. Weight Decay" + (f" (p = {primes[0]})" if len(primes) == 1 else ""))
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None, omega_law: OmegaLawFit | None = None):
+    """Panel B of the paper's grokking-time figure: τ_grok vs modulus p, seeds as points, mean ± sd,
+    the −Ω·log(1 − p_crit/p) fit at the main ω and its 1/p asymptote Ω·p_crit/p.
+
+    The main ω is the first of the p runs (runs are stored ω-major); further weight decays are
+    drawn in their own colours with the joint law ``omega_law`` (Ω = A·ω^b, one p_crit), dotted.
+    Returns the Axes.
+    """
+    import matplotlib.pyplot as plt  # load time: a heavy import, done on first use
+
+    ax = ax or plt.subplots(figsize=(5.2, 4))[1]
+    omegas = list(dict.fromkeys(r.omega for r in records if r.sweep == "p"))
+    colors = ["#4C72B0", "#55A868", "#8172B2", "#CCB974"]
+    grid = None
+    for i, w in enumerate(omegas):
+        x, tau, cens = _runs([r for r in records if r.omega == w], "p", "p")
+        ok, col = (tau > 0) & ~cens, colors[i % len(colors)]
+        ax.scatter(x[ok], tau[ok], s=14, alpha=0.5, color=col, label=f"runs (seeds), ω = {w:g}")
+        if cens.any():
+            ax.scatter(x[cens], tau[cens], s=30, marker="^", facecolors="none", edgecolors="#C44E52",
+                       label="censored (lower bound)" if i == 0 else None)  # fmt: skip
+        st = setting_stats(records, "p", "p", w)
+        good = st["n"] > 0
+        ax.errorbar(st["x"][good], st["mean"][good], yerr=np.nan_to_num(st["sd"][good]), fmt="o", color="k" if i == 0 else col,
+                    ms=5, capsize=3, label="mean ± sd" if i == 0 else None)  # fmt: skip
+        if len(x):
+            lo = max(min(x) * 0.9, 1.02 * max(fit.p_crit if fit else 0, omega_law.p_crit if omega_law else 0))
+            grid = np.linspace(lo, max(x) * 1.1, 200)
+        if omega_law is not None and grid is not None:
+            ax.plot(grid, log_law(grid, omega_law.Omega(w), omega_law.p_crit), ":", color=col,
+                    label=f"Ω = A·ω^b, b = {omega_law.b:.2f}, p_crit = {omega_law.p_crit:.3g}" if i == 0 else None)  # fmt: skip
+    if fit is not None and grid is not None:
+        ax.plot(grid, fit.predict(grid), color="#C44E52",
+                label=f"−Ω·log(1 − p_crit/p) at ω = {omegas[0]:g}: Ω={fit.Omega:.3g}, p_crit={fit.p_crit:.3g}, R²={fit.r2:.2f}")
+        ax.plot(grid, fit.Omega * fit.p_crit / grid, "--", color="0.4", label="asymptote Ω·p_crit/p")
+    step_axis(ax.yaxis)
+    ax.set_xlabel("modulus p (≈ p/2 equivalent Fourier modes)")
+    ax.set_ylabel("τ_grok (optimizer steps)")
+    ax.set_title("B  Grok Time vs. Redundancy" + (f" (ω = {omegas[0]:g}, full batch)" if len(omegas) == 1 else " (full batch)"))
+    ax.legend(fontsize=7)
+    return ax

@@ -1,0 +1,281 @@
+"""Claims tables: each chapter states the paper's claims, our numbers, and checks them.
+
+A chapter builds a :class:`Claims`, calls :meth:`Claims.check` once per claim, shows :meth:`Claims.table`
+and prints :meth:`Claims.verdict` in a cell that the notebook tests compare, so a chapter that
+no longer reproduces fails the test suite instead of quietly printing a worse number, while a
+run with a reader's own parameters always finishes and shows its verdicts.  Its claim records
+(:meth:`Claims.records`) go into ``results.json`` and, at the ``book`` preset, the scorecard.
+
+Each claim carries the paper's statement and value (``paper``), where the paper states it
+(``where``: a figure or section of arXiv 2602.22600, or the official code release
+``joshseth/cores`` where the value comes from the code), our acceptance rule and why it differs
+from the paper's wording where it does (``rule``), the measured value (``ours``) and a verdict:
+reproduced (the rule holds), partly (only the weaker form stated in the rule holds), not
+reproduced, or not tested at this preset.
+
+A claim we have measured *not* to reproduce at a given preset is recorded with
+``known_gap="why"``: it shows as not reproduced, with the reason, and is expected by the tests.
+Every other failure fails them.  Known gaps are stated per preset by the chapter
+module in one :class:`KnownGaps` table, next to the evidence, never added to make a run pass;
+a gap applies only to that preset's exact run (:meth:`KnownGaps.reason`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Claim:
+    """One checked claim: what the paper says and where, our rule, what we measured, whether it holds."""
+
+    claim: str
+    paper: str
+    ours: str
+    passed: bool
+    known_gap: str | None = None
+    where: str = ""
+    rule: str = ""
+    partly: bool = False
+
+    @property
+    def unexpected(self) -> bool:
+        """A failure that is not a documented known gap."""
+        return not self.passed and self.known_gap is None
+
+    @property
+    def verdict(self) -> str:
+        """``"reproduced"`` when the claim holds, ``"partly"`` when only its weaker form does, else ``"not reproduced"``."""
+        return REPRODUCED if self.passed else (PARTLY if self.partly else NOT_REPRODUCED)
+
+
+REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTED = "reproduced", "partly", "not reproduced", "not tested"
+#: Verdicts a claim record may carry (the scorecard counts them per chapter).
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTED)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class KnownGaps:
+    """Claims measured not to reproduce at a preset's own run, and why: ``{run: {claim key: why}}``.
+
+    A run is a preset name, or a name in ``runs``: a preset run with some knobs changed
+    (``{"paper, ensemble bf16": {"PRESET": "paper", "TRAINER": "ensemble", "PRECISION": "bf16"}}``),
+    for a run of the same preset trained another way whose failures were measured on their own.
+    A claim key names one claim of the chapter (``"post_grok_unit_circle"``), or one claim of one
+    model (``"gemma3-270m:knob_r2"``).  ``run_knobs`` are the knobs that must equal the preset's for
+    a gap to apply (``None``: every knob of the chapter; a named run's changed knobs excepted); any
+    other run is a new measurement, for which no gap is known.
+    """
+
+    gaps: Mapping[str, Mapping[str, str]]
+    run_knobs: tuple[str, ...] | None = None
+    runs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def run_name(self, cfg: Any) -> str | None:
+        """The run of ``gaps`` that ``cfg`` is (a name in ``runs``, else its preset), or None when it is
+        neither (some knob in ``run_knobs`` differs from the preset's)."""
+        knobs = self.run_knobs if self.run_knobs is not None else tuple(cfg.knob_values())
+        for name, changes in self.runs.items():
+            if cfg["PRESET"] == changes["PRESET"] and all(cfg[k] == v for k, v in changes.items() if k != "PRESET"):
+                return name if cfg.is_preset_run(tuple(k for k in knobs if k not in changes)) else None
+        return cfg["PRESET"] if cfg.is_preset_run(self.run_knobs) else None
+
+    def reason(self, cfg: Any, key: str) -> str | None:
+        """Why ``key`` does not reproduce under ``cfg`` (a :class:`ace_helpers.repro.params.Params`), or None."""
+        name = self.run_name(cfg)
+        return None if name is None else self.gaps.get(name, {}).get(key)
+
+
+@dataclass
+class Claims:
+    """Collects :class:`Claim` rows; ``assert_all`` raises listing every failed one."""
+
+    rows: list[Claim] = field(default_factory=list)
+
+    def check(
+        self, claim: str, paper: str, ours: Any, passed: bool, known_gap: str | None = None, *,
+        where: str = "", rule: str = "", partly: bool = False,
+    ) -> bool:  # fmt: skip
+        """Record a claim; ``passed`` is the caller's comparison of ``ours`` to the rule.
+
+        ``paper``: the paper's statement and value; ``where``: its figure or section (or the code
+        release); ``rule``: our acceptance rule, and why it departs from the paper's wording where
+        it does; ``partly``: the weaker form the rule names holds (used only if ``passed`` is
+        false); ``known_gap``: the measured cause when this claim is known not to hold here.
+        """
+        self.rows.append(Claim(claim, paper, _fmt(ours), bool(passed), known_gap, where, rule, bool(partly)))
+        return bool(passed)
+
+    def table(self) -> str:
+        """Markdown table of all claims (render with ``IPython.display.Markdown``; MyST renders tables).
+
+        Columns: claim, paper (statement and place), our rule, ours, verdict; an unexpected
+        failure shows in bold capitals, a known one with its measured cause.
+        """
+        lines = ["| claim | paper | our rule | ours | verdict |", "|---|---|---|---|---|"]
+        for r in self.rows:
+            if r.passed:
+                verdict = r.verdict
+            elif r.unexpected:
+                verdict = f"**{r.verdict.upper()}** (unexpected)"
+            else:
+                verdict = f"{r.verdict}: {r.known_gap}"
+            paper = f"{r.paper} ({r.where})" if r.where else r.paper
+            lines.append(f"| {md_cell(r.claim)} | {md_cell(paper)} | {md_cell(r.rule)} | {md_cell(r.ours)} | {md_cell(verdict)} |")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        """One line: ``"N of M claims hold"`` (stable across presets for nbval)."""
+        held = sum(r.passed for r in self.rows)
+        return f"{held} of {len(self.rows)} claims hold"
+
+    def verdict(self) -> str:
+        """Preset-independent line for nbval: ``"no unexpected claim failures"`` or what failed."""
+        bad = [r.claim for r in self.rows if r.unexpected]
+        return "no unexpected claim failures" if not bad else f"unexpected claim failures: {bad}"
+
+    def counts(self) -> dict[str, Any]:
+        """``results.json`` entries: ``claims_passed``, ``claims_total`` and ``claims_failed`` (those not holding)."""
+        return {
+            "claims_passed": sum(r.passed for r in self.rows),
+            "claims_total": len(self.rows),
+            "claims_failed": [r.claim for r in self.rows if not r.passed],
+        }
+
+    def records(self, section: str, trained: str | None = None) -> list[dict[str, Any]]:
+        """The rows as plain dicts for ``results.json`` and the scorecard (``section`` names the run).
+
+        Keys: ``section``, ``claim``, ``paper``, ``where``, ``rule``, ``ours``, ``verdict`` (see
+        :data:`VERDICTS`), ``note`` (the known gap's measured cause, or ``""``), and ``trained``
+        when given: how that run was trained (e.g. ``"ensemble, bf16"``), where it is not the
+        chapter's own run (the scorecard shows it instead of the chapter's knobs).
+        """
+        return [
+            {"section": section, "claim": r.claim, "paper": r.paper, "where": r.where, "rule": r.rule, "ours": r.ours,
+             "verdict": r.verdict, "note": r.known_gap or "", **({"trained": trained} if trained else {})}
+            for r in self.rows
+        ]  # fmt: skip
+
+    def assert_all(self) -> None:
+        """Raise ``AssertionError`` naming every failed claim that is not a documented known gap."""
+        failed = [r for r in self.rows if r.unexpected]
+        if failed:
+            raise AssertionError(
+                "claims not reproduced: " + "; ".join(f"{r.claim} (ours {r.ours}, paper {r.paper})" for r in failed)
+            )
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """A claim a run cannot test, with our value and why (never counted as a pass).
+
+    ``where`` (the paper's figure or section) and ``rule`` (our acceptance rule) are carried into
+    the claim records (:func:`not_tested_records`) when given.
+    """
+
+    claim: str
+    paper: str
+    ours: str
+    why: str
+    where: str = ""
+    rule: str = ""
+
+
+def not_tested_records(rows: Any, section: str, trained: str | None = None) -> list[dict[str, Any]]:
+    """Records (as :meth:`Claims.records`) of claims a run cannot test: objects with ``claim``,
+    ``paper``, ``ours``, ``why`` (the reason becomes the note) and optionally ``where`` and ``rule``."""
+    return [
+        {"section": section, "claim": r.claim, "paper": r.paper, "where": getattr(r, "where", ""),
+         "rule": getattr(r, "rule", ""), "ours": str(r.ours), "verdict": NOT_TESTED, "note": r.why,
+         **({"trained": trained} if trained else {})}
+        for r in rows
+    ]  # fmt: skip
+
+
+def seed_sensitive(held: int, runs: int, values: str) -> str:
+    """The known-gap reason of a claim that holds at some seeds of a preset and fails at others
+    (measured by :mod:`ace_helpers.repro.seed_check`): such a claim is printed with its verdict but not
+    asserted by the preset's test line, since identical kernels fix the machine, not the sample.
+    ``values``: what the seed check measured, per seed."""
+    return (f"seed-sensitive at this preset, so its test line does not assert it: it held at {held} of {runs} "
+            f"seeds of the seed check ({values})")
+
+
+def md_cell(text: Any) -> str:
+    """``text`` as one markdown table cell: pipes escaped, line breaks flattened."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def claims_table(claims: Claims, not_tested: Sequence[Any]) -> str:
+    """One markdown claims table (:meth:`~ace_helpers.repro.report.Claims.table`) with the claims a run
+    cannot test appended as rows whose verdict is "not tested" and why."""
+    rows = [f"| {md_cell(r.claim)} | {md_cell(f'{r.paper} ({r.where})' if r.where else r.paper)} | {md_cell(r.rule)} | "
+            f"{md_cell(r.ours)} | not tested: {md_cell(r.why)} |" for r in not_tested]  # fmt: skip
+    return "\n".join([claims.table(), *rows])
+
+
+def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per claim over chapters: ``results`` maps a notebook stem to its stored ``results.json``.
+
+    Each row carries ``trained``: the trainer and precision of the chapter's run (its ``TRAINER`` /
+    ``PRECISION`` knobs, e.g. ``"loop, fp32"``; empty for chapters that have neither), shown in the
+    scorecard's run column.
+
+    Raises ``ValueError`` for a record with an unknown verdict (a stored file that was edited by hand).
+    """
+    rows = []
+    for stem in sorted(results):
+        knobs = results[stem].get("params", {})
+        trained = ", ".join(str(knobs[k]) for k in ("TRAINER", "PRECISION") if k in knobs)
+        for rec in results[stem].get("claims", []):
+            if rec.get("verdict") not in VERDICTS:
+                raise ValueError(f"{stem}: claim {rec.get('claim')!r} has verdict {rec.get('verdict')!r}; allowed: {VERDICTS}")
+            rows.append({"chapter": stem, "trained": trained, **rec})
+    return rows
+
+
+def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
+    """The scorecard page's tables: counts per chapter, then every claim (markdown; MyST renders tables)."""
+    stems = sorted({r["chapter"] for r in rows})
+    lines = ["| chapter | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
+    for stem in stems:
+        counts = [sum(r["chapter"] == stem and r["verdict"] == v for r in rows) for v in VERDICTS]
+        lines.append(f"| [{stem}](../notebooks/{stem}.ipynb) | " + " | ".join(str(c) for c in counts) + " |")
+    total = [sum(r["verdict"] == v for r in rows) for v in VERDICTS]
+    lines.append("| **all chapters** | " + " | ".join(f"**{c}**" for c in total) + " |")
+    lines += ["", "| ch. | claim | verdict | paper | where | our rule | ours | run | note |", "|---|" + "---|" * 8]
+    for r in rows:
+        lines.append(f"| {r['chapter'][:2]} | {md_cell(r['claim'])} | **{r['verdict']}** | {md_cell(r['paper'])} "
+                     f"| {md_cell(r.get('where', ''))} | {md_cell(r.get('rule', ''))} | {md_cell(r['ours'])} "
+                     f"| {md_cell(r['section'] + (f' ({t})' if (t := r.get('trained')) else ''))} | {md_cell(r['note'])} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def verdict_summary(records: list[dict[str, Any]]) -> str:
+    """One markdown paragraph for a chapter's summary box: the verdict counts of ``records``
+    (:meth:`Claims.records`) per run, and which claims did not reproduce (their causes are in the
+    claims tables and the scorecard)."""
+    parts = []
+    for section in dict.fromkeys(r["section"] for r in records):
+        rows = [r for r in records if r["section"] == section]
+        counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+        parts.append(f"{counts[REPRODUCED]} of {len(rows)} claims **reproduced**, {counts[PARTLY]} **partly**, "
+                     f"{counts[NOT_REPRODUCED]} **not reproduced**, {counts[NOT_TESTED]} **not tested** ({section})")  # fmt: skip
+    text = "; ".join(parts) + "."
+    for verdict, label in ((PARTLY, "Partly reproduced"), (NOT_REPRODUCED, "Not reproduced")):
+        missed = list(dict.fromkeys(r["claim"] for r in records if r["verdict"] == verdict))
+        if missed:
+            text += f" {label}: " + "; ".join(missed) + "."
+    if any(r["verdict"] in (PARTLY, NOT_REPRODUCED) for r in records):
+        text += " The measured causes are in the claims tables below."
+    return text

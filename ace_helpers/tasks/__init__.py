@@ -1,1 +1,0 @@
-"""Task data: Markov chains, modular addition, subject-verb agreement."""

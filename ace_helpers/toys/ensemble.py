@@ -1,0 +1,582 @@
+"""Train many :class:`~ace_helpers.toys.models.ToyTransformer` s at once as one vectorised ensemble.
+
+Every parameter of ``M`` toy transformers is stacked along a leading *member* dimension and
+the forward pass is written with batched matrix products (``torch.baddbmm``), so one Python
+step trains all members.  The maths is exactly that of ``ToyTransformer``: token + learned
+positional embedding, stock post-LN ``nn.TransformerEncoderLayer`` blocks (ReLU, dropout on the
+attention weights, after attention, inside and after the feed-forward block), a causal mask
+and a linear unembedding.  :meth:`ToyEnsemble.member` unstacks one member into a plain
+``ToyTransformer`` whose outputs equal the ensemble's (tested in ``tests/test_ensemble.py``).
+
+What makes it a *sweep* engine rather than ``M`` copies of one run:
+
+* per-member AdamW weight decay (:class:`EnsembleAdamW`), so all ω of one p train together;
+* per-member data order and dropout masks, each from its own seeded ``torch.Generator``: a
+  member's trajectory does not depend on which other members share the ensemble;
+* a batched evaluation of all members (:func:`ensemble_accuracy`);
+* members leave the ensemble when the caller's ``evaluate`` callback says they are done
+  (e.g. grokked), so the remaining ones run faster (:meth:`ToyEnsemble.select`);
+* one training loop, :func:`train_ensemble`, with the loss at the last position (modular
+  addition) or at every position (a language model, e.g. a Markov chain; :func:`train_seeds`
+  trains one such model per seed, as an ensemble or one by one for comparison).
+
+``last_only=True`` computes only the last position's output in the final block (queries,
+feed-forward and unembedding at the last position; keys/values everywhere).  With a causal
+mask this is exactly the last row of the full forward pass, at a fraction of the cost when the
+loss is on the last token only (modular addition).  The first block's attention projections are
+read from per-token tables (its input takes only ``max_len * vocab`` distinct values), which is
+exact too and saves most of the projection work when the batch is much larger than the vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ace_helpers.toys.ensemble_optim import EnsembleAdamW  # noqa: F401 - part of this module's API
+from ace_helpers.toys.models import ToyConfig, ToyTransformer, build_model
+from ace_helpers.toys.precision import autocast, check_precision
+from ace_helpers.toys.train import train_lm
+
+# name in a stacked block -> (dotted name in nn.TransformerEncoderLayer)
+_BLOCK_PARAMS = {
+    "in_w": "self_attn.in_proj_weight",  # (3D, D)
+    "in_b": "self_attn.in_proj_bias",  # (3D,)
+    "out_w": "self_attn.out_proj.weight",  # (D, D)
+    "out_b": "self_attn.out_proj.bias",  # (D,)
+    "ln1_w": "norm1.weight",
+    "ln1_b": "norm1.bias",
+    "ff1_w": "linear1.weight",  # (F, D)
+    "ff1_b": "linear1.bias",  # (F,)
+    "ff2_w": "linear2.weight",  # (D, F)
+    "ff2_b": "linear2.bias",  # (D,)
+    "ln2_w": "norm2.weight",
+    "ln2_b": "norm2.bias",
+}
+DROPOUT_SEED_OFFSET = 1_000_003  # member m's dropout generator is seeded seeds[m] + this
+_TOP_PARAMS = {"tok_emb": "tok_emb.weight", "pos_emb": "pos_emb.weight", "head_w": "lm_head.weight", "head_b": "lm_head.bias"}
+
+
+#: ``fast`` attention multiplies queries and keys elementwise (no matrix products) up to this context length.
+SMALL_CONTEXT = 8
+
+
+def _dropout(x: torch.Tensor, p: float, generators: Sequence[torch.Generator] | None, fast: bool = False) -> torch.Tensor:
+    """Inverted dropout on a (M, ...) tensor; member ``m``'s mask comes from ``generators[m]``.
+
+    The reference masks compare one uniform float per element with ``p``.  ``fast`` masks
+    compare 16 random bits per element with ``p`` rounded to a multiple of 1/65536 (and scale
+    by the rounded keep rate, so the expectation is exact): one 64-bit draw of member ``m``'s
+    generator makes four masks, about 3x cheaper to draw than the floats.
+    """
+    if p == 0.0:
+        return x
+    if generators is None:
+        return F.dropout(x, p, training=True)
+    if fast:
+        n = x[0].numel()
+        words = torch.empty((x.shape[0], -(-n // 4)), dtype=torch.int64, device=x.device)
+        for m, g in enumerate(generators):
+            words[m].random_(-(2**63), 2**63 - 1, generator=g)
+        cut = round(p * 65536)  # drop the 16-bit values below -32768 + cut
+        bits = words.view(torch.int16)[:, :n].reshape(x.shape)
+        return x * (bits >= cut - 32768).to(x.dtype).mul_(65536.0 / (65536 - cut))
+    keep = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    for m, g in enumerate(generators):
+        keep[m].uniform_(generator=g)
+    # ge_ on a float tensor writes 1.0 / 0.0 in place: the scaled keep mask
+    return x * keep.ge_(p).mul_(1.0 / (1.0 - p))
+
+
+class _StackedBlock(nn.Module):
+    """One post-LN encoder block for M members; parameters have a leading member dimension."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        for name in _BLOCK_PARAMS:
+            self.register_parameter(name, nn.Parameter(tensors[name].clone()))
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        n_heads: int,
+        dropout: float,
+        last_only: bool,
+        generators: Sequence[torch.Generator] | None,
+        qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+        fast: bool = False,
+    ) -> torch.Tensor:
+        """x (M, B, T, D) -> (M, B, T', D) with T' = 1 if ``last_only`` else T.
+
+        ``qkv``, when given, is the already computed attention input of ``x``: queries
+        (M, B, H, T', hd), keys and values (M, B, H, T, hd) (the first block gets them from
+        per-token tables, see ``ToyEnsemble._first_qkv``).  ``fast``: the same maths with
+        cheaper kernels (elementwise attention for contexts up to :data:`SMALL_CONTEXT`, fast
+        dropout masks, see :func:`_dropout`); the numbers differ from the reference kernels
+        by rounding, and the dropout masks by their random stream.
+        """
+        M, B, T, D = x.shape
+        hd = D // n_heads
+        drop = dropout if self.training else 0.0
+        if qkv is not None:
+            q, k, v = qkv
+            Tq = q.shape[3]
+            x_q = x[:, :, -Tq:]
+        elif last_only:
+            # keys/values at every position, queries at the last one only
+            kv = torch.baddbmm(self.in_b[:, None, D:], x.reshape(M, B * T, D), self.in_w[:, D:].transpose(1, 2))
+            k, v = kv.view(M, B, T, 2, n_heads, hd).permute(3, 0, 1, 4, 2, 5)  # (M, B, H, T, hd) each
+            x_q = x[:, :, -1:]
+            q = torch.baddbmm(self.in_b[:, None, :D], x_q.reshape(M, B, D), self.in_w[:, :D].transpose(1, 2))
+            q = q.view(M, B, 1, n_heads, hd).transpose(2, 3)  # (M, B, H, 1, hd)
+            Tq = 1
+        else:
+            qkv = torch.baddbmm(self.in_b[:, None, :], x.reshape(M, B * T, D), self.in_w.transpose(1, 2))
+            q, k, v = qkv.view(M, B, T, 3, n_heads, hd).permute(3, 0, 1, 4, 2, 5)
+            x_q = x
+            Tq = T
+        if Tq == 1:
+            # one query: elementwise products beat M*B*H tiny matrix products
+            scores = (q * k).sum(-1) / math.sqrt(hd)  # (M, B, H, T)
+            attn = scores.softmax(-1)
+            if drop:
+                attn = _dropout(attn, drop, generators, fast)
+            ctx = (attn.unsqueeze(-1) * v).sum(-2).reshape(M, B, D)  # (M, B, H, hd) -> (M, B, D)
+        elif fast and T <= SMALL_CONTEXT:
+            # a few positions: broadcast products beat M*B*H tiny matrix products
+            scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) / math.sqrt(hd)  # (M, B, H, Tq, T)
+            causal = torch.ones(Tq, T, dtype=torch.bool, device=x.device).triu(1)
+            attn = scores.masked_fill(causal, float("-inf")).softmax(-1)
+            if drop:
+                attn = _dropout(attn, drop, generators, fast)
+            ctx = (attn.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)  # (M, B, H, Tq, hd)
+            ctx = ctx.transpose(2, 3).reshape(M, B * Tq, D)
+        else:
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(hd)  # (M, B, H, Tq, T)
+            causal = torch.ones(Tq, T, dtype=torch.bool, device=x.device).triu(1)
+            scores = scores.masked_fill(causal, float("-inf"))
+            attn = scores.softmax(-1)
+            if drop:
+                attn = _dropout(attn, drop, generators, fast)
+            ctx = (attn @ v).transpose(2, 3).reshape(M, B * Tq, D)
+        sa = torch.baddbmm(self.out_b[:, None, :], ctx, self.out_w.transpose(1, 2)).view(M, B, Tq, D)
+        if drop:
+            sa = _dropout(sa, drop, generators, fast)
+        h = F.layer_norm(x_q + sa, (D,)) * self.ln1_w[:, None, None, :] + self.ln1_b[:, None, None, :]
+        f = torch.baddbmm(self.ff1_b[:, None, :], h.reshape(M, B * Tq, D), self.ff1_w.transpose(1, 2)).relu()
+        if drop:
+            f = _dropout(f, drop, generators, fast)
+        f = torch.baddbmm(self.ff2_b[:, None, :], f, self.ff2_w.transpose(1, 2)).view(M, B, Tq, D)
+        if drop:
+            f = _dropout(f, drop, generators, fast)
+        return F.layer_norm(h + f, (D,)) * self.ln2_w[:, None, None, :] + self.ln2_b[:, None, None, :]
+
+
+class ToyEnsemble(nn.Module):
+    """``M`` toy transformers with stacked weights.
+
+    ``forward(tokens (M, B, T) long) -> logits (M, B, T, vocab)`` (or ``(M, B, vocab)`` with
+    ``last_only=True``); member ``m`` sees only ``tokens[m]``.  Build it with
+    :meth:`from_models` or :meth:`from_seeds`; get member ``m`` back with :meth:`member`.
+    """
+
+    def __init__(self, config: ToyConfig, tensors: dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        self.config = config
+        for name in _TOP_PARAMS:
+            self.register_parameter(name, nn.Parameter(tensors[name].clone()))
+        self.layers = nn.ModuleList(
+            _StackedBlock({k: tensors[f"layers.{i}.{k}"] for k in _BLOCK_PARAMS}) for i in range(config.n_layers)
+        )
+
+    @property
+    def n_members(self) -> int:
+        """Number of members M."""
+        return self.tok_emb.shape[0]
+
+    @classmethod
+    def from_models(cls, models: Sequence[ToyTransformer]) -> "ToyEnsemble":
+        """Stack the weights of ``models`` (all with the same :class:`ToyConfig`)."""
+        if len(models) == 0:
+            raise ValueError("models must be a non-empty sequence of ToyTransformer")
+        config = models[0].config
+        if any(m.config != config for m in models):
+            raise ValueError("all models of an ensemble must share one ToyConfig")
+        states = [dict(m.named_parameters()) for m in models]
+        tensors = {k: torch.stack([s[v].detach() for s in states]) for k, v in _TOP_PARAMS.items()}
+        for i in range(config.n_layers):
+            for k, v in _BLOCK_PARAMS.items():
+                tensors[f"layers.{i}.{k}"] = torch.stack([s[f"layers.{i}.{v}"].detach() for s in states])
+        return cls(config, tensors)
+
+    @classmethod
+    def from_seeds(cls, config: ToyConfig, seeds: Sequence[int]) -> "ToyEnsemble":
+        """Members initialised exactly like ``build_model(config, seed)`` for each seed."""
+        return cls.from_models([build_model(config, int(s)) for s in seeds])
+
+    @torch.no_grad()
+    def member(self, m: int) -> ToyTransformer:
+        """A plain :class:`ToyTransformer` holding member ``m``'s current weights."""
+        if not 0 <= m < self.n_members:
+            raise ValueError(f"member index m={m} out of range [0, {self.n_members})")
+        model = ToyTransformer(self.config)
+        params = dict(model.named_parameters())
+        for k, v in _TOP_PARAMS.items():
+            params[v].copy_(getattr(self, k)[m])
+        for i, block in enumerate(self.layers):
+            for k, v in _BLOCK_PARAMS.items():
+                params[f"layers.{i}.{v}"].copy_(getattr(block, k)[m])
+        return model.eval()
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        """(M, B, T) long -> (M, B, T, D): token + positional embedding per member."""
+        M, B, T = tokens.shape
+        V, D = self.config.vocab, self.config.d_model
+        offsets = (torch.arange(M, device=tokens.device) * V)[:, None, None]
+        tok = F.embedding(tokens + offsets, self.tok_emb.reshape(M * V, D))
+        return tok + self.pos_emb[:, None, :T, :]
+
+    def _first_qkv(self, tokens: torch.Tensor, last_only: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries (M, B, H, T', hd), keys and values (M, B, H, T, hd) of the first block, read
+        from tables (T' = 1 if ``last_only`` and the model has one block, else T).
+
+        The first block's input at position t is ``tok_emb[token] + pos_emb[t]``, so its
+        projections take only T * vocab distinct values per member: compute those once
+        (M, T * V, 3D) and gather, instead of projecting all B * T inputs.
+        """
+        M, B, T = tokens.shape
+        V, D, H = self.config.vocab, self.config.d_model, self.config.n_heads
+        block = self.layers[0]
+        inp = (self.tok_emb[:, None, :, :] + self.pos_emb[:, :T, None, :]).reshape(M, T * V, D)
+        table = torch.baddbmm(block.in_b[:, None, :], inp, block.in_w.transpose(1, 2))  # (M, T*V, 3D)
+        offsets = (torch.arange(M, device=tokens.device) * (T * V))[:, None, None] + (
+            torch.arange(T, device=tokens.device) * V
+        )[None, None, :]
+        idx = tokens + offsets  # (M, B, T) rows of the flattened table
+        q_idx = idx[:, :, -1:] if last_only and len(self.layers) == 1 else idx
+
+        def gather(rows: torch.Tensor, part: int) -> torch.Tensor:
+            flat = table[..., part * D : (part + 1) * D].reshape(M * T * V, D)
+            out = F.embedding(rows, flat)  # (M, B, t, D)
+            return out.view(M, B, rows.shape[2], H, D // H).transpose(2, 3)
+
+        return gather(q_idx, 0), gather(idx, 1), gather(idx, 2)
+
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        *,
+        last_only: bool = False,
+        generators: Sequence[torch.Generator] | None = None,
+        fast: bool = False,
+    ) -> torch.Tensor:
+        """Logits (M, B, T, V), or (M, B, V) for ``last_only``.
+
+        Args:
+            tokens: (M, B, T) long, or (B, T) to feed the same batch to every member.
+            last_only: compute only the last position (exact for a causal model).
+            generators: in training mode, one ``torch.Generator`` per member for its dropout
+                masks (``None``: torch's global RNG).
+            fast: cheaper kernels for the same maths (see :meth:`_StackedBlock.forward`).
+        """
+        if tokens.dim() == 2:
+            tokens = tokens.unsqueeze(0).expand(self.n_members, -1, -1)
+        if tokens.dim() != 3 or tokens.shape[0] != self.n_members:
+            raise ValueError(f"tokens must be (M={self.n_members}, B, T) or (B, T); got {tuple(tokens.shape)}")
+        if tokens.shape[2] > self.config.max_len:
+            raise ValueError(f"sequence length {tokens.shape[2]} exceeds max_len {self.config.max_len}")
+        if generators is not None and len(generators) != self.n_members:
+            raise ValueError(f"generators must hold one generator per member ({self.n_members}), got {len(generators)}")
+        h = self.embed(tokens)
+        n = len(self.layers)
+        for i, block in enumerate(self.layers):
+            qkv = self._first_qkv(tokens, last_only) if i == 0 else None
+            h = block(h, self.config.n_heads, self.config.dropout, last_only and i == n - 1, generators, qkv, fast)
+        M, B, T, D = h.shape
+        logits = torch.baddbmm(self.head_b[:, None, :], h.reshape(M, B * T, D), self.head_w.transpose(1, 2))
+        logits = logits.view(M, B, T, -1)
+        return logits[:, :, -1] if last_only else logits
+
+    @torch.no_grad()
+    def extend(self, copies: Sequence[int]) -> None:
+        """Append copies of the members ``copies`` (in that order) as new members, in place.
+
+        Like :meth:`select`, this replaces the parameters; hand the optimizer the new ones.
+        """
+        idx = torch.as_tensor(copies, dtype=torch.long)
+        for module in self.modules():
+            for name, param in list(module.named_parameters(recurse=False)):
+                grown = torch.cat([param.detach(), param.detach().index_select(0, idx)])
+                setattr(module, name, nn.Parameter(grown))
+
+    @torch.no_grad()
+    def select(self, keep: Sequence[int] | torch.Tensor) -> None:
+        """Keep only the members ``keep`` (in that order), in place.
+
+        The parameters are replaced by new ``nn.Parameter`` objects (autograd caches a leaf's
+        shape), so an optimizer must be handed the new :meth:`parameters` afterwards.
+        """
+        idx = torch.as_tensor(keep, dtype=torch.long)
+        for module in self.modules():
+            for name, param in list(module.named_parameters(recurse=False)):
+                setattr(module, name, nn.Parameter(param.detach().index_select(0, idx).contiguous()))
+
+
+@torch.no_grad()
+def ensemble_accuracy(
+    ensemble: ToyEnsemble, inputs: torch.Tensor, answers: torch.Tensor, *, chunk: int = 4096
+) -> np.ndarray:
+    """(M,) float64 last-token argmax accuracy of every member (eval mode) on shared data.
+
+    Args:
+        inputs: (N, T) long, fed to every member.  answers: (N,) long, the last-position target.
+    """
+    was_training = ensemble.training
+    ensemble.eval()
+    correct = torch.zeros(ensemble.n_members, dtype=torch.float64)
+    for start in range(0, inputs.shape[0], chunk):
+        logits = ensemble(inputs[start : start + chunk], last_only=True)  # (M, b, V)
+        correct += (logits.argmax(-1) == answers[start : start + chunk]).sum(1).double()
+    ensemble.train(was_training)
+    return (correct / inputs.shape[0]).numpy()
+
+
+@dataclass
+class EnsembleRun:
+    """What :func:`train_ensemble` did for each member (in the original member order).
+
+    Attributes:
+        steps: (M,) optimizer steps each member was trained for.
+        models: the members' final weights as plain ToyTransformers (if ``keep_models``).
+        loss: per member, the mean training loss of every completed epoch (if ``track_loss``).
+    """
+
+    steps: np.ndarray
+    models: list[ToyTransformer] = field(default_factory=list)
+    loss: list[list[float]] = field(default_factory=list)
+
+
+def train_ensemble(
+    config: ToyConfig,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    seeds: Sequence[int],
+    weight_decays: Sequence[float],
+    batch_size: int,
+    lr: float,
+    max_steps: int,
+    eval_every: int,
+    evaluate: Callable[[int, ToyEnsemble, np.ndarray], np.ndarray] | None = None,
+    keep_models: bool = False,
+    progress: bool = True,
+    desc: str = "ensemble",
+    loss_positions: str = "last",
+    track_loss: bool = False,
+    precision: str = "fp32",
+    fast: bool = False,
+) -> EnsembleRun:
+    """Train ``len(seeds)`` ToyTransformers together (cross-entropy at the last or at every position).
+
+    Member ``m`` is initialised as ``build_model(config, seeds[m])``, draws its shuffled
+    mini-batches from ``torch.Generator().manual_seed(seeds[m])`` (as
+    :func:`ace_helpers.toys.train.train_lm` does) and its dropout masks from a generator seeded
+    ``seeds[m] + 1_000_003``; it decays with ``weight_decays[m]`` (AdamW, ``lr`` shared).
+
+    Args:
+        inputs, targets: (N, T) long training data shared by all members (targets' last column
+            is the label).
+        batch_size: mini-batch size (``>= N``: full batch, one step per epoch).
+        max_steps: step cap for every member.
+        eval_every: ``evaluate`` is called after every ``eval_every`` optimizer steps.
+        evaluate: ``evaluate(step, ensemble, member_ids) -> done`` with ``member_ids`` (A,)
+            the original indices of the members still training and ``done`` (A,) bool:
+            members marked done leave the ensemble.  The ensemble is in eval mode during
+            the call.
+        keep_models: return every member's final weights.
+        progress: show a tqdm bar (steps of the longest-running member).
+        loss_positions: ``"last"``: the loss is the cross-entropy of the last position (the
+            label ``targets[:, -1]``), as for modular addition; the forward pass computes only
+            that position.  ``"all"``: every member's loss is its own mean cross-entropy over
+            every position of its batch (a language-model loss, as for the Markov chains).
+            Either way the summed loss of the members is minimised, so the members'
+            gradients do not mix.
+        track_loss: record each member's mean training loss per completed epoch
+            (``EnsembleRun.loss``); always on for ``loss_positions="all"``, where it is free.
+        precision: ``"fp32"`` or ``"bf16"`` (the forward pass under bf16 autocast, see
+            :mod:`ace_helpers.toys.precision`; weights, optimizer state and loss stay fp32).
+        fast: the fast kernels (see :meth:`ToyEnsemble.forward`): same maths, other rounding
+            and another dropout random stream than the reference kernels.
+
+    Returns:
+        :class:`EnsembleRun`.
+    """
+    from tqdm.std import tqdm  # load time (tqdm.std: a plain text bar: no ipywidgets needed in notebooks)
+
+
+    check_precision("precision", precision)
+    seeds = [int(s) for s in seeds]
+    wds = [float(w) for w in weight_decays]
+    if len(seeds) == 0 or len(seeds) != len(wds):
+        raise ValueError(f"seeds and weight_decays must be non-empty and of equal length, got {len(seeds)} and {len(wds)}")
+    if inputs.dim() != 2 or inputs.shape != targets.shape:
+        raise ValueError(f"inputs and targets must both be (N, T); got {tuple(inputs.shape)} and {tuple(targets.shape)}")
+    for name, value in (("batch_size", batch_size), ("max_steps", max_steps), ("eval_every", eval_every)):
+        if int(value) < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if loss_positions not in ("last", "all"):
+        raise ValueError(f"loss_positions must be 'last' or 'all', got {loss_positions!r}")
+    all_positions = loss_positions == "all"
+    track_loss = track_loss or all_positions
+    n = inputs.shape[0]
+    batch_size = min(int(batch_size), n)
+    ensemble = ToyEnsemble.from_seeds(config, seeds).train()
+    opt = EnsembleAdamW(list(ensemble.parameters()), lr=lr, weight_decay=wds)
+    data_gens = [torch.Generator().manual_seed(s) for s in seeds]
+    drop_gens = [torch.Generator().manual_seed(s + DROPOUT_SEED_OFFSET) for s in seeds]
+    active = np.arange(len(seeds))
+    steps = np.zeros(len(seeds), dtype=np.int64)
+    finals: dict[int, ToyTransformer] = {}
+    labels = targets[:, -1]
+    losses: list[list[float]] = [[] for _ in seeds]
+    epoch_total = torch.zeros(len(seeds), dtype=torch.float64)  # summed batch losses x batch sizes
+    order = None
+    pos = n  # position in the current epoch's permutation (n: start a new epoch)
+    bar = tqdm(total=max_steps, desc=desc, disable=not progress, mininterval=10.0)
+    step = 0
+    while step < max_steps and len(active):
+        if pos >= n:
+            order = torch.stack([torch.randperm(n, generator=data_gens[m]) for m in active])
+            pos = 0
+        idx = order[:, pos : pos + batch_size]  # (A, b)
+        pos += batch_size
+        gens = [drop_gens[m] for m in active]
+        if all_positions:
+            with autocast(precision):
+                logits = ensemble(inputs[idx], generators=gens, fast=fast).float()  # (A, b, T, V)
+            A, b = idx.shape
+            per_token = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[idx].reshape(-1), reduction="none")
+            member_loss = per_token.view(A, -1).mean(dim=1)  # (A,) each member's own mean
+            loss = member_loss.sum()
+        else:
+            with autocast(precision):
+                logits = ensemble(inputs[idx], last_only=True, generators=gens, fast=fast).float()
+            A, b, V = logits.shape
+            loss = F.cross_entropy(logits.reshape(A * b, V), labels[idx].reshape(-1), reduction="sum") / b
+            if track_loss:
+                with torch.no_grad():
+                    flat = F.cross_entropy(logits.detach().reshape(A * b, V), labels[idx].reshape(-1), reduction="none")
+                    member_loss = flat.view(A, b).mean(dim=1)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if track_loss:
+            epoch_total[torch.as_tensor(active)] += member_loss.detach().double() * b
+            if pos >= n:  # the epoch is complete
+                for m in active:
+                    losses[int(m)].append(float(epoch_total[int(m)] / n))
+                epoch_total.zero_()
+        step += 1
+        steps[active] = step
+        bar.update(1)
+        if step % eval_every == 0 or step == max_steps:
+            done = np.zeros(len(active), dtype=bool)
+            if evaluate is not None:
+                ensemble.eval()
+                done = np.asarray(evaluate(step, ensemble, active.copy()), dtype=bool)
+                ensemble.train()
+            if step == max_steps:
+                done[:] = True
+            if done.any():
+                if keep_models:
+                    for j in np.flatnonzero(done):
+                        finals[int(active[j])] = ensemble.member(int(j))
+                keep = np.flatnonzero(~done)
+                active = active[keep]
+                if len(active):
+                    ensemble.select(keep)
+                    opt.select(keep, list(ensemble.parameters()))
+                    order = order[torch.as_tensor(keep)]
+                bar.set_postfix(active=len(active))
+    bar.close()
+    models = [finals[m] for m in range(len(seeds))] if keep_models else []
+    return EnsembleRun(steps=steps, models=models, loss=losses if track_loss else [])
+
+
+@dataclass
+class TrainResult:
+    """Trained models (eval mode) and each one's per-epoch mean training loss."""
+
+    models: list[ToyTransformer]
+    loss: list[list[float]]
+    seconds: float
+    cpu_seconds: float = 0.0  # CPU time of this process (what training costs on a shared machine)
+
+
+
+def train_seeds(
+    config: ToyConfig,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    seeds: Sequence[int],
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    method: str = "ensemble",
+    precision: str = "fp32",
+) -> TrainResult:
+    """Train one language model per seed (AdamW, no weight decay, cross-entropy on every position).
+
+    ``method="ensemble"`` trains all seeds as one :class:`ToyEnsemble` with :func:`train_ensemble`
+    (``loss_positions="all"``): member ``m`` starts as ``build_model(config, seeds[m])``, shuffles
+    with ``torch.Generator().manual_seed(seeds[m])`` and draws dropout masks from a generator
+    seeded ``seeds[m] + 1_000_003``, so its run does not depend on the other members.
+    ``method="ensemble1"`` runs the same code one seed at a time (identical numbers, for the
+    benchmark); ``method="sequential"`` is the plain :func:`ace_helpers.toys.train.train_lm` loop on
+    ``nn.Module`` s (dropout from torch's global RNG seeded with ``seed + 1_000_003``).
+    ``precision="bf16"`` (ensemble methods only) trains under bf16 autocast with the fast
+    kernels (``fast=True`` of :func:`train_ensemble`); ``"fp32"`` runs the reference kernels.
+
+    Returns:
+        :class:`TrainResult` with plain :class:`ToyTransformer` s in eval mode.
+    """
+
+
+    if method not in ("ensemble", "ensemble1", "sequential"):
+        raise ValueError(f"method must be one of ['ensemble', 'ensemble1', 'sequential'], got {method!r}")
+    if method == "sequential" and precision != "fp32":
+        raise ValueError(f"precision={precision!r} needs an ensemble method; method='sequential' trains in fp32 only")
+    seeds = [int(s) for s in seeds]
+    start, start_cpu = time.perf_counter(), time.process_time()
+    models: list[ToyTransformer] = []
+    losses: list[list[float]] = []
+    if method == "sequential":
+        for s in seeds:
+            model = build_model(config, s)
+            state = torch.random.get_rng_state()
+            torch.manual_seed(s + DROPOUT_SEED_OFFSET)
+            try:
+                log = train_lm(model, inputs, targets, epochs=epochs, batch_size=batch_size, lr=lr,
+                               weight_decay=0.0, seed=s)
+            finally:
+                torch.random.set_rng_state(state)
+            models.append(model.eval())
+            losses.append(log.loss)
+        return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)
+    steps_per_epoch = -(-inputs.shape[0] // min(int(batch_size), inputs.shape[0]))
+    for group in ([s] for s in seeds) if method == "ensemble1" else [seeds]:
+        run = train_ensemble(config, inputs, targets, seeds=group, weight_decays=[0.0] * len(group),
+                             batch_size=batch_size, lr=lr, max_steps=int(epochs) * steps_per_epoch,
+                             eval_every=int(epochs) * steps_per_epoch, keep_models=True, progress=False,
+                             loss_positions="all", precision=precision, fast=precision == "bf16")
+        models += run.models
+        losses += run.loss
+    return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)
