@@ -1,7 +1,9 @@
 """ace_helpers: Algorithmic Core Extraction (ACE) for torch models and LLMs.
 
-The public API is re-exported here.  ``interventions`` (which imports nnsight) and the chapter
-modules are imported lazily, on first attribute access, so ``import ace_helpers`` stays light.
+The public API is re-exported here: the method's entry points.  The interventions (which import nnsight)
+are imported on first use, so ``import ace_helpers`` stays light.  Everything else lives in a wing and is
+imported from it: ``ace_helpers.method``, ``ace_helpers.toys``, ``ace_helpers.llm``, ``ace_helpers.repro``,
+and the chapters in ``ace_helpers.chapters``.
 """
 
 from __future__ import annotations
@@ -54,11 +56,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    """The nnsight-backed functions of :data:`_LAZY_FUNCTIONS`, imported on first use; nothing else."""
     if name in _LAZY_FUNCTIONS:
         return getattr(importlib.import_module(_LAZY_FUNCTIONS[name]), name)
-    try:
-        return importlib.import_module(f"ace_helpers.{name}")
-    except ModuleNotFoundError as err:
-        if err.name != f"ace_helpers.{name}":
-            raise
-        raise AttributeError(f"module 'ace_helpers' has no attribute {name!r}") from None
+    raise AttributeError(f"module 'ace_helpers' has no attribute {name!r}")

@@ -56,12 +56,9 @@ from myst_nb import glue
 
 from ace_helpers.chapters import ace_planted_system as chapter
 from ace_helpers.chapters.ace_planted_system import figures as plots
-from ace_helpers.repro import artifacts, params, report, session
-from ace_helpers.repro.style import set_style
+from ace_helpers.repro import session
 
-cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-session.begin(cfg)
-set_style()
+cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
 # ## Extract, compare, ablate
@@ -110,7 +107,6 @@ for key, text in plots.prose_numbers(res).items():  # the numbers the text below
 # %%
 claims = chapter.build_claims(res, cfg)
 records = claims.records(f"{cfg.PRESET} preset")
-glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 display(Markdown(claims.table()))
 
 # %%
@@ -121,5 +117,4 @@ print(claims.summary())
 print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
 
 # %%
-path = artifacts.write_results(cfg.OUTPUT_DIR, res, cfg, claims=records)
-print(f"wrote {path}")
+session.finish(cfg, res, records)  # glues the verdicts shown at the top, writes results.json

@@ -79,14 +79,11 @@ from myst_nb import glue
 
 from ace_helpers.chapters import markov_cores as chapter
 from ace_helpers.chapters.markov_cores import figures as plots
-from ace_helpers.repro import artifacts, params, report, session
-from ace_helpers.repro.style import set_style
+from ace_helpers.repro import session
 from ace_helpers.toys.tasks.markov import chain_summary
 
 start_time, start_cpu = time.perf_counter(), time.process_time()
-cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-session.begin(cfg)
-set_style()
+cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
 # ## The chain
@@ -375,7 +372,6 @@ else:
 # %%
 claims = chapter.build_claims(results, cfg)
 records = claims.records(f"{cfg.PRESET} preset")
-glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 display(Markdown(claims.table()))
 
 # %%
@@ -395,5 +391,5 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 # %%
 results["wall_s"] = time.perf_counter() - start_time
 results["cpu_s"] = time.process_time() - start_cpu
-path = artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records)
-print(f"wrote {path}; wall time {results['wall_s']:.0f} s, CPU time of this kernel {results['cpu_s']:.0f} s")
+session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json
+print(f"wall time {results['wall_s']:.0f} s, CPU time of this kernel {results['cpu_s']:.0f} s")

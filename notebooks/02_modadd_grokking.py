@@ -76,17 +76,13 @@ import time
 
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
-from myst_nb import glue
 
 from ace_helpers.chapters import modadd_grokking as chapter
 from ace_helpers.chapters.modadd import figures as plots
-from ace_helpers.repro import artifacts, params, report, session, variants
-from ace_helpers.repro.style import set_style
+from ace_helpers.repro import report, session, variants
 
 T0 = time.perf_counter()
-cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-session.begin(cfg)
-set_style()
+cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
 # ## Training (or loading the stored run)
@@ -242,8 +238,8 @@ print("median |λ| ridge :", wd["median_abs_eig"][0].round(2).tolist())
 claims, not_tested, numbers = chapter.grokking_claims(run, cfg)
 records = claims.records(f"{cfg.PRESET} preset") + report.not_tested_records(not_tested, f"{cfg.PRESET} preset")
 display(Markdown(claims.table()))
-if not_tested:
-    display(Markdown(chapter.not_tested_table(not_tested)))
+if claims.not_tested:
+    display(Markdown(chapter.not_tested_table(claims.not_tested)))
 display(Markdown(chapter.unit_circle_sentence(numbers, p)))
 
 # %%
@@ -352,5 +348,4 @@ results = chapter.results(
     long_claims if long is not None else None, long_numbers if long is not None else None,
     wall_s=time.perf_counter() - T0, numbers=numbers,
 )  # fmt: skip
-glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
-print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records))
+session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

@@ -86,17 +86,13 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
-from myst_nb import glue
 
 from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.chapters.core_inflation import figures as plots
-from ace_helpers.repro import artifacts, params, report, session, variants
-from ace_helpers.repro.style import set_style
+from ace_helpers.repro import report, session, variants
 
 T0 = time.perf_counter()
-cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-session.begin(cfg)
-set_style()
+cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
 # ## The shared training run
@@ -450,8 +446,7 @@ if long is not None:
     records += long_claims.records(section, trained) + report.not_tested_records(long_not_tested, section, trained)
 if ref is not None:
     records += ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {ref_epochs}")
-glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
-print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records))
+session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json
 
 # %% [markdown]
 # ## The same protocol, trained again

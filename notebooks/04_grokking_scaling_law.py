@@ -77,13 +77,10 @@ from myst_nb import glue
 
 from ace_helpers.chapters import grokking_scaling_law as chapter
 from ace_helpers.chapters.grokking_scaling_law import figures as plots
-from ace_helpers.repro import artifacts, params, report, session
-from ace_helpers.repro.style import set_style
+from ace_helpers.repro import report, session
 
 T0 = time.perf_counter()
-cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-session.begin(cfg)
-set_style()
+cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
 # **Differences from the paper, stated up front.**
@@ -348,7 +345,6 @@ if paper is not None:
     display(Markdown(report.claims_table(paper_claims, paper_untested)))
     section = "paper settings, stored runs"
     records += paper_claims.records(section, paper.trained) + report.not_tested_records(paper_untested, section, paper.trained)
-glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -373,4 +369,4 @@ print(paper_claims.verdict() if paper is not None else "no paper-settings run st
 # %%
 sweeps.save()  # a paper-preset run stores its sweeps as the artifact; other presets store nothing
 results = chapter.results(sweeps, claims, wall_s=time.perf_counter() - T0, paper=paper)
-print(artifacts.write_results(cfg.OUTPUT_DIR, results, cfg, claims=records))
+session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

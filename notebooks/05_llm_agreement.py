@@ -80,11 +80,10 @@ from myst_nb import glue
 from ace_helpers.chapters import llm_agreement as chapter
 from ace_helpers.chapters.llm_agreement import figures as plots
 from ace_helpers.llm.agreement import DEMO_PROMPTS, agreement_split
-from ace_helpers.repro import artifacts, params, report, session
+from ace_helpers.repro import session
 
 T0 = time.perf_counter()
-cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-session.begin(cfg)
+cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
 # ## Data
@@ -345,7 +344,6 @@ else:
 # %%
 claims = chapter.build_claims(out, cfg)
 records = claims.records(f"{cfg.PRESET} preset")
-glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
 display(Markdown(claims.table()))
 
 # %%
@@ -359,5 +357,5 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 # %%
 out["claims_failed"] = [row.claim for row in claims.rows if not row.passed]
 out["wall_s"] = time.perf_counter() - T0
-path = artifacts.write_results(cfg.OUTPUT_DIR, out, cfg, claims=records)
-print(f"wrote {path} ({out['wall_s']:.0f} s)")
+session.finish(cfg, out, records)  # glues the verdicts shown at the top, writes results.json
+print(f"wall time {out['wall_s']:.0f} s")

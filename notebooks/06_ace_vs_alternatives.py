@@ -93,12 +93,9 @@ from myst_nb import glue
 
 from ace_helpers.chapters import ace_vs_alternatives as chapter
 from ace_helpers.chapters.ace_vs_alternatives import figures as plots
-from ace_helpers.repro import artifacts, params, report, session
-from ace_helpers.repro.style import set_style
+from ace_helpers.repro import session
 
-cfg = chapter.PARAMS.resolve(globals())  # validates every knob before any compute
-session.begin(cfg)
-set_style()
+cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 start_time, start_cpu = time.perf_counter(), time.process_time()
 
 # %% [markdown]
@@ -179,13 +176,12 @@ display(Markdown(chapter.ns_markdown(res)))
 # ## Claims
 
 # %%
-claims, not_tested = chapter.build_claims(res, cfg)
-records = claims.records(f"{cfg.PRESET} preset") + report.not_tested_records(not_tested, f"{cfg.PRESET} preset")
-glue("verdicts", Markdown(report.verdict_summary(records)), display=False)  # shown in the summary box at the top
+claims = chapter.build_claims(res, cfg)  # with the claims this run cannot test inside
+records = claims.records(f"{cfg.PRESET} preset")
 glue("finding", Markdown(chapter.finding_text(res)), display=False)
 display(Markdown(claims.table()))
-if not_tested:
-    display(Markdown(chapter.not_tested_table(not_tested)))
+if claims.not_tested:
+    display(Markdown(chapter.not_tested_table(claims.not_tested)))
 
 # %%
 print(claims.summary())
@@ -197,5 +193,5 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 # %%
 res["wall_s"] = time.perf_counter() - start_time
 res["cpu_s"] = time.process_time() - start_cpu
-path = artifacts.write_results(cfg.OUTPUT_DIR, res, cfg, claims=records)
-print(f"wrote {path}; wall time {res['wall_s']:.0f} s, CPU time of this kernel {res['cpu_s']:.0f} s")
+session.finish(cfg, res, records)  # glues the verdicts shown at the top, writes results.json
+print(f"wall time {res['wall_s']:.0f} s, CPU time of this kernel {res['cpu_s']:.0f} s")

@@ -2,7 +2,7 @@
 
 import sys
 
-from ace_helpers.chapters.grokking_scaling_law.sweep import main
+from ace_helpers.chapters.grokking_scaling_law.sweep import grok_unit, main  # noqa: F401 - grok_unit: its stored path
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -72,6 +72,8 @@ def cca(za: Array, zb: Array, k: int | None = None, *, reg: float = 1e-8) -> np.
 
     Closed form: centre, whiten each view with the inverse Cholesky factor of its covariance
     (+ ``reg``·I), take the singular values of the whitened cross-covariance.  ``k`` keeps the top k.
+    Hand-written because ``sklearn.cross_decomposition.CCA`` fits its components iteratively (NIPALS,
+    to a tolerance) and returns projections, not the exact canonical correlations compared here.
     """
     a, b = _as_float64("Za", za), _as_float64("Zb", zb)
     if a.ndim == 1:

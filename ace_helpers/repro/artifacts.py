@@ -10,6 +10,10 @@ Every file is written atomically (temporary file in the same folder, fsync, ``os
 the manifest last.  :func:`load_artifact` returns ``None`` for a missing, partial or corrupt
 artifact (checksum mismatch) or one computed with other parameters, so :func:`cached`
 recomputes it instead of half-reading it.
+
+Hand-written rather than ``joblib.Memory`` or a pickle cache: those store pickles (unsafe to load from a
+clone, and tied to library versions) keyed by code hashes, while the book commits small, checksummed,
+readable json / npz artifacts keyed by their parameters, which any later version can load and check.
 """
 
 from __future__ import annotations

@@ -115,7 +115,6 @@ def _numpy_loops() -> dict[str, str]:
 def _ensemble_step() -> dict[str, str]:
     """Two training steps of the batched ensemble trainer (3 members, dropout, AdamW) on fixed data."""
 
-
     config = ToyConfig(vocab=59, d_model=64, n_layers=1, n_heads=4, max_len=4, dropout=0.1)
     trainer = EnsembleTrainer(config, [3, 4, 5], [1.0, 1.0, 0.0], lr=1e-3, batch_size=64)
     g = torch.Generator().manual_seed(2)
@@ -126,7 +125,6 @@ def _ensemble_step() -> dict[str, str]:
 
 def _ace() -> dict[str, str]:
     """ACE on fixed states H (2000, 64) and Jacobians J (2000, 8, 64): the balanced basis, weights and rank."""
-
 
     rng = np.random.default_rng(3)
     mix = rng.standard_normal((64, 64))
@@ -142,7 +140,6 @@ GROUPS: tuple[Callable[[], dict[str, str]], ...] = (_torch_reference, _numpy_ref
 
 def lines() -> list[str]:
     """``"operation: hash"`` lines for every operation, at one thread."""
-
 
     torch.set_num_threads(1)
     limit_pools(1)

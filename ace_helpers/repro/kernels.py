@@ -77,7 +77,6 @@ def mode(environ: Mapping[str, str] | None = None) -> str:
 def supported() -> str | None:
     """Why this machine cannot run the setting (not x86-64, or no AVX2 / FMA), or None when it can."""
 
-
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return f"this is a {platform.machine()} machine, not x86-64"
     missing = [f for f in REQUIRED_FLAGS if f not in cpu_flags()]

@@ -101,6 +101,8 @@ class Claims:
     """Collects :class:`Claim` rows; ``assert_all`` raises listing every failed one."""
 
     rows: list[Claim] = field(default_factory=list)
+    #: Claims this run cannot test (:class:`ClaimRow`): shown and recorded, never counted as a pass.
+    not_tested: list["ClaimRow"] = field(default_factory=list)
 
     def check(
         self, claim: str, paper: str, ours: Any, passed: bool, known_gap: str | None = None, *,
@@ -153,7 +155,8 @@ class Claims:
         }
 
     def records(self, section: str, trained: str | None = None) -> list[dict[str, Any]]:
-        """The rows as plain dicts for ``results.json`` and the scorecard (``section`` names the run).
+        """The rows, then the :attr:`not_tested` ones, as plain dicts for ``results.json`` and the scorecard
+        (``section`` names the run).
 
         Keys: ``section``, ``claim``, ``paper``, ``where``, ``rule``, ``ours``, ``verdict`` (see
         :data:`VERDICTS`), ``note`` (the known gap's measured cause, or ``""``), and ``trained``
@@ -164,7 +167,7 @@ class Claims:
             {"section": section, "claim": r.claim, "paper": r.paper, "where": r.where, "rule": r.rule, "ours": r.ours,
              "verdict": r.verdict, "note": r.known_gap or "", **({"trained": trained} if trained else {})}
             for r in self.rows
-        ]  # fmt: skip
+        ] + not_tested_records(self.not_tested, section, trained)  # fmt: skip
 
     def assert_all(self) -> None:
         """Raise ``AssertionError`` naming every failed claim that is not a documented known gap."""

@@ -1,18 +1,29 @@
-"""A chapter run's start: the validation cell's side effects (threads, old results removed, what runs printed) and seeding."""
+"""A chapter run's start and end, one call each in every notebook.
+
+:func:`start` is the notebook's second cell: it resolves and validates every knob (a bad value stops
+here, before any compute), sets the threads, removes the previous run's results, prints what runs
+(knobs, versions, kernel setting, precision) and sets the figure style.  :func:`finish` is its last
+computing cell: it glues the verdict summary shown at the top of the page and writes ``results.json``.
+"""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import torch
 
 from ace_helpers.method.checks import check_int
-from ace_helpers.repro.artifacts import clear_results, display_path
+from ace_helpers.repro.artifacts import clear_results, display_path, write_results
 from ace_helpers.repro.kernels import describe as describe_kernels
 from ace_helpers.repro.machine import versions
 from ace_helpers.repro.params import Params
+from ace_helpers.repro.report import verdict_summary
+from ace_helpers.repro.style import set_style
 from ace_helpers.repro.thread_pools import set_threads
 from ace_helpers.toys.precision import describe as describe_precision
 
@@ -44,3 +55,26 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def start(chapter: ModuleType, namespace: Mapping[str, Any]) -> Params:
+    """A notebook's prologue: ``chapter.PARAMS`` resolved from the notebook's ``namespace`` (its
+    ``globals()``: the parameters cell), then :func:`begin` and the book's figure style.  Returns what runs."""
+    cfg = chapter.PARAMS.resolve(namespace)
+    begin(cfg)
+    set_style()
+    return cfg
+
+
+def finish(cfg: Params, results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> Path:
+    """A notebook's epilogue: glue the verdict summary of the claim ``records`` (shown at the top of the page
+    as ``{glue:md}`verdicts```) and write ``OUTPUT_DIR/results.json`` (:func:`write_results`); prints and
+    returns its path."""
+    from IPython.display import Markdown  # load time: notebook-only libraries, imported when a notebook ends
+    from myst_nb import glue  # load time: notebook-only libraries, imported when a notebook ends
+
+    glue("verdicts", Markdown(verdict_summary(list(records))), display=False)
+    path = write_results(cfg.OUTPUT_DIR, results, cfg, claims=list(records))
+    print(f"wrote {path}")
+    return path
+

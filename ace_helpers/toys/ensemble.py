@@ -549,7 +549,6 @@ def train_seeds(
         :class:`TrainResult` with plain :class:`ToyTransformer` s in eval mode.
     """
 
-
     if method not in ("ensemble", "ensemble1", "sequential"):
         raise ValueError(f"method must be one of ['ensemble', 'ensemble1', 'sequential'], got {method!r}")
     if method == "sequential" and precision != "fp32":

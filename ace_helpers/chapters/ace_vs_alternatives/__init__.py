@@ -316,8 +316,8 @@ def ns_table_rows(res: dict[str, Any]) -> dict[str, dict[str, int | None]]:
     return {t: res[t]["ns_rank"] for t in TASKS if res.get(t) is not None}
 
 
-def build_claims(res: dict[str, Any], cfg: Params) -> tuple[Claims, list[ClaimRow]]:
-    """The chapter's claims (ours), from the results alone, and those not tested (MODADD off)."""
+def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
+    """The chapter's claims (ours), from the results alone, with those not tested (MODADD off, an LLM absent) inside."""
     claims = Claims()
     for task in TASKS:
         s = res.get(task)
@@ -363,7 +363,8 @@ def build_claims(res: dict[str, Any], cfg: Params) -> tuple[Claims, list[ClaimRo
                                             ("ACE's subspace is the ground truth", "overlap ≥ 0.9 (ours)"))]
     models = list(dict.fromkeys([*cfg["LLM_MODELS"], *llm_part.LAYER]))
     not_tested += llm_part.add_claims(claims, res.get("llm"), models, ClaimRow)
-    return claims, not_tested
+    claims.not_tested = not_tested
+    return claims
 
 
 def ns_markdown(res: dict[str, Any]) -> str:

@@ -368,12 +368,6 @@ def results(
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m ace_helpers.chapters.core_inflation``: retrain the paper run's model 0 (WD arm) to
     :data:`REFERENCE_EPOCHS` and store the reference (tens of minutes on a CPU; resumable)."""
-
-
     argparse.ArgumentParser(description=main.__doc__).parse_args(argv)
     thread_pools.set_threads()
     print(f"stored {store_reference(PARAMS.resolve(PRESET='paper', **REFERENCE_TRAINING))}")
-
-
-if __name__ == "__main__":
-    main()

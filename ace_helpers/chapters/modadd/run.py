@@ -203,7 +203,7 @@ def train_one_model(
 def _train_worker(job: tuple[Mapping[str, Any], int, str | None, bool, int]) -> tuple[dict[str, np.ndarray], float, int]:
     """Process-pool entry point: train one model, return its arrays, wall time and torch threads.
 
-    The worker is one of ``n_workers``: it takes its share of the cores (``params.set_threads``),
+    The worker is one of ``n_workers``: it takes its share of the cores (``thread_pools.set_threads``),
     so workers × threads ≤ cores unless ``TORCH_THREADS`` says otherwise."""
     cfg, m, snapshot_dir, wd_first, n_workers = job
     threads = thread_pools.set_threads(workers=n_workers)

@@ -336,7 +336,7 @@ def test_the_thread_budget_covers_numpy_scipy_and_sklearn_pools():
 
     code = (
         "import os, numpy, threadpoolctl\n"
-        "from ace_helpers.repro.params import set_threads\n"
+        "from ace_helpers.repro.thread_pools import set_threads\n"
         "set_threads(workers=2)\n"
         "import scipy.linalg, sklearn.linear_model  # their pools load after the call\n"
         "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()}), os.environ['OPENBLAS_NUM_THREADS'],\n"

@@ -20,7 +20,7 @@ import pytest
 from ace_helpers.repro import runbook
 from ace_helpers.repro.report import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS, scorecard_markdown, scorecard_rows
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STEMS = [p.stem for p in runbook.notebook_sources(ROOT)]
 STORED = runbook.stored_book_results(ROOT)
 

@@ -10,7 +10,7 @@ import pytest
 from ace_helpers.repro import fingerprint, kernels, thread_pools
 from ace_helpers.toys.precision import cpu_info
 
-EXPECTED = Path(__file__).parent / "data" / "kernel_fingerprint.txt"
+EXPECTED = Path(__file__).parents[1] / "data" / "kernel_fingerprint.txt"
 
 
 def _run(code: str, **env: str) -> str:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from papermill.cli import _resolve_type
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: ``[ACE_PRESET=x ]papermill NN_name.ipynb OUT OPTIONS`` up to a closing backtick or the end of the line
 COMMAND = re.compile(r"(?:ACE_PRESET=(\w+) )?papermill (\d\d_\w+)\.ipynb \S+([^`]*)")
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from ace_helpers.chapters import markov_cores as markov
+from ace_helpers.chapters.toy_models import markov as markov_pipeline
 from ace_helpers.chapters.markov_cores import figures as mplots
 from ace_helpers.toys.models import ToyTransformer, build_model
 from ace_helpers.toys.tasks.markov import (
@@ -315,7 +316,7 @@ def test_the_presets_fit_the_memory_limit():
 
 # ---------------------------------------------------------------- the eigenvalue check, as the paper states it
 def test_relative_eig_errors_match_from_the_true_set():
-    true = markov.pipeline.sorted_eigs([0.75 + 0.25j, 0.75 - 0.25j, 0.5])
+    true = markov_pipeline.sorted_eigs([0.75 + 0.25j, 0.75 - 0.25j, 0.5])
     fitted = [0.5 * 1.03, 0.75 - 0.25j, 0.75 + 0.25j, 0.01]  # the spurious 0.01 is left out
     np.testing.assert_allclose(markov.relative_eig_errors(true, fitted), [0, 0, 0.03], atol=1e-12)
     assert markov.relative_eig_errors([0.5, 0.2], [0.5]) == pytest.approx([0.0, 1.0])  # a missing one counts as 0
@@ -325,10 +326,10 @@ def test_relative_eig_errors_match_from_the_true_set():
 def test_sampling_floor_is_the_counted_chains_spectrum():
     T = np.array(PAPER_CHAIN)
     cycle = np.array([[0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 0]])  # stays twice, then steps: T̂ has stay 2/3
-    counted = markov.pipeline.empirical_transition(cycle, 4)
+    counted = markov_pipeline.empirical_transition(cycle, 4)
     np.testing.assert_allclose(counted, 2 / 3 * np.eye(4) + 1 / 3 * np.roll(np.eye(4), 1, axis=1))
     lam = (2 / 3) + (1 / 3) * np.exp(2j * np.pi * np.arange(1, 4) / 4)  # its non-unit eigenvalues
-    expected = markov.relative_eig_errors(markov.pipeline.sorted_eigs(nontrivial_eigenvalues(T)), lam)
+    expected = markov.relative_eig_errors(markov_pipeline.sorted_eigs(nontrivial_eigenvalues(T)), lam)
     assert markov.sampling_floor(T, cycle) == pytest.approx(expected) and max(expected) > 0.1
     big = sample_sequences(T, 20000, 32, seed=5)
     assert max(markov.sampling_floor(T, big)) < 0.005  # the floor shrinks with the number of steps
@@ -376,7 +377,7 @@ def test_book_prose_agrees_with_the_stored_book_results():
     import json
     from pathlib import Path
 
-    res = json.loads((Path(__file__).resolve().parents[1] / "book/results/01_markov_cores.json").read_text())
+    res = json.loads((Path(__file__).resolve().parents[2] / "book/results/01_markov_cores.json").read_text())
     assert max(res["projector_overlap"]) <= res["random_overlap"]  # "at or below the level of random subspaces"
     assert min(a for pair in res["principal_angles"] for a in pair) >= 70  # "all principal angles are large"
     rel = np.asarray(res["eig_rel_error"])

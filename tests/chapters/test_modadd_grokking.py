@@ -653,7 +653,7 @@ def test_the_readme_states_the_stored_paper_runs_grokking():
     import json
     import re
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     result = json.loads((root / "book" / "results" / "02_modadd_grokking.json").read_text())
     long = {r["claim"]: r for r in result["claims"] if r["section"].startswith("stored paper-preset")}
     grok = next(r for c, r in long.items() if c.startswith("grok epoch"))

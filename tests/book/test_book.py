@@ -9,7 +9,7 @@ import yaml
 
 from ace_helpers.repro import runbook
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = runbook.notebook_sources(ROOT)
 
 

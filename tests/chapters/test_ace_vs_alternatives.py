@@ -14,7 +14,7 @@ from ace_helpers.method import subspaces as sub
 from ace_helpers.repro.report import NOT_REPRODUCED
 from ace_helpers.toys.tasks.planted import planted_system
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "book" / "results" / f"{chapter.NOTEBOOK}.json"
 
 
@@ -72,7 +72,8 @@ def test_planted_comparison_and_claims(planted_run) -> None:
     assert section["ns_rank"]["ace"] == 3 and section["overlap"]["ace"][2] > 0.99
     assert section["ns_rank"]["probe"] == 2  # the probe's 2 directions carry the argmax answers
     res = {"planted": section, "markov": section, "modadd": None}
-    claims, not_tested = chapter.build_claims(res, cfg)
+    claims = chapter.build_claims(res, cfg)
+    not_tested = claims.not_tested
     rows = {r.claim: r for r in claims.rows}
     ace_first = rows["planted: ACE reaches N&S at the smallest rank of all methods"]
     assert not ace_first.passed and ace_first.known_gap is None  # not the preset's own run: no gap applies
@@ -83,7 +84,7 @@ def test_planted_comparison_and_claims(planted_run) -> None:
     assert "planted" in chapter.finding_text(res) and "| ace |" in chapter.ns_markdown(res)
     broken = copy.deepcopy(res)
     broken["planted"]["ns_rank"]["pca"] = 2
-    rows = {r.claim: r for r in chapter.build_claims(broken, cfg)[0].rows}
+    rows = {r.claim: r for r in chapter.build_claims(broken, cfg).rows}
     assert not rows["planted: PCA and the Jacobian Gram fail on the distractors"].passed
 
 
@@ -91,7 +92,7 @@ def test_the_known_gap_applies_to_the_presets_own_run_only(planted_run) -> None:
     section, _ = planted_run
     res = {"planted": section, "markov": section, "modadd": None}
     ci = chapter.PARAMS.resolve(PRESET="ci")
-    row = chapter.build_claims(res, ci)[0].rows[0]
+    row = chapter.build_claims(res, ci).rows[0]
     assert row.known_gap is not None and "measured: probe at rank 2" in row.known_gap
 
 
@@ -104,15 +105,15 @@ def _stored():
 
 
 def test_stored_verdicts_rebuild_from_the_stored_numbers() -> None:
-    from ace_helpers.repro.report import not_tested_records
 
     stored, cfg = _stored()
-    claims, not_tested = chapter.build_claims(stored, cfg)
+    claims = chapter.build_claims(stored, cfg)
+    not_tested = claims.not_tested
     section = stored["claims"][0]["section"]
-    assert claims.records(section) + not_tested_records(not_tested, section) == stored["claims"]
+    assert claims.records(section) == stored["claims"]
     edited = copy.deepcopy(stored)
     edited["planted"]["overlap"]["ace"][cfg["R_CORE"] - 1] = 0.5
-    rows = {r.claim: r.verdict for r in chapter.build_claims(edited, cfg)[0].rows}
+    rows = {r.claim: r.verdict for r in chapter.build_claims(edited, cfg).rows}
     assert rows[f"planted: ACE's rank-{cfg['R_CORE']} subspace is the ground truth"] == NOT_REPRODUCED
 
 
@@ -171,7 +172,8 @@ def test_llm_claims_can_fail_and_unavailable_models_are_not_tested(planted_run) 
     res = {"planted": section, "markov": section, "modadd": None,
            "llm": {"smollm2-135m": _llm_section(), "gemma3-270m": {"unavailable": "no weights here"}}}
     cfg = chapter.PARAMS.resolve(PRESET="ci", DAS_STEPS=20, PLANTED_R_MAX=4, LLM_MODELS=["smollm2-135m", "gemma3-270m"])
-    claims, not_tested = chapter.build_claims(res, cfg)
+    claims = chapter.build_claims(res, cfg)
+    not_tested = claims.not_tested
     rows = {r.claim: r for r in claims.rows}
     for claim, _ in llm_part.claim_specs("smollm2-135m"):
         assert rows[claim].passed, claim
@@ -179,13 +181,13 @@ def test_llm_claims_can_fail_and_unavailable_models_are_not_tested(planted_run) 
     assert len(gemma) == 4 and all(r.why == "no weights here" and r.where and r.rule for r in gemma)
     assert "smollm2-135m ℓ=29: N&S rank" in chapter.ns_markdown(res) and "smollm2-135m" in chapter.finding_text(res)
     res["llm"]["smollm2-135m"] = _llm_section(ns_ace=2, flip_ace=0.6, ns_pca=1)
-    rows = {r.claim: r for r in chapter.build_claims(res, cfg)[0].rows}
+    rows = {r.claim: r for r in chapter.build_claims(res, cfg).rows}
     assert not any(rows[c].passed for c, _ in llm_part.claim_specs("smollm2-135m"))
 
 
 def test_llm_off_at_ci_reports_the_llm_claims_as_not_tested(planted_run) -> None:
     section, cfg = planted_run
-    _, not_tested = chapter.build_claims({"planted": section, "markov": section, "modadd": None, "llm": None}, cfg)
+    not_tested = chapter.build_claims({"planted": section, "markov": section, "modadd": None, "llm": None}, cfg).not_tested
     assert {r.claim for r in not_tested} >= {c for c, _ in llm_part.claim_specs("gemma3-270m")}
 
 

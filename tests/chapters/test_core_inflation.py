@@ -18,7 +18,7 @@ from ace_helpers.method.operators import class_means
 from ace_helpers.repro import report
 
 PARAMS = chapter.PARAMS
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "book" / "results" / "03_core_inflation.json"
 
 

@@ -156,7 +156,7 @@ def book():
 
     from ace_helpers.repro import runbook
 
-    stored = runbook.stored_book_results(Path(__file__).resolve().parents[1]).get("05_llm_agreement")
+    stored = runbook.stored_book_results(Path(__file__).resolve().parents[2]).get("05_llm_agreement")
     if stored is None or "smollm2-135m.auc_random_keep" not in stored:
         pytest.fail("book/results/05_llm_agreement.json is missing or predates the controls: re-run the book preset")
     knobs = {k: stored["params"][k] for k in A.PARAMS.knobs}

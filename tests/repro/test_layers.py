@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "ace_helpers"
+PACKAGE = Path(__file__).resolve().parents[2] / "ace_helpers"
 MODULES = sorted(PACKAGE.rglob("*.py"))
 PRESET_NAMES = {"ci", "book", "paper"}
 MAX_LINES = 600
