@@ -54,12 +54,26 @@ OUTPUT_DIR = None  # where results.json goes; None: outputs/00_ace_planted_syste
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+import ace_helpers
 from ace_helpers.chapters import ace_planted_system as chapter
 from ace_helpers.chapters.ace_planted_system import figures as plots
 from ace_helpers.repro import session
 
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
+# %% [markdown]
+# ## ACE in plain sight
+#
+# The whole method in three calls, on this chapter's planted system (its activations pass an
+# identity "layer" `hidden` into the planted readout, whose weights are the Jacobian): capture the
+# activations at the hook, extract the core (the covariance balanced against the Jacobian Gram,
+# rank by the energy rule), and run the model with only the core kept.
+# %%
+task = chapter.hooked_task(cfg)
+h = ace_helpers.capture(task.model, task.inputs, task.hook)  # (N, 1, D) activations at the hook
+core = ace_helpers.extract_core(h.reshape(-1, h.shape[-1]), task.jacobian, energy=cfg.ENERGY)
+kept = ace_helpers.run_with_core(task.model, task.inputs, task.hook, core, "keep")
+print(f"core rank {core.rank} of {h.shape[-1]}; accuracy with the core alone {task.score(kept):.3f}, whole model {task.accuracy():.3f}")
 # %% [markdown]
 # ## Extract, compare, ablate
 #

@@ -77,12 +77,28 @@ import time
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
+import ace_helpers
 from ace_helpers.chapters import modadd_grokking as chapter
 from ace_helpers.chapters.modadd import figures as plots
 from ace_helpers.repro import report, session, variants
 
 T0 = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
+
+# %% [markdown]
+# ## ACE in plain sight
+#
+# The stored runs below keep their measurements, not their weights, so the method itself is shown on
+# one stored grokked model (p = 31, 60 % of the pairs, weight decay 1, trained until its test accuracy
+# reached 0.99): the output of its second block at the last token, balanced against the unembedding
+# (the tail after that block is linear), cut by the energy rule, and kept alone inside the model.
+# %%
+task = chapter.hooked_task()
+h_last = ace_helpers.capture(task.model, task.inputs, task.hook, positions=task.positions)  # (pairs, 128)
+core = ace_helpers.extract_core(h_last, task.jacobian, energy=cfg.ENERGY)
+kept = ace_helpers.run_with_core(task.model, task.inputs, task.hook, core, "keep", positions=task.positions)
+print(f"grokked model: core rank {core.rank} of {h_last.shape[-1]}; test accuracy with only the core {task.score(kept):.3f}, "
+      f"whole model {task.accuracy():.3f}")
 
 # %% [markdown]
 # ## Training (or loading the stored run)

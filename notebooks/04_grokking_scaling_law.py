@@ -75,12 +75,26 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+import ace_helpers
 from ace_helpers.chapters import grokking_scaling_law as chapter
 from ace_helpers.chapters.grokking_scaling_law import figures as plots
 from ace_helpers.repro import report, session
 
 T0 = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
+
+# %% [markdown]
+# ## ACE in plain sight
+#
+# This chapter times grokking and does not extract cores, but what groks is a core. One stored grokked
+# model (p = 31, weight decay 1): the last-token output of its second block, its ACE core against the
+# unembedding (energy 0.99, chapter 2's rule), and the model run with only the core kept.
+# %%
+task = chapter.hooked_task()
+h = ace_helpers.capture(task.model, task.inputs, task.hook, positions=task.positions)
+grok_core = ace_helpers.extract_core(h, task.jacobian, energy=0.99)
+logits = ace_helpers.run_with_core(task.model, task.inputs, task.hook, grok_core, "keep", positions=task.positions)
+print(f"the grokked model's core has rank {grok_core.rank} of {h.shape[-1]} and keeps accuracy {task.score(logits):.3f}")
 
 # %% [markdown]
 # **Differences from the paper, stated up front.**

@@ -77,6 +77,7 @@ import numpy as np
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+import ace_helpers
 from ace_helpers.chapters import llm_agreement as chapter
 from ace_helpers.chapters.llm_agreement import figures as plots
 from ace_helpers.llm.agreement import DEMO_PROMPTS, agreement_split
@@ -100,6 +101,22 @@ print(f"{len(data.train_prompts)} train / {len(data.test_prompts)} test prompts;
       f"test plural fraction {data.test_labels.mean():.2f}")
 for text, label in list(zip(data.test_prompts, data.test_labels))[:6]:
     print(f"  {'plural  ' if label else 'singular'} | {text}")
+
+# %% [markdown]
+# ## ACE in plain sight
+#
+# The method on one model before the full sweep: the first model of `MODELS` at the middle one of
+# `LAYERS`, on the training prompts. The block's output at the last token is balanced against the
+# gradients of the agreement margin there (each prompt's own Jacobian), the core has rank 1 as in the
+# paper, and the model runs with only that direction kept at that block.
+# %%
+task = chapter.hooked_task(cfg)
+h_block = ace_helpers.capture(task.model, task.inputs, task.hook, positions=task.positions, **task.trace)  # (prompts, D)
+direction = ace_helpers.extract_core(h_block, task.jacobian, rank=1)
+margins_kept = ace_helpers.run_with_core(task.model, task.inputs, task.hook, direction, "keep", positions=task.positions, **task.trace)
+print(f"{task.hook}: with only the rank-1 core kept, {task.score(margins_kept):.3f} of the prompts get the verb's number "
+      f"right (whole model {task.accuracy():.3f})")
+del task  # the full sweep below loads each model itself
 
 # %% [markdown]
 # ## Run every model

@@ -15,6 +15,7 @@ last non-pad token of a right-padded batch).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
@@ -177,3 +178,35 @@ def accuracy_under(
         correct += int((logits.argmax(-1) == y).sum())
         total += y.numel()
     return correct / total
+
+
+@dataclass(frozen=True)
+class HookedTask:
+    """One model and its task as ACE sees them: what :func:`capture`, ``extract_core`` and
+    :func:`run_with_core` need, and the task's own score.
+
+    Attributes:
+        model: the model wrapped with nnsight (``nnsight.NNsight`` or ``TransformersModel``).
+        inputs: what the model takes: a (B, T) long tensor, (B, T, D) activations, or a tokenizer's batch dict.
+        hook: the dotted module path where the core is read and edited.
+        jacobian: the Jacobian of the task output at the hook: (K, D) when the tail is linear, else
+            (N, K, D) or (N, D) per captured row (see :func:`ace_helpers.method.core.extract_core`).
+        score: the task's accuracy (a float in [0, 1]) from the model's logits (B, T, V).
+        positions: where the hook is read and edited (see the module docstring); None: everywhere.
+        trace: keyword arguments for every trace of the model (e.g. ``{"remote": True}`` for NDIF).
+    """
+
+    model: Any
+    inputs: Any
+    hook: str
+    jacobian: Any
+    score: Callable[[torch.Tensor], float]
+    positions: Positions = None
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def accuracy(self, core: Core | None = None, mode: Mode = "keep") -> float:
+        """The task's score with ``core`` kept / removed / flipped at the hook (no core: the clean model)."""
+        logits = run_with_core(self.model, self.inputs, self.hook, core, None if core is None else mode, positions=self.positions,
+                               **self.trace)  # fmt: skip
+        return self.score(logits)
+

@@ -1,12 +1,14 @@
-"""Reproducible kernels: the same fp32 numbers on any x86-64 CPU with AVX2.
+"""Reproducible kernels: every library on its AVX2 code path, so that x86-64 CPUs compute fp32 alike.
 
 Which machine code computes a sum depends on the CPU: torch's own vectorised kernels (ATen), MKL
 (torch's BLAS), oneDNN, the OpenBLAS inside numpy and SciPy, and numpy's own SIMD loops each pick
 the widest instructions the CPU has (AVX2, AVX-512, AMX).  Each sums in its own order, so the last
 bits differ between kinds of CPU, and training amplifies them until a claim near its threshold
 flips.  The *reproducible* setting (:data:`PINNED`) makes every one of these libraries run its
-AVX2 code path, which every x86-64 CPU with AVX2 has: an AVX-512 or AMX machine then computes
-exactly what an AVX2-only machine computes.
+AVX2 code path, which every x86-64 CPU with AVX2 has: an AVX-512 AMD machine then computes exactly
+what an AVX2-only AMD machine computes.  Not yet on Intel: there MKL's matrix products take other
+kernels even on the AVX2 branch (measured on an Intel Xeon with AMX: 13 of the 20 fingerprint
+operations agree with the AMD reference; see the book's reproducibility page).
 
 The libraries read these variables once, when they load, so they must be in the environment of
 every process that computes, before it starts: ``make`` starts the test suite and the runbook
@@ -142,7 +144,8 @@ def describe() -> str:
                 "last bits from the stored ones, and a trained run may differ beyond. Start Jupyter or papermill "
                 "through `python -m ace_helpers.kernels -- COMMAND` (make does)")  # fmt: skip
     return ("kernels: reproducible (AVX2 code paths of torch, MKL, oneDNN, OpenBLAS and numpy; one thread per "
-            "process): fp32 numbers are the same on any x86-64 CPU with AVX2")  # fmt: skip
+            "process): fp32 numbers are the AVX2 reference's on AMD CPUs; on Intel CPUs matrix products still "
+            "differ in the last bits (the book's reproducibility page)")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

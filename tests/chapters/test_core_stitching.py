@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from ace_helpers.chapters import core_stitching as chapter
-from ace_helpers.chapters.toy_models import markov, views
+from ace_helpers.chapters.modadd import grokked
+from ace_helpers.chapters.toy_models import markov
 from ace_helpers.method import stitching as st
 from ace_helpers.method.core import Core
 from ace_helpers.repro.artifacts import to_plain
@@ -104,10 +105,10 @@ def test_bf16_trains_both_tasks_in_bf16(monkeypatch) -> None:
     """PRECISION reaches both trainers (the Markov ensemble and the mod-add ensemble, with its fast kernels) and
     the chapter runs through in bf16."""
     seen = []
-    markov_train, modadd_train = markov.train_models, views.train_ensemble
+    markov_train, modadd_train = markov.train_models, grokked.train_ensemble
     monkeypatch.setattr(markov, "train_models",
                         lambda *a, **k: seen.append(("markov", k["precision"])) or markov_train(*a, **k))
-    monkeypatch.setattr(views, "train_ensemble",
+    monkeypatch.setattr(grokked, "train_ensemble",
                         lambda *a, **k: seen.append(("modadd", k["precision"], k["fast"])) or modadd_train(*a, **k))
     cfg = chapter.PARAMS.resolve(PRESET="ci", N_TRAIN=300, N_TEST=100, EPOCHS=2, R_MAX=2, MODADD=True, P=11,
                                  MODADD_MAX_STEPS=10, MODADD_R_MAX=2, PRECISION="bf16")

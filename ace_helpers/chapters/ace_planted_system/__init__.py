@@ -26,8 +26,7 @@ from ace_helpers.method import checks
 from ace_helpers.method.baselines import jacobian_directions, pca_directions
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import Core, extract_core
-from ace_helpers.method.interventions import accuracy_under
-from ace_helpers.repro import params
+from ace_helpers.method.interventions import HookedTask, accuracy_under
 from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.repro.report import Claims
 from ace_helpers.toys.tasks.planted import PlantedSystem, planted_system
@@ -114,20 +113,26 @@ def subspaces(system: PlantedSystem, rank: int, energy: float) -> tuple[Core, di
     }
 
 
+def sample(cfg: Params) -> PlantedSystem:
+    """The chapter's planted system under ``cfg`` (three blocks of ``R_CORE`` directions each)."""
+    return planted_system(n=cfg["N_SAMPLES"], dim=cfg["DIM"], r_core=cfg["R_CORE"], r_active=cfg["R_CORE"],
+                          r_relevant=cfg["R_CORE"], n_classes=N_CLASSES, active_std=cfg["ACTIVE_STD"],
+                          relevant_weight=cfg["RELEVANT_WEIGHT"], seed=cfg["SEED"])  # fmt: skip
+
+
+def hooked_task(cfg: Params) -> HookedTask:
+    """The planted system as a model for ACE: its activations (N, 1, D) pass the identity hook ``hidden``
+    into the planted readout, whose weights W (K, D) are the task's Jacobian; scored against the planted labels."""
+    system = sample(cfg)
+    labels = torch.as_tensor(system.labels)
+    return HookedTask(nnsight.NNsight(PlantedReadout(system.W).eval()), torch.as_tensor(system.H, dtype=torch.float32)[:, None, :],
+                      "hidden", system.W, lambda logits: float((logits[:, 0].argmax(-1) == labels).double().mean()))  # fmt: skip
+
+
 def run(cfg: Params) -> dict[str, Any]:
     """The whole chapter: planted system -> three subspaces -> overlaps and ablations."""
     start = time.perf_counter()
-    system = planted_system(
-        n=cfg["N_SAMPLES"],
-        dim=cfg["DIM"],
-        r_core=cfg["R_CORE"],
-        r_active=cfg["R_CORE"],
-        r_relevant=cfg["R_CORE"],
-        n_classes=N_CLASSES,
-        active_std=cfg["ACTIVE_STD"],
-        relevant_weight=cfg["RELEVANT_WEIGHT"],
-        seed=cfg["SEED"],
-    )
+    system = sample(cfg)
     core, bases = subspaces(system, None, cfg["ENERGY"])
     truth = {"core": system.core, "active_only": system.active_only, "relevant_only": system.relevant_only}
     overlap = {m: {b: projector_overlap(q, truth[b]) for b in BLOCKS} for m, q in bases.items()}

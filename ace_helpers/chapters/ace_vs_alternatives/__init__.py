@@ -36,10 +36,12 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part
+from ace_helpers.chapters.modadd import grokked
 from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table
 from ace_helpers.chapters.toy_models import knobs as stitching_knobs
 from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models import views as toy_views
+from ace_helpers.chapters.toy_models.markov import hooked_task  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.method import checks
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import extract_core
@@ -53,7 +55,6 @@ from ace_helpers.method.subspaces import (  # fmt: skip
     probe_basis,
     random_basis,
 )
-from ace_helpers.repro import params
 from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.repro.report import Claims, KnownGaps
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, chance_accuracy, markov_dataset
@@ -241,7 +242,7 @@ def frequency_shares(basis: np.ndarray, h: np.ndarray, answers: np.ndarray, p: i
 def run_modadd(cfg: Params) -> dict[str, Any]:
     """One grokked mod-add model (chapter 7's training), last token of layer 2."""
     data = modadd_dataset(cfg["P"], cfg["TRAIN_FRACTION"], seed=42)
-    models, grok = toy_views.train_modadd(cfg, data, n_models=1)
+    models, grok = grokked.train_modadd(cfg, data, n_models=1)
     model = models[0]
     view = toy_views.modadd_view(model, data, cfg["MODADD_ENERGY"])
     answers = data.test_answers.numpy()

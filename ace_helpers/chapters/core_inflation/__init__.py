@@ -29,6 +29,7 @@ from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's
     run_entries,
 )
 from ace_helpers.chapters.modadd.claims import ClaimRow
+from ace_helpers.chapters.modadd.grokked import hooked_task  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import (  # noqa: F401
     NO_LONG_RUN,
     continues,
@@ -60,7 +61,6 @@ from ace_helpers.chapters.modadd.reference import (  # noqa: F401 - the referenc
     train_reference,
 )
 from ace_helpers.chapters.modadd.run import load_run  # noqa: F401
-from ace_helpers.repro import params as P_
 from ace_helpers.repro import thread_pools
 from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive

@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ace_helpers.chapters.core_inflation import mode_cap
-from ace_helpers.chapters.modadd.figures import COLORS, band, grok_line, epoch_axis, legend_below
+from ace_helpers.chapters.modadd.figures import COLORS, band, epoch_axis, grok_line, legend_below
 from ace_helpers.chapters.modadd.figures import plot_clocks as _plot_clocks
 
 #: Title of chapter 3's clock figure.

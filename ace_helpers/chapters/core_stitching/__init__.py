@@ -39,17 +39,11 @@ import numpy as np
 import torch
 
 from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table  # noqa: F401 - for the notebook
+from ace_helpers.chapters.modadd.grokked import GROK_ACC, train_modadd
 from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
-from ace_helpers.chapters.toy_models.views import (
-    FREQ_POWER,
-    GROK_ACC,
-    View,
-    key_frequencies,
-    markov_view,
-    modadd_view,
-    train_modadd,
-)
+from ace_helpers.chapters.toy_models.markov import hooked_task  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.toy_models.views import FREQ_POWER, View, key_frequencies, markov_view, modadd_view
 from ace_helpers.method.stitching import (  # fmt: skip
     Chart,
     LinearMap,

@@ -47,7 +47,7 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     p_sweep_rows,
     setting_rows,
 )
-from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS, PRESETS, check, sweep_memory
+from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS, PRESETS, check, sweep_memory  # noqa: F401 - the chapter's knobs
 from ace_helpers.chapters.grokking_scaling_law.paper_store import (
     MIN_SEEDS,
     NO_PAPER_SWEEPS,
@@ -72,6 +72,7 @@ from ace_helpers.chapters.grokking_scaling_law.runs import (
     uncensored,
 )
 from ace_helpers.chapters.grokking_scaling_law.sweep import default_store, grok_tasks
+from ace_helpers.chapters.modadd.grokked import hooked_task  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import stored_redundancy_gap
 from ace_helpers.repro.artifacts import load_artifact, project_root, save_artifact
 from ace_helpers.repro.params import Params

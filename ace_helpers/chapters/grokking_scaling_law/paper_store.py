@@ -14,7 +14,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS
 from ace_helpers.chapters.grokking_scaling_law.claims import (
     SWEEPS,
     SweepFits,
@@ -23,6 +22,7 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     not_tested,
     untested_sweep,
 )
+from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, records_from_dicts
 from ace_helpers.chapters.grokking_scaling_law.sweep import default_store, grok_tasks
 from ace_helpers.repro.artifacts import load_artifact

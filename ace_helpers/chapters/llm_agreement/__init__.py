@@ -54,6 +54,7 @@ from ace_helpers.chapters.llm_agreement.pipeline import (
     cross_model_alignment,
     flat_results,
     generation_rules,
+    hooked_task,
     run_chapter,
 )
 from ace_helpers.chapters.llm_agreement.within_class import CLASSES, knob_tests, pairwise_alignment

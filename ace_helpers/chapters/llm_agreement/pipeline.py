@@ -49,16 +49,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
 from ace_helpers import llm
 from ace_helpers.chapters.llm_agreement.controls import Controls, run_controls
 from ace_helpers.chapters.llm_agreement.generation import Generation, steered_generations
 from ace_helpers.chapters.llm_agreement.within_class import flat_pairs, knob_tests, pairwise_alignment
-from ace_helpers.llm.agreement import DEMO_PROMPTS, GENERATION_PROMPTS, AgreementSplit, agreement_split, verb_token_ids
+from ace_helpers.llm.agreement import DEMO_PROMPTS, GENERATION_PROMPTS, AgreementSplit, agreement_split, margin, verb_token_ids
 from ace_helpers.llm.agreement_edits import MODES, demo_scores, demo_tests, last_token_probs, sweep_margins
 from ace_helpers.llm.agreement_states import collect_states, layer_cores, layer_list, spectral_gap
 from ace_helpers.method import stats
 from ace_helpers.method.core import Core
+from ace_helpers.method.interventions import HookedTask
 from ace_helpers.repro.artifacts import to_plain
 from ace_helpers.repro.params import Params
 
@@ -235,6 +237,25 @@ def analyse_model(
         test_coords=z, controls=controls, demo_probs=probs, demo_scores=scores, demo_p=demo_p, demo_coords=demo_z,
         generations=generations, cores=cores, knob_r2_per_layer=knob_r2,
     )
+
+
+def hooked_task(cfg: Params) -> HookedTask:
+    """The chapter's first model (``MODELS[0]``) as ACE sees it, at the middle one of its ``LAYERS``: the
+    training prompts (left-padded, so position −1 is every prompt's last token), that block's output there,
+    the margin gradients ∂m/∂h of each prompt as the Jacobian (N, D), and the share of prompts whose margin
+    m = L[are] + L[were] − L[is] − L[was] has the sign of the subject's number."""
+    data = agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
+    lm, tok = llm.load_model(cfg.MODELS[0], remote=cfg.REMOTE)
+    ells = layer_list(cfg.LAYERS, llm.n_layers(lm))
+    layer = ells[len(ells) // 2]
+    grads = collect_states(lm, tok, data.train_prompts, [layer], batch_size=cfg.BATCH_SIZE, remote=cfg.REMOTE).G[0]
+    ids, plural = verb_token_ids(tok), torch.as_tensor(data.train_labels == 1)
+
+    def score(logits: torch.Tensor) -> float:
+        return float(((margin(logits[:, -1], ids) > 0) == plural).double().mean())
+
+    trace = {} if cfg.REMOTE is False else {"remote": cfg.REMOTE}
+    return HookedTask(lm, llm.encode(tok, data.train_prompts), llm.block_paths(lm)[layer - 1], grads, score, positions=-1, trace=trace)
 
 
 def run_chapter(cfg: Params, *, log: Callable[[str], None] = print) -> dict[str, ModelResult]:

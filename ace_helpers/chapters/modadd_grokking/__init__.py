@@ -28,6 +28,7 @@ from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's
     run_entries,
 )
 from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table  # noqa: F401
+from ace_helpers.chapters.modadd.grokked import hooked_task  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import NO_LONG_RUN, describe_long_run, how_trained, stored_long_run  # noqa: F401
 from ace_helpers.chapters.modadd.run import load_run  # noqa: F401
 from ace_helpers.chapters.modadd.stats import (  # noqa: F401 - used by the notebook
@@ -70,6 +71,10 @@ KNOWN_GAPS = KnownGaps(
                                                     "0.833, 0.8 against 0.8: the grok checkpoint's"),
             "post_grok_unit_circle_ridge": seed_sensitive(4, 5, "the lowest post-grokking ridge share 0.769 at the "
                                                           "preset's seed, ≥ 0.8 at the four others"),
+            "post_grok_r2_holdout": "CPU-sensitive at this preset, so its test line does not assert it: under the "
+            "reproducible kernels it holds on AMD CPUs (every checkpoint at all 5 seeds of the seed check; lowest R_h² "
+            "0.689 at the preset's seed), while on an Intel Xeon with AMX, whose matrix products differ in the last "
+            "bits, 5 of 6 checkpoints hold (lowest R_h² 0.428, model 0, epoch 400)",
         },
         "book": {
             "at_grok_unit_circle": "the grok checkpoint is the first at which every model has ≥ 0.99 test accuracy; "

@@ -12,17 +12,19 @@ transition matrix counted on them, which a core holding exactly the current stat
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
+import nnsight
 import numpy as np
 import torch
 
 from ace_helpers.method import compare, interventions
 from ace_helpers.method.checks import check_choice
 from ace_helpers.method.core import Core, extract_core_from_gramians
+from ace_helpers.method.interventions import HookedTask
 from ace_helpers.method.operators import fit_dynamics, match_eigenvalues
 from ace_helpers.repro.params import Params
 from ace_helpers.toys.ensemble import TrainResult, train_seeds
@@ -84,6 +86,22 @@ def train_models(
     check_choice("method", method, ("ensemble", "ensemble1", "sequential"))
     return train_seeds(toy_config(data.n_states, d_model), data.train_inputs, data.train_targets, seeds,
                        epochs=epochs, batch_size=batch_size, lr=lr, method=method, precision=precision)
+
+
+def hooked_task(cfg: Mapping[str, Any]) -> HookedTask:
+    """One Markov model of a chapter, trained here with the chapter's chain and knobs (seed ``SEED``), as ACE
+    sees it: the test sequences, the hook ``layers.0``, the centred tail's Jacobian (K, D) and next-token accuracy.
+
+    ``cfg`` needs ``T``, ``N_TRAIN``, ``N_TEST``, ``SEQ_LEN``, ``D_MODEL``, ``EPOCHS``, ``LR``, ``SEED`` and
+    ``PRECISION``; ``DATA_SEED``, ``TEST_DATA_SEED`` and ``BATCH_SIZE`` default to 0, 999 and 64.
+    """
+    data = markov_dataset(validate_transition(cfg["T"]), cfg["N_TRAIN"], cfg["N_TEST"], cfg["SEQ_LEN"],
+                          train_seed=cfg.get("DATA_SEED", 0), test_seed=cfg.get("TEST_DATA_SEED", 999))  # fmt: skip
+    model = train_models(data, [cfg["SEED"]], d_model=cfg["D_MODEL"], epochs=cfg["EPOCHS"], batch_size=cfg.get("BATCH_SIZE", 64),
+                         lr=cfg["LR"], precision=cfg["PRECISION"]).models[0].eval()  # fmt: skip
+    targets = data.test_targets
+    return HookedTask(nnsight.NNsight(model), data.test_inputs, HOOK, tail_jacobian(model, "centered"),
+                      lambda logits: float((logits.argmax(-1) == targets).double().mean()))
 
 
 # -------------------- eigenvalues: errors, the state-mean fit, the sampling floor -------------

@@ -11,22 +11,12 @@ import numpy as np
 import torch
 
 from ace_helpers.chapters.modadd.analysis import analyse_activations, last_token_activations
-from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.chapters.toy_models import markov
 from ace_helpers.method.core import Core, extract_core_from_gramians
-from ace_helpers.repro.params import Params
-from ace_helpers.toys.ensemble import ensemble_accuracy, train_ensemble
-
-#: Test accuracy at which a mod-add model counts as grokked (chapter 2's threshold).
-GROK_ACC = 0.99
-
 
 #: Share of the Fourier power of W_U·Q (the core's image in logit space) that a model's key
 #: frequencies hold together (ours).
 FREQ_POWER = 0.9
-
-
-MODADD_SEED_STRIDE = 1000
 
 
 @dataclass
@@ -61,30 +51,6 @@ def markov_view(model: Any, data: Any, energy: float) -> View:
     with torch.no_grad():
         clean = model.lm_head(h_test).argmax(-1)
     return View(wrapped, core, h_train.reshape(-1, dim).double().numpy(), h_test.double().numpy(), clean)
-
-
-def train_modadd(cfg: Params, data: Any, n_models: int = 2) -> tuple[list[Any], list[int | None]]:
-    """``n_models`` models (seeds MODADD_SEED + 1000·m, weight decay 1), each trained until its test accuracy
-    reaches :data:`GROK_ACC` and MODADD_EXTRA_STEPS more steps (at most MODADD_MAX_STEPS), in PRECISION
-    (``"bf16"``: autocast and the ensemble's fast kernels, :mod:`ace_helpers.toys.precision`).
-
-    Returns the models (eval mode) and the step at which each grokked (None: never).
-    """
-    grok: dict[int, int] = {}
-    extra = cfg["MODADD_EXTRA_STEPS"]
-
-    def evaluate(step: int, ensemble: Any, ids: np.ndarray) -> np.ndarray:
-        for i, acc in zip(ids, ensemble_accuracy(ensemble, data.test_inputs, data.test_answers)):
-            if acc >= GROK_ACC and int(i) not in grok:
-                grok[int(i)] = step
-        return np.array([int(i) in grok and step >= grok[int(i)] + extra for i in ids])
-
-    seeds = [cfg["MODADD_SEED"] + MODADD_SEED_STRIDE * m for m in range(n_models)]
-    run = train_ensemble(model_config(data.p), data.train_inputs, data.train_targets, seeds=seeds, weight_decays=[1.0] * n_models,
-                         batch_size=512, lr=cfg["MODADD_LR"], max_steps=cfg["MODADD_MAX_STEPS"], eval_every=25,
-                         evaluate=evaluate, keep_models=True, progress=False, precision=cfg["PRECISION"],
-                         fast=cfg["PRECISION"] == "bf16")
-    return [m.eval() for m in run.models], [grok.get(m) for m in range(n_models)]
 
 
 def key_frequencies(core: Core, w_u: np.ndarray, power: float = FREQ_POWER) -> list[int]:
