@@ -1,7 +1,9 @@
-"""``python -m ace_helpers.seed_check``: the command of :mod:`ace_helpers.repro.seed_check`, kept at its short name."""
+"""``python -m ace_helpers.seed_check``: the command of :mod:`ace_helpers.repro.seed_check`, kept at its short name (its
+public names are re-exported here for scripts written against the old path)."""
 
 import sys
 
+from ace_helpers.repro.seed_check import *  # noqa: F403 - the old path's names
 from ace_helpers.repro.seed_check import main
 
 if __name__ == "__main__":

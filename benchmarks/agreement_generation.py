@@ -25,7 +25,7 @@ import torch
 from ace_helpers import llm
 from ace_helpers.chapters import llm_agreement as A
 from ace_helpers.llm.agreement import GENERATION_PROMPTS, agreement_split, vocabulary
-from ace_helpers.repro import params, thread_pools
+from ace_helpers.repro import thread_pools
 from tests.reference import (  # run as a module from the project root (see Usage)
     sample_top_k_full_vocabulary,
     steered_generate_full_runs,

@@ -22,7 +22,7 @@ import numpy as np
 from ace_helpers import llm
 from ace_helpers.chapters import llm_agreement as A
 from ace_helpers.llm.agreement import agreement_split, vocabulary
-from ace_helpers.repro import params, thread_pools
+from ace_helpers.repro import thread_pools
 from tests.reference import collect_states_per_layer  # run as a module from the project root (see Usage)
 
 

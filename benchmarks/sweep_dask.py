@@ -1,6 +1,6 @@
 """A sweep in-process vs on a 2-worker Dask LocalCluster: what spreading independent runs buys.
 
-Both sides run the same chapter-4 grokking runs (``ace_helpers.chapters.grokking_scaling_law.sweep.grok_unit``: one
+Both sides run the same chapter-4 grokking runs (``ace_helpers.chapters.grokking_scaling_law.jobs.grok_unit``: one
 (ω, seed) run each, p = 31, full batch, one torch thread per task) into fresh stores, so nothing
 is skipped. The cluster side includes starting and stopping the cluster. Measured side by side
 in one run, repeated ``--repeats`` times with the order alternated (the machine is shared, so the
@@ -24,17 +24,17 @@ import argparse
 import tempfile
 import time
 
-from ace_helpers.repro.sweeps import Task, run_sweep
+from ace_helpers.repro.sweeps import Job, run_sweep
 
 
-def tasks(n: int, steps: int) -> list[Task]:
+def tasks(n: int, steps: int) -> list[Job]:
     """``n`` independent runs at p = 31 (weight decays 1 and 3, consecutive seeds)."""
     common = {"batch_size": None, "max_steps": steps, "eval_every": 10, "train_fraction": 0.8, "stop_margin": 0, "lr": 1e-3}
-    return [Task("ace_helpers.chapters.grokking_scaling_law.sweep:grok_unit", {"sweep": "omega", "p": 31, "omega": [1.0, 3.0][i % 2],
+    return [Job("ace_helpers.chapters.grokking_scaling_law.jobs:grok_unit", {"sweep": "omega", "p": 31, "omega": [1.0, 3.0][i % 2],
                  "seed": 42 + i // 2, **common}) for i in range(n)]  # fmt: skip
 
 
-def timed(sweep: list[Task], **where) -> tuple[float, dict]:
+def timed(sweep: list[Job], **where) -> tuple[float, dict]:
     """Seconds for one sweep into a fresh store, and its results."""
     with tempfile.TemporaryDirectory() as store:
         start = time.perf_counter()

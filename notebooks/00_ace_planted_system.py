@@ -69,11 +69,11 @@ cfg = session.start(chapter, globals())  # validates every knob before any compu
 # activations at the hook, extract the core (the covariance balanced against the Jacobian Gram,
 # rank by the energy rule), and run the model with only the core kept.
 # %%
-task = chapter.hooked_task(cfg)
-h = ace_helpers.capture(task.model, task.inputs, task.hook)  # (N, 1, D) activations at the hook
-core = ace_helpers.extract_core(h.reshape(-1, h.shape[-1]), task.jacobian, energy=cfg.ENERGY)
-kept = ace_helpers.run_with_core(task.model, task.inputs, task.hook, core, "keep")
-print(f"core rank {core.rank} of {h.shape[-1]}; accuracy with the core alone {task.score(kept):.3f}, whole model {task.accuracy():.3f}")
+site = chapter.hook_site(cfg)
+h = ace_helpers.capture(site.model, site.inputs, site.hook)  # (N, 1, D) activations at the hook
+core = ace_helpers.extract_core(h.reshape(-1, h.shape[-1]), site.jacobian, energy=cfg.ENERGY)
+kept = ace_helpers.run_with_core(site.model, site.inputs, site.hook, core, "keep")
+print(f"core rank {core.rank} of {h.shape[-1]}; accuracy with the core alone {site.score(kept):.3f}, whole model {site.accuracy():.3f}")
 # %% [markdown]
 # ## Extract, compare, ablate
 #

@@ -106,16 +106,16 @@ print(f"Bayes accuracy {chain['bayes_acc']:.4f}; oracle R² {chain['r2_oracle']:
 #
 # Before the full pipeline, the method itself on one model: a model trained here on the chain with
 # this chapter's knobs (seed `SEED`). Capture the layer output at every position of the test
-# sequences, balance its covariance against the Jacobian Gram of the centred logits (the tail after
+# sequences, balance its covariance against the Jacobian Gram of the centered logits (the tail after
 # the layer is linear, so the Jacobian is one matrix), keep the directions the energy rule picks, and
 # run the model with only those kept.
 # %%
-task = chapter.hooked_task(cfg)
-h = ace_helpers.capture(task.model, task.inputs, task.hook)  # (sequences, positions, D_MODEL)
-core = ace_helpers.extract_core(h.reshape(-1, h.shape[-1]), task.jacobian, energy=cfg.ENERGY)
-kept = ace_helpers.run_with_core(task.model, task.inputs, task.hook, core, "keep")
-print(f"core rank {core.rank} (n - 1 = {len(cfg.T) - 1}); next-token accuracy with only the core {task.score(kept):.3f}, "
-      f"whole model {task.accuracy():.3f}")
+site = chapter.hook_site(cfg)
+h = ace_helpers.capture(site.model, site.inputs, site.hook)  # (sequences, positions, D_MODEL)
+core = ace_helpers.extract_core(h.reshape(-1, h.shape[-1]), site.jacobian, energy=cfg.ENERGY)
+kept = ace_helpers.run_with_core(site.model, site.inputs, site.hook, core, "keep")
+print(f"core rank {core.rank} (n - 1 = {len(cfg.T) - 1}); next-token accuracy with only the core {site.score(kept):.3f}, "
+      f"whole model {site.accuracy():.3f}")
 
 # %% [markdown]
 # ## Training the seeds and extracting the cores

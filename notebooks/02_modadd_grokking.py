@@ -93,12 +93,12 @@ cfg = session.start(chapter, globals())  # validates every knob before any compu
 # reached 0.99): the output of its second block at the last token, balanced against the unembedding
 # (the tail after that block is linear), cut by the energy rule, and kept alone inside the model.
 # %%
-task = chapter.hooked_task()
-h_last = ace_helpers.capture(task.model, task.inputs, task.hook, positions=task.positions)  # (pairs, 128)
-core = ace_helpers.extract_core(h_last, task.jacobian, energy=cfg.ENERGY)
-kept = ace_helpers.run_with_core(task.model, task.inputs, task.hook, core, "keep", positions=task.positions)
-print(f"grokked model: core rank {core.rank} of {h_last.shape[-1]}; test accuracy with only the core {task.score(kept):.3f}, "
-      f"whole model {task.accuracy():.3f}")
+site = chapter.hook_site()
+h_last = ace_helpers.capture(site.model, site.inputs, site.hook, positions=site.positions)  # (pairs, 128)
+core = ace_helpers.extract_core(h_last, site.jacobian, energy=cfg.ENERGY)
+kept = ace_helpers.run_with_core(site.model, site.inputs, site.hook, core, "keep", positions=site.positions)
+print(f"grokked model: core rank {core.rank} of {h_last.shape[-1]}; test accuracy with only the core {site.score(kept):.3f}, "
+      f"whole model {site.accuracy():.3f}")
 
 # %% [markdown]
 # ## Training (or loading the stored run)

@@ -102,12 +102,12 @@ cfg = session.start(chapter, globals())  # validates every knob before any compu
 # last-token output of block 2, extract the core against the unembedding with the energy rule, and
 # compare the accuracy with the core kept alone and with it removed.
 # %%
-task = chapter.hooked_task()
-acts = ace_helpers.capture(task.model, task.inputs, task.hook, positions=task.positions)
-core = ace_helpers.extract_core(acts, task.jacobian, energy=cfg.ENERGY)
-without = ace_helpers.run_with_core(task.model, task.inputs, task.hook, core, "remove", positions=task.positions)
-print(f"rank {core.rank}: removed, the accuracy falls to {task.score(without):.3f} (chance {1 / task.jacobian.shape[0]:.3f}); "
-      f"kept alone it is {task.accuracy(core):.3f}")
+site = chapter.hook_site()
+acts = ace_helpers.capture(site.model, site.inputs, site.hook, positions=site.positions)
+core = ace_helpers.extract_core(acts, site.jacobian, energy=cfg.ENERGY)
+without = ace_helpers.run_with_core(site.model, site.inputs, site.hook, core, "remove", positions=site.positions)
+print(f"rank {core.rank}: removed, the accuracy falls to {site.score(without):.3f} (chance {1 / site.jacobian.shape[0]:.3f}); "
+      f"kept alone it is {site.accuracy(core):.3f}")
 
 # %% [markdown]
 # ## The shared training run

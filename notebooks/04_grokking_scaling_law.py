@@ -90,11 +90,11 @@ cfg = session.start(chapter, globals())  # validates every knob before any compu
 # model (p = 31, weight decay 1): the last-token output of its second block, its ACE core against the
 # unembedding (energy 0.99, chapter 2's rule), and the model run with only the core kept.
 # %%
-task = chapter.hooked_task()
-h = ace_helpers.capture(task.model, task.inputs, task.hook, positions=task.positions)
-grok_core = ace_helpers.extract_core(h, task.jacobian, energy=0.99)
-logits = ace_helpers.run_with_core(task.model, task.inputs, task.hook, grok_core, "keep", positions=task.positions)
-print(f"the grokked model's core has rank {grok_core.rank} of {h.shape[-1]} and keeps accuracy {task.score(logits):.3f}")
+site = chapter.hook_site()
+h = ace_helpers.capture(site.model, site.inputs, site.hook, positions=site.positions)
+grok_core = ace_helpers.extract_core(h, site.jacobian, energy=0.99)
+logits = ace_helpers.run_with_core(site.model, site.inputs, site.hook, grok_core, "keep", positions=site.positions)
+print(f"the grokked model's core has rank {grok_core.rank} of {h.shape[-1]} and keeps accuracy {site.score(logits):.3f}")
 
 # %% [markdown]
 # **Differences from the paper, stated up front.**

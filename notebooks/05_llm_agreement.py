@@ -110,13 +110,13 @@ for text, label in list(zip(data.test_prompts, data.test_labels))[:6]:
 # gradients of the agreement margin there (each prompt's own Jacobian), the core has rank 1 as in the
 # paper, and the model runs with only that direction kept at that block.
 # %%
-task = chapter.hooked_task(cfg)
-h_block = ace_helpers.capture(task.model, task.inputs, task.hook, positions=task.positions, **task.trace)  # (prompts, D)
-direction = ace_helpers.extract_core(h_block, task.jacobian, rank=1)
-margins_kept = ace_helpers.run_with_core(task.model, task.inputs, task.hook, direction, "keep", positions=task.positions, **task.trace)
-print(f"{task.hook}: with only the rank-1 core kept, {task.score(margins_kept):.3f} of the prompts get the verb's number "
-      f"right (whole model {task.accuracy():.3f})")
-del task  # the full sweep below loads each model itself
+site = chapter.hook_site(cfg)
+h_block = ace_helpers.capture(site.model, site.inputs, site.hook, positions=site.positions, **site.trace)  # (prompts, D)
+direction = ace_helpers.extract_core(h_block, site.jacobian, rank=1)
+margins_kept = ace_helpers.run_with_core(site.model, site.inputs, site.hook, direction, "keep", positions=site.positions, **site.trace)
+print(f"{site.hook}: with only the rank-1 core kept, {site.score(margins_kept):.3f} of the prompts get the verb's number "
+      f"right (whole model {site.accuracy():.3f})")
+del site  # the full sweep below loads each model itself
 
 # %% [markdown]
 # ## Run every model

@@ -107,12 +107,12 @@ start_time, start_cpu = time.perf_counter(), time.process_time()
 # energy rule, and the model run with only the core kept. The comparison below ranks the other
 # methods' subspaces against this core.
 # %%
-task = chapter.hooked_task(cfg)
-states = ace_helpers.capture(task.model, task.inputs, task.hook)  # Markov: (sequences, positions, D_MODEL)
-core = ace_helpers.extract_core(states.reshape(-1, states.shape[-1]), task.jacobian, energy=cfg.ENERGY)
-only_core = ace_helpers.run_with_core(task.model, task.inputs, task.hook, core, "keep")
-print(f"Markov core: rank {core.rank} of {states.shape[-1]}; accuracy with the core alone {task.score(only_core):.3f} "
-      f"(whole model {task.accuracy():.3f})")
+site = chapter.hook_site(cfg)
+states = ace_helpers.capture(site.model, site.inputs, site.hook)  # Markov: (sequences, positions, D_MODEL)
+core = ace_helpers.extract_core(states.reshape(-1, states.shape[-1]), site.jacobian, energy=cfg.ENERGY)
+only_core = ace_helpers.run_with_core(site.model, site.inputs, site.hook, core, "keep")
+print(f"Markov core: rank {core.rank} of {states.shape[-1]}; accuracy with the core alone {site.score(only_core):.3f} "
+      f"(whole model {site.accuracy():.3f})")
 
 # %% [markdown]
 # ## Run every method on every task

@@ -98,12 +98,12 @@ start_time, start_cpu = time.perf_counter(), time.process_time()
 # here with this chapter's knobs: the layer output at every test position, balanced against the
 # Jacobian of the centred logits, cut by the energy rule, and kept alone inside the model.
 # %%
-task = chapter.hooked_task(cfg)
-acts = ace_helpers.capture(task.model, task.inputs, task.hook)
-markov_core = ace_helpers.extract_core(acts.reshape(-1, acts.shape[-1]), task.jacobian, energy=cfg.ENERGY)
-logits_core_only = ace_helpers.run_with_core(task.model, task.inputs, task.hook, markov_core, "keep")
-print(f"a core of rank {markov_core.rank} in {acts.shape[-1]} dimensions carries accuracy {task.score(logits_core_only):.3f} "
-      f"of the model's {task.accuracy():.3f}")
+site = chapter.hook_site(cfg)
+acts = ace_helpers.capture(site.model, site.inputs, site.hook)
+markov_core = ace_helpers.extract_core(acts.reshape(-1, acts.shape[-1]), site.jacobian, energy=cfg.ENERGY)
+logits_core_only = ace_helpers.run_with_core(site.model, site.inputs, site.hook, markov_core, "keep")
+print(f"a core of rank {markov_core.rank} in {acts.shape[-1]} dimensions carries accuracy {site.score(logits_core_only):.3f} "
+      f"of the model's {site.accuracy():.3f}")
 
 # %% [markdown]
 # ## Train, extract, stitch

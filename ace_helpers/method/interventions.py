@@ -181,7 +181,7 @@ def accuracy_under(
 
 
 @dataclass(frozen=True)
-class HookedTask:
+class HookSite:
     """One model and its task as ACE sees them: what :func:`capture`, ``extract_core`` and
     :func:`run_with_core` need, and the task's own score.
 

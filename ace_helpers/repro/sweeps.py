@@ -1,18 +1,18 @@
-"""Sweeps of independent runs: one task per run, on Dask distributed or in-process, resumable.
+"""Sweeps of independent runs: one job per run, on Dask distributed or in-process, resumable.
 
-A sweep is a list of :class:`Task` s.  Each task names a function by its import path
+A sweep is a list of :class:`Job` s.  Each job names a function by its import path
 (``"package.module:function"``, so any worker can import it) and its plain keyword arguments.
-A finished task is stored as a checksummed artifact (:func:`ace_helpers.repro.artifacts.save_artifact`)
+A finished job is stored as a checksummed artifact (:func:`ace_helpers.repro.artifacts.save_artifact`)
 whose name is a hash of the function and its arguments, so a rerun, on this machine or another
-one that shares the store folder, skips every task already stored; a corrupt or partial artifact
-does not load and its task runs again.
+one that shares the store folder, skips every job already stored; a corrupt or partial artifact
+does not load and its job runs again.
 
-Where a task runs never changes its result: a task is a pure function of its arguments, run with
+Where a job runs never changes its result: a job is a pure function of its arguments, run with
 one torch thread, and its result is stored as plain JSON.  With no scheduler given,
 :func:`run_sweep` starts a :class:`distributed.LocalCluster` of single-threaded worker processes;
 with ``scheduler="tcp://host:8786"`` it submits to a running cluster (``dask scheduler`` /
-``dask worker``, or ``dask-jobqueue`` on SLURM); ``in_process=True`` runs the tasks one after
-another in this process.  A failing task is reported with its arguments and the others go on.
+``dask worker``, or ``dask-jobqueue`` on SLURM); ``in_process=True`` runs the jobs one after
+another in this process.  A failing job is reported with its arguments and the others go on.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ace_helpers.repro.thread_pools import cpu_cores
 
 
 @dataclass(frozen=True)
-class Task:
+class Job:
     """One independent run: ``fn`` (``"module:function"``) called with ``kwargs`` (plain values).
 
     ``stored_as``: the function path the stored result is keyed by, when it differs from ``fn``: a
@@ -59,11 +59,11 @@ class Task:
 
 @dataclass
 class SweepReport:
-    """What a sweep did: ``results`` (task name -> stored result, tasks in order, finished ones only),
-    ``failed`` ((task, error text) pairs), and how many tasks were ``skipped`` (already stored) or ``ran``."""
+    """What a sweep did: ``results`` (job name -> stored result, jobs in order, finished ones only),
+    ``failed`` ((job, error text) pairs), and how many jobs were ``skipped`` (already stored) or ``ran``."""
 
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    failed: list[tuple[Task, str]] = field(default_factory=list)
+    failed: list[tuple[Job, str]] = field(default_factory=list)
     skipped: int = 0
     ran: int = 0
     wall_s: float = 0.0
@@ -73,43 +73,43 @@ def resolve(fn: str) -> Callable[..., Mapping[str, Any]]:
     """The function an import path ``"module:function"`` names (``ValueError`` if it does not)."""
     module, sep, attr = fn.partition(":")
     if not sep or not module or not attr:
-        raise ValueError(f"task function {fn!r} is not allowed: it must be 'package.module:function'")
+        raise ValueError(f"job function {fn!r} is not allowed: it must be 'package.module:function'")
     try:
         found = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
-        raise ValueError(f"task function {fn!r} cannot be imported: {err}") from None
+        raise ValueError(f"job function {fn!r} cannot be imported: {err}") from None
     if not callable(found):
-        raise ValueError(f"task function {fn!r} is not callable")
+        raise ValueError(f"job function {fn!r} is not callable")
     return found
 
 
-def run_task(task: Task, store: str | os.PathLike) -> dict[str, Any]:
-    """Run ``task`` with one torch thread and store its result in ``store``; returns the result.
+def run_job(job: Job, store: str | os.PathLike) -> dict[str, Any]:
+    """Run ``job`` with one torch thread and store its result in ``store``; returns the result.
 
     The function must return a mapping of plain values (numbers, strings, lists, dicts).
     """
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    result = to_plain(dict(resolve(task.fn)(**task.kwargs)))
-    save_artifact(store, task.name, params=task.params, data=result, wall_s=time.perf_counter() - start)
+    result = to_plain(dict(resolve(job.fn)(**job.kwargs)))
+    save_artifact(store, job.name, params=job.params, data=result, wall_s=time.perf_counter() - start)
     return result
 
 
-def stored(task: Task, store: str | os.PathLike) -> dict[str, Any] | None:
-    """The stored result of ``task`` (checksums and parameters verified), or None."""
-    found = load_artifact(store, task.name, task.params)
+def stored(job: Job, store: str | os.PathLike) -> dict[str, Any] | None:
+    """The stored result of ``job`` (checksums and parameters verified), or None."""
+    found = load_artifact(store, job.name, job.params)
     return None if found is None else found.data
 
 
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm  # load time: a heavy import, done on first use
 
-    return tqdm(total=total, desc=desc, unit="task", disable=not enabled, leave=True)
+    return tqdm(total=total, desc=desc, unit="job", disable=not enabled, leave=True)
 
 
 def run_sweep(
-    tasks: Sequence[Task],
+    jobs: Sequence[Job],
     store: str | os.PathLike,
     *,
     workers: int | None = None,
@@ -119,44 +119,44 @@ def run_sweep(
     desc: str = "sweep",
     log: Callable[[str], None] | None = print,
 ) -> SweepReport:
-    """Run every task of ``tasks`` not yet stored in ``store``; returns a :class:`SweepReport`.
+    """Run every job of ``jobs`` not yet stored in ``store``; returns a :class:`SweepReport`.
 
     Args:
-        tasks: the sweep (names must be distinct: the same run listed twice is refused).
+        jobs: the sweep (names must be distinct: the same run listed twice is refused).
         store: folder of the stored results (created; shared between machines to resume there).
         workers: worker processes of the :class:`~distributed.LocalCluster` started when no
-            ``scheduler`` is given (default: the CPU cores, at most the number of tasks).
+            ``scheduler`` is given (default: the CPU cores, at most the number of jobs).
         scheduler: address of a running Dask scheduler to submit to instead.
-        in_process: run the tasks here, one after another (no Dask).
-        progress: show a progress bar (tasks done / remaining, ETA).
+        in_process: run the jobs here, one after another (no Dask).
+        progress: show a progress bar (jobs done / remaining, ETA).
     """
 
-    names = [t.name for t in tasks]
+    names = [t.name for t in jobs]
     if len(set(names)) != len(names):
-        raise ValueError("the sweep lists the same task twice: every task must have distinct arguments")
+        raise ValueError("the sweep lists the same job twice: every job must have distinct arguments")
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise ValueError(f"workers={workers!r} is not allowed: workers must be a positive integer")
     if scheduler is not None and in_process:
         raise ValueError("scheduler and in_process exclude each other: give one of them")
-    for t in tasks:
+    for t in jobs:
         resolve(t.fn)  # refuse an unknown function before any compute
     store = Path(store)
     store.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     report = SweepReport()
-    found = {t.name: stored(t, store) for t in tasks}
-    todo = [t for t in tasks if found[t.name] is None]
-    report.skipped = len(tasks) - len(todo)
+    found = {t.name: stored(t, store) for t in jobs}
+    todo = [t for t in jobs if found[t.name] is None]
+    report.skipped = len(jobs) - len(todo)
     if log and report.skipped:
-        log(f"{desc}: {report.skipped} of {len(tasks)} tasks already stored in {store}; running {len(todo)}")
+        log(f"{desc}: {report.skipped} of {len(jobs)} jobs already stored in {store}; running {len(todo)}")
     done: dict[str, dict[str, Any]] = {}
     bar = _progress(len(todo), desc, progress and bool(todo))
     try:
         if in_process:
             for t in todo:
                 try:
-                    done[t.name] = run_task(t, store)
-                except Exception as err:  # noqa: BLE001 - a failing task is reported, the others go on
+                    done[t.name] = run_job(t, store)
+                except Exception as err:  # noqa: BLE001 - a failing job is reported, the others go on
                     report.failed.append((t, f"{type(err).__name__}: {err}"))
                 bar.update(1)
         elif todo:
@@ -164,14 +164,14 @@ def run_sweep(
     finally:
         bar.close()
     report.ran = len(done)
-    for t in tasks:
+    for t in jobs:
         result = found[t.name] if found[t.name] is not None else done.get(t.name)
         if result is not None:
             report.results[t.name] = result
     report.wall_s = time.perf_counter() - start
     if log:
         for t, err in report.failed:
-            log(f"{desc}: task {t.fn} {dict(t.kwargs)} failed: {err}")
+            log(f"{desc}: job {t.fn} {dict(t.kwargs)} failed: {err}")
     return report
 
 
@@ -185,7 +185,7 @@ def _run_on_dask(todo, store, workers, scheduler, done, report, bar) -> None:
     else:
         cluster, client = None, Client(scheduler)
     try:
-        futures = {client.submit(run_task, t, str(store), key=t.name, pure=False): t for t in todo}
+        futures = {client.submit(run_job, t, str(store), key=t.name, pure=False): t for t in todo}
         for fut in as_completed(futures):
             t = futures[fut]
             try:

@@ -10,7 +10,6 @@ editing a stored number until a claim no longer holds fails the suite).
 
 import copy
 import importlib
-import json
 import re
 from pathlib import Path
 

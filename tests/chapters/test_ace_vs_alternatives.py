@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ace_helpers.chapters import ace_vs_alternatives as chapter
+from ace_helpers.chapters.ace_vs_alternatives import claims as alternatives_claims
 from ace_helpers.method import subspaces as sub
 from ace_helpers.repro.report import NOT_REPRODUCED
 from ace_helpers.toys.tasks.planted import planted_system
@@ -226,7 +227,7 @@ def test_frequency_shares_find_each_planes_share_and_amplitude() -> None:
 
 def test_weak_frequency_diagnosis_can_fail() -> None:
     res = {"key_freqs": [1, 2, 3], "key_amp": [10.0, 8.0, 1.0], "key_share": [0.99, 0.97, 0.8]}
-    assert chapter._weak_frequency_diagnosis(res, 6)[3] is True
-    assert chapter._weak_frequency_diagnosis(dict(res, key_share=[0.99, 0.9, 0.8]), 6)[3] is False  # a strong one short
-    assert chapter._weak_frequency_diagnosis(dict(res, key_amp=[10.0, 8.0, 9.0]), 6)[3] is False  # no weak frequency
-    assert chapter._weak_frequency_diagnosis(dict(res, key_share=[0.99, 0.97, 0.999]), 6)[3] is False  # weak one held
+    assert alternatives_claims._weak_frequency_diagnosis(res, 6)[3] is True
+    assert alternatives_claims._weak_frequency_diagnosis(dict(res, key_share=[0.99, 0.9, 0.8]), 6)[3] is False  # a strong one short
+    assert alternatives_claims._weak_frequency_diagnosis(dict(res, key_amp=[10.0, 8.0, 9.0]), 6)[3] is False  # no weak frequency
+    assert alternatives_claims._weak_frequency_diagnosis(dict(res, key_share=[0.99, 0.97, 0.999]), 6)[3] is False  # weak one held

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from sympy import isprime as is_prime
 
 from ace_helpers.chapters.modadd import analysis, config, keys, long_run
 from ace_helpers.chapters.modadd import run as run_mod
 from ace_helpers.chapters.modadd_grokking import PARAMS
 from ace_helpers.method.core import extract_core
 from ace_helpers.method.scans import rank_scan
-from sympy import isprime as is_prime
 from ace_helpers.repro.thread_pools import set_threads
 from ace_helpers.toys.models import build_model
 

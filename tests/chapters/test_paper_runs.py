@@ -32,11 +32,11 @@ def test_the_stored_paper_sweep_runs_are_intact_and_consistent() -> None:
     """Every run stored for chapter 4's paper protocol is a task of that protocol, loads with its checksums
     and parameters, and its grokking times add up (τ_grok = τ_test − τ_mem; trained to τ_test + STOP_MARGIN)."""
     from ace_helpers.chapters import grokking_scaling_law as gsl
-    from ace_helpers.chapters.grokking_scaling_law.sweep import default_store, grok_tasks
+    from ace_helpers.chapters.grokking_scaling_law.jobs import default_store, grok_jobs
     from ace_helpers.repro.sweeps import stored
 
     cfg = gsl.PARAMS.resolve(PRESET="paper")
-    tasks = {t.name: t for t in grok_tasks(cfg)}
+    tasks = {t.name: t for t in grok_jobs(cfg)}
     store = default_store(gsl.NOTEBOOK, "paper")
     names = sorted(p.name.removesuffix(".manifest.json") for p in store.glob("*.manifest.json"))
     assert names, f"no stored run of the paper sweep in {store}"

@@ -10,11 +10,11 @@ import sys
 import pytest
 
 from ace_helpers.chapters import grokking_scaling_law as gsl
-from ace_helpers.chapters.grokking_scaling_law import sweep
+from ace_helpers.chapters.grokking_scaling_law import jobs
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.keys import artifact_dir, model_key, run_hash
 from ace_helpers.repro.artifacts import load_artifact, project_root
-from ace_helpers.repro.sweeps import Task, resolve, stored
+from ace_helpers.repro.sweeps import Job, resolve, stored
 
 #: ``python -m`` commands named in the README, the Makefile, .ci/run and the book, and the module whose main they run.
 COMMANDS = {
@@ -23,7 +23,7 @@ COMMANDS = {
     "ace_helpers.runbook": "ace_helpers.repro.runbook",
     "ace_helpers.seed_check": "ace_helpers.repro.seed_check",
     "ace_helpers.variants": "ace_helpers.repro.variants",
-    "ace_helpers.chapters.sweep": "ace_helpers.chapters.grokking_scaling_law.sweep",
+    "ace_helpers.chapters.sweep": "ace_helpers.chapters.grokking_scaling_law.jobs",
     "ace_helpers.chapters.paper_runs": "ace_helpers.chapters.paper_runs",
 }
 
@@ -47,17 +47,17 @@ def test_the_chapter_commands_still_answer(command, monkeypatch, capsys):
 
 
 def test_chapter_4_keys_its_runs_by_the_path_they_were_stored_under():
-    (task, *_) = sweep.grok_tasks(gsl.PARAMS.resolve(PRESET="ci"))
-    assert task.params["fn"] == sweep.STORED_AS == "ace_helpers.chapters.sweep:grok_unit"
-    assert resolve(task.fn) is sweep.grok_unit and resolve(sweep.STORED_AS) is sweep.grok_unit
-    moved = Task(task.fn, task.kwargs)  # keyed by where the function lives now: another name, not found
-    assert moved.name != task.name
+    (job, *_) = jobs.grok_jobs(gsl.PARAMS.resolve(PRESET="ci"))
+    assert job.params["fn"] == jobs.STORED_AS == "ace_helpers.chapters.sweep:grok_unit"
+    assert resolve(job.fn) is jobs.grok_unit and resolve(jobs.STORED_AS) is jobs.grok_unit
+    moved = Job(job.fn, job.kwargs)  # keyed by where the function lives now: another name, not found
+    assert moved.name != job.name
 
 
 def test_all_105_stored_paper_sweep_runs_are_found():
-    tasks = sweep.grok_tasks(gsl.PARAMS.resolve(PRESET="paper"))
-    store = sweep.default_store(gsl.NOTEBOOK, "paper")
-    found = [t for t in tasks if stored(t, store) is not None]
+    all_jobs = jobs.grok_jobs(gsl.PARAMS.resolve(PRESET="paper"))
+    store = jobs.default_store(gsl.NOTEBOOK, "paper")
+    found = [t for t in all_jobs if stored(t, store) is not None]
     assert len(found) >= 105, f"{len(found)} of the stored paper runs found in {store}"
 
 

@@ -5,18 +5,18 @@ import json
 import pytest
 
 from ace_helpers.chapters import grokking_scaling_law as gsl
-from ace_helpers.chapters.grokking_scaling_law.sweep import CHAPTERS, grok_records, grok_tasks, main
-from ace_helpers.repro.sweeps import Task, run_sweep, stored
+from ace_helpers.chapters.grokking_scaling_law.jobs import CHAPTERS, grok_jobs, grok_records, main
+from ace_helpers.repro.sweeps import Job, run_sweep, stored
 
-UNIT = "ace_helpers.chapters.grokking_scaling_law.sweep:grok_unit"
+UNIT = "ace_helpers.chapters.grokking_scaling_law.jobs:grok_unit"
 SMALL = {"batch_size": None, "max_steps": 60, "eval_every": 10, "train_fraction": 0.8, "stop_margin": 0, "lr": 1e-3}
 
 
-def small_tasks() -> list[Task]:
+def small_tasks() -> list[Job]:
     return [
-        Task(UNIT, {"sweep": "omega", "p": 11, "omega": 1.0, "seed": 42, **SMALL}),
-        Task(UNIT, {"sweep": "omega", "p": 11, "omega": 3.0, "seed": 43, **SMALL}),
-        Task(UNIT, {"sweep": "p", "p": 13, "omega": 1.0, "seed": 42, **SMALL}),
+        Job(UNIT, {"sweep": "omega", "p": 11, "omega": 1.0, "seed": 42, **SMALL}),
+        Job(UNIT, {"sweep": "omega", "p": 11, "omega": 3.0, "seed": 43, **SMALL}),
+        Job(UNIT, {"sweep": "p", "p": 13, "omega": 1.0, "seed": 42, **SMALL}),
     ]
 
 
@@ -44,7 +44,7 @@ def test_a_rerun_skips_stored_tasks_and_recomputes_a_corrupt_one(tmp_path):
 
 
 def test_a_failing_task_is_reported_with_its_arguments_and_the_others_go_on(tmp_path):
-    bad = Task(UNIT, {"sweep": "p", "p": 12, "omega": 1.0, "seed": 42, **SMALL})
+    bad = Job(UNIT, {"sweep": "p", "p": 12, "omega": 1.0, "seed": 42, **SMALL})
     lines: list[str] = []
     report = run_sweep([small_tasks()[0], bad], tmp_path, in_process=True, progress=False, log=lines.append)
     assert report.ran == 1 and len(report.results) == 1
@@ -58,9 +58,9 @@ def test_bad_sweeps_are_refused_before_any_compute(tmp_path):
     with pytest.raises(ValueError, match="same task twice"):
         run_sweep([t, t], tmp_path, in_process=True)
     with pytest.raises(ValueError, match="cannot be imported"):
-        run_sweep([Task("ace_helpers.nothing:here", {})], tmp_path, in_process=True)
+        run_sweep([Job("ace_helpers.nothing:here", {})], tmp_path, in_process=True)
     with pytest.raises(ValueError, match="'package.module:function'"):
-        run_sweep([Task("no_colon", {})], tmp_path, in_process=True)
+        run_sweep([Job("no_colon", {})], tmp_path, in_process=True)
     with pytest.raises(ValueError, match="workers must be a positive integer"):
         run_sweep([t], tmp_path, workers=0)
     assert not list(tmp_path.iterdir())
@@ -68,11 +68,11 @@ def test_bad_sweeps_are_refused_before_any_compute(tmp_path):
 
 def test_chapter_four_sweep_has_one_task_per_run():
     cfg = gsl.PARAMS.resolve(PRESET="paper")
-    tasks = grok_tasks(cfg)
+    tasks = grok_jobs(cfg)
     n = cfg["N_SEEDS"]
     p_runs = len(cfg["PRIMES"]) * (1 + len(cfg["EXTRA_OMEGAS_P"]))
     assert len(tasks) == (len(cfg["OMEGAS"]) + p_runs) * n == len({t.name for t in tasks})
-    book = grok_tasks(gsl.PARAMS.resolve(PRESET="book"))
+    book = grok_jobs(gsl.PARAMS.resolve(PRESET="book"))
     assert {t.kwargs["omega"] for t in book if t.kwargs["sweep"] == "p"} == set(gsl.p_sweep_omegas(gsl.PARAMS.resolve(PRESET="book")))
     assert {t.kwargs["train_fraction"] for t in tasks} == {0.5} and {t.kwargs["eval_every"] for t in tasks} == {1}
     assert json.dumps(tasks[0].params)  # plain, so the store key is stable
@@ -84,7 +84,7 @@ def test_chapter_four_sweep_has_one_task_per_run():
 def test_the_chapter_reads_a_complete_sweep_store_and_trains_when_a_run_is_missing(tmp_path, monkeypatch):
     cfg = gsl.PARAMS.resolve(PRESET="ci", OMEGAS=[1.0], PRIMES=[11], N_SEEDS=1, MAX_STEPS=60, EVAL_EVERY=10, P_OMEGA=11,
                              EXTRA_OMEGAS_P=[], TRAIN_FRACTION=0.8, TRAIN_FRACTION_P=0.8)
-    tasks = grok_tasks(cfg)
+    tasks = grok_jobs(cfg)
     report = run_sweep(tasks, tmp_path / "store", in_process=True, progress=False, log=None)
     monkeypatch.setattr(gsl, "run_omega_sweep", None)  # reading the store trains nothing
     monkeypatch.setattr(gsl, "run_p_sweep", None)
@@ -97,14 +97,14 @@ def test_the_chapter_reads_a_complete_sweep_store_and_trains_when_a_run_is_missi
 
 
 def test_a_partial_sweep_runs_the_first_seeds_of_one_sweep_and_its_runs_belong_to_the_full_one(tmp_path, monkeypatch):
-    import ace_helpers.chapters.grokking_scaling_law.sweep as sweep_cli
+    import ace_helpers.chapters.grokking_scaling_law.jobs as sweep_cli
     from ace_helpers.repro.sweeps import SweepReport
 
-    seen: list[list[Task]] = []
+    seen: list[list[Job]] = []
     monkeypatch.setattr(sweep_cli, "run_sweep", lambda tasks, store, **kw: seen.append(list(tasks)) or SweepReport())
     assert main(["04_grokking_scaling_law", "--preset", "paper", "--in-process", "--n-seeds", "4", "--sweep", "omega",
                  "--store", str(tmp_path)]) == 0  # fmt: skip
-    full = {t.name for t in grok_tasks(gsl.PARAMS.resolve(PRESET="paper"))}
+    full = {t.name for t in grok_jobs(gsl.PARAMS.resolve(PRESET="paper"))}
     (tasks,) = seen
     assert len(tasks) == 6 * 4 and {t.kwargs["sweep"] for t in tasks} == {"omega"} and {t.name for t in tasks} <= full
 
@@ -118,10 +118,10 @@ def test_the_command_line_stores_runs_under_the_names_the_chapter_reads(tmp_path
     import ace_helpers.repro.sweeps
     from ace_helpers.repro.sweeps import SweepReport
 
-    seen: list[list[Task]] = []
+    seen: list[list[Job]] = []
     monkeypatch.setattr(ace_helpers.repro.sweeps, "run_sweep", lambda tasks, store, **kw: seen.append(list(tasks)) or SweepReport())
     monkeypatch.setattr(sys, "argv", ["sweep", "04_grokking_scaling_law", "--preset", "ci", "--in-process", "--store", str(tmp_path)])
     with pytest.raises(SystemExit) as stop:
-        runpy.run_module("ace_helpers.chapters.grokking_scaling_law.sweep", run_name="__main__")
+        runpy.run_module("ace_helpers.chapters.grokking_scaling_law.jobs", run_name="__main__")
     assert stop.value.code == 0
-    assert {t.name for t in seen[0]} == {t.name for t in grok_tasks(gsl.PARAMS.resolve(PRESET="ci"))}
+    assert {t.name for t in seen[0]} == {t.name for t in grok_jobs(gsl.PARAMS.resolve(PRESET="ci"))}

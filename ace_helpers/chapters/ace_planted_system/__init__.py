@@ -26,7 +26,7 @@ from ace_helpers.method import checks
 from ace_helpers.method.baselines import jacobian_directions, pca_directions
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import Core, extract_core
-from ace_helpers.method.interventions import HookedTask, accuracy_under
+from ace_helpers.method.interventions import HookSite, accuracy_under
 from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.repro.report import Claims
 from ace_helpers.toys.tasks.planted import PlantedSystem, planted_system
@@ -120,12 +120,12 @@ def sample(cfg: Params) -> PlantedSystem:
                           relevant_weight=cfg["RELEVANT_WEIGHT"], seed=cfg["SEED"])  # fmt: skip
 
 
-def hooked_task(cfg: Params) -> HookedTask:
+def hook_site(cfg: Params) -> HookSite:
     """The planted system as a model for ACE: its activations (N, 1, D) pass the identity hook ``hidden``
     into the planted readout, whose weights W (K, D) are the task's Jacobian; scored against the planted labels."""
     system = sample(cfg)
     labels = torch.as_tensor(system.labels)
-    return HookedTask(nnsight.NNsight(PlantedReadout(system.W).eval()), torch.as_tensor(system.H, dtype=torch.float32)[:, None, :],
+    return HookSite(nnsight.NNsight(PlantedReadout(system.W).eval()), torch.as_tensor(system.H, dtype=torch.float32)[:, None, :],
                       "hidden", system.W, lambda logits: float((logits[:, 0].argmax(-1) == labels).double().mean()))  # fmt: skip
 
 

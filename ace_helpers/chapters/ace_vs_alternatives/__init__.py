@@ -36,12 +36,26 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part
+from ace_helpers.chapters.ace_vs_alternatives.claims import (  # noqa: F401 - the chapter's claims
+    KEEP_TOL,
+    KNOWN_GAPS,
+    METHODS,
+    NS_RULE,
+    PAPER,
+    REMOVE_TOL,
+    TASKS,
+    WEAK_FREQ_RULE,
+    WHERE,
+    build_claims,
+    ns_markdown,
+    ns_table_rows,
+)
 from ace_helpers.chapters.modadd import grokked
-from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table
+from ace_helpers.chapters.modadd.claims import not_tested_table
 from ace_helpers.chapters.toy_models import knobs as stitching_knobs
 from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models import views as toy_views
-from ace_helpers.chapters.toy_models.markov import hooked_task  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.method import checks
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import extract_core
@@ -56,17 +70,13 @@ from ace_helpers.method.subspaces import (  # fmt: skip
     random_basis,
 )
 from ace_helpers.repro.params import ChapterParams, Params
-from ace_helpers.repro.report import Claims, KnownGaps
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, chance_accuracy, markov_dataset
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.tasks.planted import planted_system
 
-__all__ = ["PARAMS", "run", "build_claims", "not_tested_table"]
+__all__ = ["PARAMS", "run", "build_claims", "hook_site", "not_tested_table"]
 
 NOTEBOOK = "06_ace_vs_alternatives"
-METHODS = ("ace", "pca", "jacobian", "probe", "class_means", "random", "das")
-TASKS = ("planted", "markov", "modadd")
-KEEP_TOL, REMOVE_TOL = 0.01, 0.05
 FREQ_POWER = 0.9
 #: Activation rows each learned (DAS) basis is trained on (a seeded subsample; ours, for speed).
 DAS_ROWS = 8000
@@ -264,125 +274,6 @@ def run(cfg: Params) -> dict[str, Any]:
     res["llm"] = llm_part.run_llm(cfg)
     res["wall_s"] = time.perf_counter() - start
     return res
-
-
-# -------------------- claims ------------------------------------------------------------------
-WHERE = "ours (beyond the paper)"
-PAPER = "not tested (the paper argues that activity or relevance alone misses the core, Sec. 2; it compares no other method)"
-NS_RULE = (f"minimal N&S rank: smallest r with keep ≥ base − {KEEP_TOL} and remove ≤ chance + {REMOVE_TOL} (ours); "
-           "a method that never gets there counts as ∞")
-
-
-#: Measured at the book preset's own run (the numbers are appended from the run itself).
-_PLANTED_GAP = ("the linear probe is necessary and sufficient one rank below ACE: the argmax answers of the planted "
-                "readout need only 2 of the core's 3 dimensions, and the probe, trained on those answers, finds 2 that carry them")
-KNOWN_GAPS = KnownGaps({
-    "ci": {"planted_ns": _PLANTED_GAP},
-    "book": {"planted_ns": _PLANTED_GAP,
-             "modadd_ns": "PCA, the class means and DAS are necessary and sufficient one rank below ACE (11 against "
-                          "12); PCA's rank-11 subspace overlaps the ground truth 0.82, against ACE's 0.90 at the "
-                          "ground-truth rank (diagnosis row): the smaller basis is not the model's algorithm",
-             "markov_ns": "a learned (DAS) basis is necessary and sufficient one rank below ACE: the argmax answers of the "
-                          "4-state chain need only 2 dimensions, while ACE's rank-3 core is the whole belief state",
-             # measured on an AMD EPYC (AVX512, no AMX): its fp32 sums train another model than the Intel machine's,
-             # whose rank-16 overlap was 0.909
-             "modadd_ground_truth": "the 90 %-power rule admits two weak key frequencies beside the six the model uses "
-                                    "(amplitudes in the class means about a tenth of the strongest's): ACE's rank-16 "
-                                    "subspace holds the strong ones and falls short on the weak ones (diagnosis row)"},
-})
-
-
-WEAK_FREQ_RULE = ("ACE's subspace at the ground-truth rank holds the plane of every strong key frequency (amplitude in "
-                  "the class means ≥ ½ of the largest) at ≥ 0.95, and the weak ones less: the overlap falls short on "
-                  "frequencies the 90 %-power rule admits but the model barely uses (ours)")
-
-
-def _weak_frequency_diagnosis(s: dict[str, Any], g: int) -> tuple[str, str, str, bool]:
-    """(claim, paper, ours, passed) of the diagnosis row for a mod-add ground-truth overlap below 0.9."""
-    amp, share = np.array(s["key_amp"]), np.array(s["key_share"])
-    strong = amp >= 0.5 * amp.max()
-    ours = f"per key frequency k, amplitude ÷ the largest and share inside ACE's rank-{g} subspace: " + "; ".join(
-        f"k={k}: {a / amp.max():.2f}, {sh:.3f}" for k, a, sh in zip(s["key_freqs"], amp, share))
-    passed = bool((~strong).any() and share[strong].min() >= 0.95 and share[~strong].min() < share[strong].min())
-    return (f"modadd (diagnosis): ACE's rank-{g} subspace holds the strong key frequencies; the overlap falls short on the "
-            "weak ones", "—", ours, passed)
-
-
-def _inf(r: int | None) -> float:
-    return float("inf") if r is None else float(r)
-
-
-def ns_table_rows(res: dict[str, Any]) -> dict[str, dict[str, int | None]]:
-    """{task: {method: minimal N&S rank}} for the tasks that ran."""
-    return {t: res[t]["ns_rank"] for t in TASKS if res.get(t) is not None}
-
-
-def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
-    """The chapter's claims (ours), from the results alone, with those not tested (MODADD off, an LLM absent) inside."""
-    claims = Claims()
-    for task in TASKS:
-        s = res.get(task)
-        if s is None:
-            continue
-        ns = s["ns_rank"]
-        others = {m: ns[m] for m in METHODS if m != "ace"}
-        best = min(_inf(v) for v in others.values())
-        wins = ns["ace"] is not None and ns["ace"] <= best
-        gap = KNOWN_GAPS.reason(cfg, f"{task}_ns")
-        if gap is not None:
-            first = min(others, key=lambda m: _inf(others[m]))
-            i = s["ranks"].index(int(best)) if best in s["ranks"] else None
-            gap += ("" if i is None else f" (measured: {first} at rank {int(best)} keeps {s['keep'][first][i]:.3f} and "
-                    f"removed leaves {s['remove'][first][i]:.3f}; base {s['base_acc']:.3f}, chance {s['chance_acc']:.3f})")
-        claims.check(f"{task}: ACE reaches N&S at the smallest rank of all methods", PAPER, [ns["ace"], others], wins,
-                     gap, where=WHERE, rule=NS_RULE)
-        if not wins and best < float("inf") and int(best) in s["ranks"] and s["gt_rank"] in s["ranks"]:
-            first = min(others, key=lambda m: _inf(others[m]))
-            won = s["overlap"][first][s["ranks"].index(int(best))]
-            ace_g = s["overlap"]["ace"][s["ranks"].index(s["gt_rank"])]
-            claims.check(f"{task} (diagnosis): the smaller N&S basis ({first}, rank {int(best)}) is not the ground truth; "
-                         f"ACE's rank-{s['gt_rank']} subspace is", "—", [won, ace_g], won < 0.9 <= ace_g,
-                         where="ours (diagnosis)", rule="overlap with the ground truth: < 0.9 for the smaller basis, ≥ 0.9 "
-                         "for ACE at the ground-truth rank; the answers (an argmax) need fewer dimensions than the "
-                         "ground-truth subspace (ours)")
-        g = s["gt_rank"]
-        ov = s["overlap"]["ace"][s["ranks"].index(g)] if g in s["ranks"] else None
-        is_truth = claims.check(f"{task}: ACE's rank-{g} subspace is the ground truth", PAPER, ov, ov is not None and ov >= 0.9,
-                                KNOWN_GAPS.reason(cfg, f"{task}_ground_truth"), where=WHERE,
-                                rule="projector overlap with the ground-truth subspace at its rank ≥ 0.9 (ours)")
-        if not is_truth and s.get("key_share"):
-            claims.check(*_weak_frequency_diagnosis(s, g), where="ours (diagnosis)", rule=WEAK_FREQ_RULE)
-    pl = res["planted"]
-    r = cfg["R_CORE"]
-    fails = {m: [pl["overlap"][m][r - 1], pl["ns_rank"][m]] for m in ("pca", "jacobian")}
-    claims.check("planted: PCA and the Jacobian Gram fail on the distractors", PAPER, fails,
-                 all(v[0] <= 0.1 and _inf(v[1]) > r for v in fails.values()), where=WHERE,
-                 rule=f"overlap with the planted core at rank {r} ≤ 0.1 and no N&S at rank {r} (ours)")
-    not_tested = [] if res.get("modadd") is not None else [
-        ClaimRow(f"modadd: {c}", PAPER, "—", "MODADD is off at this preset (training the model takes minutes)", where=WHERE,
-                 rule=rule) for c, rule in (("ACE reaches N&S at the smallest rank of all methods", NS_RULE),
-                                            ("ACE's subspace is the ground truth", "overlap ≥ 0.9 (ours)"))]
-    models = list(dict.fromkeys([*cfg["LLM_MODELS"], *llm_part.LAYER]))
-    not_tested += llm_part.add_claims(claims, res.get("llm"), models, ClaimRow)
-    claims.not_tested = not_tested
-    return claims
-
-
-def ns_markdown(res: dict[str, Any]) -> str:
-    """Markdown: the minimal N&S rank per method (rows) and task (columns), and each method's wall time."""
-    tasks = [t for t in TASKS if res.get(t) is not None]
-    extra, extra_cells, extra_truth = llm_part.ns_columns(res.get("llm"))
-    head = "| method | " + " | ".join([f"{t}: N&S rank | {t}: s" for t in tasks] + extra) + " |"
-    lines = [head, "|---|" + "---|---|" * len(tasks) + "---|" * len(extra)]
-    for m in METHODS:
-        cells = []
-        for t in tasks:
-            v = res[t]["ns_rank"][m]
-            cells += ["never" if v is None else str(v), f"{res[t]['seconds'][m]:.2f}"]
-        lines.append(f"| {m} | " + " | ".join(cells + extra_cells[m]) + " |")
-    truth = [c for t in tasks for c in (str(res[t]["gt_rank"]), "")] + extra_truth
-    lines.append("| *ground-truth rank* | " + " | ".join(truth) + " |")
-    return "\n".join(lines)
 
 
 def finding_text(res: dict[str, Any]) -> str:

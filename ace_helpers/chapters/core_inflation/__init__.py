@@ -29,7 +29,7 @@ from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's
     run_entries,
 )
 from ace_helpers.chapters.modadd.claims import ClaimRow
-from ace_helpers.chapters.modadd.grokked import hooked_task  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.modadd.grokked import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import (  # noqa: F401
     NO_LONG_RUN,
     continues,

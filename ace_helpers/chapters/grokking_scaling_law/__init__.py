@@ -47,6 +47,7 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     p_sweep_rows,
     setting_rows,
 )
+from ace_helpers.chapters.grokking_scaling_law.jobs import default_store, grok_jobs
 from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS, PRESETS, check, sweep_memory  # noqa: F401 - the chapter's knobs
 from ace_helpers.chapters.grokking_scaling_law.paper_store import (
     MIN_SEEDS,
@@ -71,8 +72,7 @@ from ace_helpers.chapters.grokking_scaling_law.runs import (
     sweep_config,
     uncensored,
 )
-from ace_helpers.chapters.grokking_scaling_law.sweep import default_store, grok_tasks
-from ace_helpers.chapters.modadd.grokked import hooked_task  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.modadd.grokked import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import stored_redundancy_gap
 from ace_helpers.repro.artifacts import load_artifact, project_root, save_artifact
 from ace_helpers.repro.params import Params
@@ -109,7 +109,7 @@ class Sweeps:
     from the sweep store when it holds every run, else trained.
 
     ``Sweeps(cfg)`` looks the artifact up, then the store that ``python -m
-    ace_helpers.chapters.grokking_scaling_law.sweep 04_grokking_scaling_law --preset PRESET`` fills (one checksummed
+    ace_helpers.chapters.grokking_scaling_law.jobs 04_grokking_scaling_law --preset PRESET`` fills (one checksummed
     artifact per run, keyed by its parameters: ``book/artifacts/<notebook>_sweep/<preset>``);
     :meth:`omega` and :meth:`p` return each sweep's records (timing what they train); :meth:`save`
     stores a paper-preset run's freshly trained sweeps as the artifact (other presets store nothing).
@@ -131,7 +131,7 @@ class Sweeps:
     def _from_store(self, store: str | Path | None) -> list[GrokRecord] | None:
         """Every run of this configuration from the sweep store, or None when any is missing."""
 
-        tasks = grok_tasks(self.cfg)
+        tasks = grok_jobs(self.cfg)
         folder = Path(store) if store is not None else default_store(NOTEBOOK, self.cfg["PRESET"])
         found = [stored(t, folder) for t in tasks] if folder.is_dir() else []
         self.store_count = (sum(f is not None for f in found), len(tasks))

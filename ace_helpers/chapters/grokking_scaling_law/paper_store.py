@@ -22,9 +22,9 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     not_tested,
     untested_sweep,
 )
+from ace_helpers.chapters.grokking_scaling_law.jobs import default_store, grok_jobs
 from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, records_from_dicts
-from ace_helpers.chapters.grokking_scaling_law.sweep import default_store, grok_tasks
 from ace_helpers.repro.artifacts import load_artifact
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims
@@ -105,7 +105,7 @@ def sweeps_from_runs(runs: list[GrokRecord], wall_s: float, wall_by_sweep: dict[
 
 def _tasks(paper: Params) -> list[Any]:
 
-    return grok_tasks(paper)
+    return grok_jobs(paper)
 
 
 def stored_paper_sweeps(cfg: Params) -> StoredSweeps | None:

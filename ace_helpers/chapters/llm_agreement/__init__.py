@@ -54,7 +54,7 @@ from ace_helpers.chapters.llm_agreement.pipeline import (
     cross_model_alignment,
     flat_results,
     generation_rules,
-    hooked_task,
+    hook_site,
     run_chapter,
 )
 from ace_helpers.chapters.llm_agreement.within_class import CLASSES, knob_tests, pairwise_alignment
@@ -259,7 +259,7 @@ PARAMS = params.ChapterParams("05_llm_agreement", PRESETS, check)
 """The chapter's knobs: ``cfg = PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere."""
 
 __all__ = [
-    "PARAMS", "PRESETS", "check", "KNOWN_GAPS", "MODES",
+    "PARAMS", "PRESETS", "check", "KNOWN_GAPS", "MODES", "hook_site",
     "States", "collect_states", "layer_cores", "layer_list", "spectral_gap", "verb_head",
     "sweep_margins", "edit_margins", "last_token_probs", "demo_scores", "demo_tests",
     "RANDOM_MODES", "Controls", "run_controls", "attractor_free_prompts", "unit_core", "random_directions",

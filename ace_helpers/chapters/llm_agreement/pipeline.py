@@ -60,7 +60,7 @@ from ace_helpers.llm.agreement_edits import MODES, demo_scores, demo_tests, last
 from ace_helpers.llm.agreement_states import collect_states, layer_cores, layer_list, spectral_gap
 from ace_helpers.method import stats
 from ace_helpers.method.core import Core
-from ace_helpers.method.interventions import HookedTask
+from ace_helpers.method.interventions import HookSite
 from ace_helpers.repro.artifacts import to_plain
 from ace_helpers.repro.params import Params
 
@@ -239,7 +239,7 @@ def analyse_model(
     )
 
 
-def hooked_task(cfg: Params) -> HookedTask:
+def hook_site(cfg: Params) -> HookSite:
     """The chapter's first model (``MODELS[0]``) as ACE sees it, at the middle one of its ``LAYERS``: the
     training prompts (left-padded, so position −1 is every prompt's last token), that block's output there,
     the margin gradients ∂m/∂h of each prompt as the Jacobian (N, D), and the share of prompts whose margin
@@ -255,7 +255,7 @@ def hooked_task(cfg: Params) -> HookedTask:
         return float(((margin(logits[:, -1], ids) > 0) == plural).double().mean())
 
     trace = {} if cfg.REMOTE is False else {"remote": cfg.REMOTE}
-    return HookedTask(lm, llm.encode(tok, data.train_prompts), llm.block_paths(lm)[layer - 1], grads, score, positions=-1, trace=trace)
+    return HookSite(lm, llm.encode(tok, data.train_prompts), llm.block_paths(lm)[layer - 1], grads, score, positions=-1, trace=trace)
 
 
 def run_chapter(cfg: Params, *, log: Callable[[str], None] = print) -> dict[str, ModelResult]:

@@ -90,7 +90,7 @@ from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter
     analyse_model,
     capture_states,
     chain_results,
-    hooked_task,
+    hook_site,
     model_seeds,
     relative_eig_errors,
     run_chain,
@@ -109,7 +109,7 @@ from ace_helpers.toys.tasks.markov import PAPER_CHAIN, state_r2, validate_transi
 __all__ = [
     "ABLATIONS", "ALL_VARIANTS", "KNOWN_GAPS", "PAPER_ABLATION", "PAPER_TAIL", "PARAMS", "PRESETS", "TAILS", "ChainRun",
     "SeedAnalysis", "TrainResult", "VariantResult", "activation_gramian", "analyse_model", "build_claims",
-    "capture_states", "chain_results", "eigen_summary", "hooked_task",
+    "capture_states", "chain_results", "eigen_summary", "hook_site",
     "model_seeds", "r2_ratios", "relative_eig_errors", "run_chain", "run_chapter", "sampling_floor",
     "state_mean_coords", "state_r2", "tail_jacobian", "toy_config", "train_models",
 ]  # fmt: skip

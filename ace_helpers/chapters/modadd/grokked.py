@@ -1,5 +1,5 @@
 """Modular-addition models trained until they grok: chapters 6 and 7 train theirs here, and chapters 2-4 show
-ACE in plain sight on one stored grokked model (:func:`hooked_task`), since their own runs store no weights."""
+ACE in plain sight on one stored grokked model (:func:`hook_site`), since their own runs store no weights."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import nnsight
 import numpy as np
 
 from ace_helpers.chapters.modadd.config import model_config
-from ace_helpers.method.interventions import HookedTask
+from ace_helpers.method.interventions import HookSite
 from ace_helpers.repro.artifacts import cached, project_root
 from ace_helpers.toys.ensemble import ensemble_accuracy, train_ensemble
 from ace_helpers.toys.models import ToyTransformer, build_model
@@ -69,10 +69,10 @@ def grokked_model() -> tuple[ToyTransformer, ModAddData, int | None]:
     return model.eval(), data, found.data["grok_step"]
 
 
-def hooked_task() -> HookedTask:
+def hook_site() -> HookSite:
     """The stored grokked model as ACE sees it: the test pairs, the hook :data:`DEMO_HOOK` at the last token,
     the unembedding W_U (p, D) as the Jacobian (the tail after the last block is linear), last-token accuracy."""
     model, data, _ = grokked_model()
     answers = data.test_answers
-    return HookedTask(nnsight.NNsight(model), data.test_inputs, DEMO_HOOK, model.lm_head.weight.detach().double().numpy(),
+    return HookSite(nnsight.NNsight(model), data.test_inputs, DEMO_HOOK, model.lm_head.weight.detach().double().numpy(),
                       lambda logits: float((logits[:, -1].argmax(-1) == answers).double().mean()), positions=-1)

@@ -1,7 +1,7 @@
-"""A chapter's sweep as independent tasks on Dask: ``python -m ace_helpers.chapters.sweep CHAPTER``.
+"""Chapter 4's sweeps as independent jobs on Dask: ``python -m ace_helpers.chapters.sweep CHAPTER``.
 
 Chapter 4's grokking-time sweeps are dozens of independent training runs (one per ω or prime,
-and seed).  Here each run is one :class:`ace_helpers.repro.sweeps.Task` (:func:`grok_tasks`), run by
+and seed).  Here each run is one :class:`ace_helpers.repro.sweeps.Job` (:func:`grok_jobs`), run by
 :func:`ace_helpers.repro.sweeps.run_sweep` on a local cluster, on a running Dask cluster, or
 in-process, and stored as a checksummed artifact keyed by its parameters, so an interrupted
 sweep resumes where it stopped (on any machine that has the store folder).
@@ -24,7 +24,7 @@ from ace_helpers.chapters.grokking_scaling_law.knobs import PARAMS, PRESETS
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, p_sweep_omegas, records_from_dicts, run_grok_sweep
 from ace_helpers.repro.artifacts import project_root
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.sweeps import SweepReport, Task, run_sweep
+from ace_helpers.repro.sweeps import Job, SweepReport, run_sweep
 
 #: The path :func:`grok_unit` had when the stored runs were made: part of every stored run's key, so kept.
 STORED_AS = "ace_helpers.chapters.sweep:grok_unit"
@@ -46,29 +46,29 @@ def grok_unit(
     return record.to_dict()
 
 
-def grok_tasks(cfg: Params) -> list[Task]:
-    """One task per run of chapter 4's sweeps under resolved ``cfg``: the ω sweep, then the p sweep at
+def grok_jobs(cfg: Params) -> list[Job]:
+    """One job per run of chapter 4's sweeps under resolved ``cfg``: the ω sweep, then the p sweep at
     each of its weight decays (``OMEGA_P``, then ``EXTRA_OMEGAS_P``)."""
     seeds = [cfg["SEED"] + i for i in range(cfg["N_SEEDS"])]
     common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"],
               "precision": cfg["PRECISION"]}  # fmt: skip
-    fn = "ace_helpers.chapters.grokking_scaling_law.sweep:grok_unit"  # not __name__: run as a script, that is "__main__"
-    tasks = [
-        Task(fn, {"sweep": "omega", "p": cfg["P_OMEGA"], "omega": float(w), "seed": s, "batch_size": cfg["BATCH_SIZE_OMEGA"],
+    fn = "ace_helpers.chapters.grokking_scaling_law.jobs:grok_unit"  # not __name__: run as a script, that is "__main__"
+    jobs = [
+        Job(fn, {"sweep": "omega", "p": cfg["P_OMEGA"], "omega": float(w), "seed": s, "batch_size": cfg["BATCH_SIZE_OMEGA"],
                   "train_fraction": cfg["TRAIN_FRACTION"], **common}, stored_as=STORED_AS)
         for w in cfg["OMEGAS"] for s in seeds
     ]  # fmt: skip
-    tasks += [
-        Task(fn, {"sweep": "p", "p": int(q), "omega": float(w), "seed": s, "batch_size": None,
+    jobs += [
+        Job(fn, {"sweep": "p", "p": int(q), "omega": float(w), "seed": s, "batch_size": None,
                   "train_fraction": cfg["TRAIN_FRACTION_P"], **common}, stored_as=STORED_AS)
         for w in p_sweep_omegas(cfg) for q in cfg["PRIMES"] for s in seeds
     ]  # fmt: skip
-    return tasks
+    return jobs
 
 
-def grok_records(tasks: Sequence[Task], report: SweepReport) -> list[GrokRecord]:
-    """The finished runs of ``tasks`` as :class:`GrokRecord` s, in task order."""
-    return records_from_dicts([report.results[t.name] for t in tasks if t.name in report.results])
+def grok_records(jobs: Sequence[Job], report: SweepReport) -> list[GrokRecord]:
+    """The finished runs of ``jobs`` as :class:`GrokRecord` s, in job order."""
+    return records_from_dicts([report.results[t.name] for t in jobs if t.name in report.results])
 
 
 def default_store(chapter: str, preset: str) -> Path:
@@ -77,26 +77,26 @@ def default_store(chapter: str, preset: str) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a chapter's sweep; exit status 1 if any task failed (each failure is printed with its arguments)."""
+    """Run a chapter's sweep; exit status 1 if any job failed (each failure is printed with its arguments)."""
     ap = argparse.ArgumentParser(prog="python -m ace_helpers.chapters.sweep", description=__doc__.splitlines()[0])
     ap.add_argument("chapter", choices=CHAPTERS)
     ap.add_argument("--preset", default="paper", choices=sorted(PRESETS))
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, help="local worker processes (default: the CPU cores)")
     where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
-    where.add_argument("--in-process", action="store_true", help="run the tasks here, one after another")
+    where.add_argument("--in-process", action="store_true", help="run the jobs here, one after another")
     ap.add_argument("--store", type=Path, help="folder of the stored runs (default: book/artifacts/<chapter>_sweep/<preset>)")
     ap.add_argument("--n-seeds", type=int, help="run only the first N seeds (the rest later: each run is keyed by its own "
                     "parameters, so the full sweep skips these)")
     ap.add_argument("--sweep", choices=("omega", "p", "both"), default="both", help="run one sweep only (default: both)")
     args = ap.parse_args(argv)
     cfg = PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds)
-    tasks = [t for t in grok_tasks(cfg) if args.sweep in ("both", t.kwargs["sweep"])]
+    jobs = [t for t in grok_jobs(cfg) if args.sweep in ("both", t.kwargs["sweep"])]
     report = run_sweep(
-        tasks, args.store or default_store(args.chapter, args.preset), workers=args.workers, scheduler=args.scheduler,
+        jobs, args.store or default_store(args.chapter, args.preset), workers=args.workers, scheduler=args.scheduler,
         in_process=args.in_process, desc=f"{args.chapter} ({args.preset})",
     )  # fmt: skip
-    print(f"{len(report.results)} of {len(tasks)} runs stored ({report.skipped} already, {report.ran} now, "
+    print(f"{len(report.results)} of {len(jobs)} runs stored ({report.skipped} already, {report.ran} now, "
           f"{len(report.failed)} failed) in {report.wall_s:.0f} s")  # fmt: skip
     return 1 if report.failed else 0
 

