@@ -53,7 +53,7 @@ def tiny_model(
         GPT2LMHeadModel,
         LlamaConfig,
         LlamaForCausalLM,
-    )
+    )  # load time: a heavy import, done on first use
 
     if arch not in ("gpt2", "llama"):
         raise ValueError(f"arch={arch!r} is not allowed: arch must be one of ['gpt2', 'llama']")

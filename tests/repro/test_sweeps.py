@@ -55,7 +55,7 @@ def test_a_failing_task_is_reported_with_its_arguments_and_the_others_go_on(tmp_
 
 def test_bad_sweeps_are_refused_before_any_compute(tmp_path):
     t = small_tasks()[0]
-    with pytest.raises(ValueError, match="same task twice"):
+    with pytest.raises(ValueError, match="same job twice"):
         run_sweep([t, t], tmp_path, in_process=True)
     with pytest.raises(ValueError, match="cannot be imported"):
         run_sweep([Job("ace_helpers.nothing:here", {})], tmp_path, in_process=True)

@@ -30,9 +30,11 @@ _PLANTED_GAP = ("the linear probe is necessary and sufficient one rank below ACE
 KNOWN_GAPS = KnownGaps({
     "ci": {"planted_ns": _PLANTED_GAP},
     "book": {"planted_ns": _PLANTED_GAP,
-             "modadd_ns": "PCA, the class means and DAS are necessary and sufficient one rank below ACE (11 against "
-                          "12); PCA's rank-11 subspace overlaps the ground truth 0.82, against ACE's 0.90 at the "
-                          "ground-truth rank (diagnosis row): the smaller basis is not the model's algorithm",
+             "modadd_ns": "CPU-sensitive: the two kinds of CPU train different mod-add models. On an AMD EPYC "
+                          "(AVX-512) PCA, the class means and DAS were necessary and sufficient one rank below ACE (11 "
+                          "against 12), and PCA's rank-11 subspace overlapped the ground truth 0.82 against ACE's 0.90 "
+                          "(the smaller basis was not the model's algorithm); on an Intel Xeon with AMX (measured "
+                          "2026-12-05) ACE is necessary and sufficient at 11, every other method at 12 or never",
              "markov_ns": "a learned (DAS) basis is necessary and sufficient one rank below ACE: the argmax answers of the "
                           "4-state chain need only 2 dimensions, while ACE's rank-3 core is the whole belief state",
              # measured on an AMD EPYC (AVX512, no AMX): its fp32 sums train another model than the Intel machine's,
