@@ -1,6 +1,6 @@
-"""Language models for ACE: loading (offline, Hub, NDIF remote: :mod:`.loading`), layer access (:mod:`.layers`),
-batching (:mod:`.batching`), tiny test models (:mod:`.tiny`), and the subject-verb agreement task
-(:mod:`.agreement` prompts, :mod:`.agreement_states` states and gradients, :mod:`.agreement_edits` core edits).
+"""Language models for ACE: loading (offline, Hub, NDIF remote: :mod:`ace_helpers.llm.loading`), layer access (:mod:`ace_helpers.llm.layers`),
+batching (:mod:`ace_helpers.llm.batching`), tiny test models (:mod:`ace_helpers.llm.tiny`), and the subject-verb agreement task
+(:mod:`ace_helpers.llm.agreement` prompts, :mod:`ace_helpers.llm.agreement_states` states and gradients, :mod:`ace_helpers.llm.agreement_edits` core edits).
 
 * :func:`load_model` returns ``(nnsight.TransformersModel, tokenizer)`` for
 

@@ -37,7 +37,7 @@ def verb_head(lm, tokenizer):
     """Temporarily cut the unembedding to the four verb rows, so logits are (..., 4).
 
     Yields the verb -> column map ``{"is": 0, "are": 1, "was": 2, "were": 3}`` (see
-    :func:`ace_helpers.llm.restricted_head`).
+    :func:`ace_helpers.llm.batching.restricted_head`).
     """
     ids = verb_token_ids(tokenizer)
     with llm.restricted_head(lm, [ids[v] for v in VERBS]):

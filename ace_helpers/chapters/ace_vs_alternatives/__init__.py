@@ -24,7 +24,7 @@ method has fewer directions}, ``ns_rank`` {method: minimal N&S rank or None}, ``
 {method: wall time of all its bases}; ``modadd`` also ``key_freqs`` (the ground truth's
 frequencies), ``key_amp`` (each one's amplitude in the class means) and ``key_share`` (the share
 of each one's plane inside ACE's rank-``gt_rank`` subspace); ``llm`` (see
-:mod:`.ace_vs_alternatives_llm`; None when LLM_MODELS is empty); top level ``wall_s``.
+:mod:`ace_helpers.chapters.ace_vs_alternatives.llm`; None when LLM_MODELS is empty); top level ``wall_s``.
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def compare_model(name: str, lm, tokenizer, data: AgreementSplit, ranks: list[in
 
 def run_llm(cfg: Any) -> dict[str, Any] | None:
     """Every model of ``cfg["LLM_MODELS"]`` in turn (None when the list is empty); an unavailable model
-    records ``{"unavailable": reason}`` (:func:`ace_helpers.llm.unavailable_reason`)."""
+    records ``{"unavailable": reason}`` (:func:`ace_helpers.llm.loading.unavailable_reason`)."""
     if not cfg["LLM_MODELS"]:
         return None
     data = agreement_split(cfg["LLM_N_PROMPTS"], cfg["SEED"])

@@ -3,7 +3,7 @@
 The chapter's presets and knob check (:data:`PARAMS`); the pipeline lives in the submodules and
 is re-exported here:
 
-* :mod:`.states` — last-token block outputs ``H`` and margin gradients ``G = ∂m/∂h`` for all layers
+* :mod:`ace_helpers.llm.agreement_states` — last-token block outputs ``H`` and margin gradients ``G = ∂m/∂h`` for all layers
   from one backward pass per batch (:func:`collect_states`), one 1-D core per layer
   (:func:`layer_cores`).
 * :mod:`~ace_helpers.llm.agreement_edits` — test margins under keep / remove / flip (:func:`sweep_margins`) and the flip demo.
@@ -169,7 +169,7 @@ def _check_prompts_file(value: Any, seed: int) -> PromptsFile:
 def _check_sizes(cfg: dict[str, Any]) -> None:
     """Refuse LAYERS beyond a model's depth and sizes whose memory estimate exceeds :func:`_memory_budget`.
 
-    Each model's shape comes from its local ``config.json`` (:func:`ace_helpers.llm.model_config`);
+    Each model's shape comes from its local ``config.json`` (:func:`ace_helpers.llm.loading.model_config`);
     a model whose config is not found here (remote runs) is not estimated.
     """
     prompts = list(cfg["PROMPTS_FILE"].prompts) if cfg["PROMPTS_FILE"] is not None else None
@@ -213,7 +213,7 @@ def check(cfg: dict[str, Any]) -> None:
     """Validate every knob (``ValueError`` naming the knob) and normalise in place.
 
     MODELS: a name or a list of distinct names, each loadable here without network
-    (:func:`ace_helpers.llm.unavailable_reason`: a bundled offline model, a local folder, or a Hub
+    (:func:`ace_helpers.llm.loading.unavailable_reason`: a bundled offline model, a local folder, or a Hub
     id whose weights are in the local Hugging Face cache; with REMOTE any Hub id); REMOTE: bool
     (True needs ``$NDIF_API_KEY``); N_PROMPTS: even, 20..100 000; PROMPTS_FILE: None or a UTF-8
     .csv / .json file, read here once (the run uses what was read), with at least 4 prompts of

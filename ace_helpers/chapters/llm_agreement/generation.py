@@ -219,7 +219,7 @@ def copula_disagreements(lm, tokenizer, prompts: Sequence[str], generated: torch
 
     Scored forms: is/are, was/were, has/have, does/do (each with a leading space, see
     :func:`number_pair_ids`); a generated "is" disagrees when the clean logit of "are" is higher.
-    The teacher-forced pass computes only those forms' logits (:func:`ace_helpers.llm.restricted_head`).
+    The teacher-forced pass computes only those forms' logits (:func:`ace_helpers.llm.batching.restricted_head`).
     """
     other = number_pair_ids(tokenizer)
     if not other:

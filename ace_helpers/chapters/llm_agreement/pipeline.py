@@ -1,6 +1,6 @@
 """Chapter 5 pipeline: per-model analysis, the chapter run and its flat results.
 
-Per model: train-prompt states and margin gradients at every layer (:mod:`.states`), one 1-D core
+Per model: train-prompt states and margin gradients at every layer (:mod:`ace_helpers.llm.agreement_states`), one 1-D core
 per layer, the keep / remove / flip sweep on the test prompts (:mod:`~ace_helpers.llm.agreement_edits`), AUC of the margin
 vs the plural label; the chosen layer has the lowest flip AUC (as the official code release chooses
 it); the knob fit pooled and within each class (:mod:`.within_class`); the controls at the chosen
