@@ -18,7 +18,7 @@ from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ARMS, GrokRun, grok_epoch, grok_run, row_from_plain, stack_rows
 from ace_helpers.chapters.modadd.keys import artifact_dir, model_key, run_hash, snapshot_key, snapshot_name
 from ace_helpers.repro.artifacts import load_artifact, params_match, save_artifact
-from ace_helpers.repro.params import ChapterParams, Params
+from ace_helpers.repro.params import Params
 
 #: Printed by the chapters when no long run is stored.
 NO_LONG_RUN = (
@@ -239,7 +239,7 @@ def stored_redundancy_gap() -> dict[str, Any] | None:
     (core_dim − suff_dim) of the weight-decay arm at that checkpoint}``, or ``None`` when the
     book run is not stored (every model of it, to its last epoch).
     """
-    cfg = ChapterParams("03_core_inflation", config.PRESETS, config.check).resolve(PRESET="book")
+    cfg = config.PARAMS.resolve(PRESET="book")
     found = load_long_run(cfg)
     if found is None:
         return None
