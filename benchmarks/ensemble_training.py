@@ -5,7 +5,7 @@ lr 1e-3, one weight decay per member) for the same number of optimizer steps:
 
 * one-by-one: ``ace_helpers.toys.train.train_lm`` on each ``ToyTransformer`` in turn (stock
   ``nn.TransformerEncoderLayer``, ``torch.optim.AdamW``);
-* ensemble: ``ace_helpers.toys.ensemble.train_ensemble`` on all members at once.
+* ensemble: ``ace_helpers.toys.ensemble_runs.train_ensemble`` on all members at once.
 
 Measured side by side in one run, at 1 and at 2 torch threads, repeated ``--repeats`` times
 with the order alternated (the machine is shared, so the best of the repeats is reported).
@@ -26,7 +26,7 @@ import time
 import torch
 
 from ace_helpers.chapters.grokking_scaling_law import sweep_config
-from ace_helpers.toys.ensemble import train_ensemble
+from ace_helpers.toys.ensemble_runs import train_ensemble
 from ace_helpers.toys.models import build_model
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.train import train_lm

@@ -43,7 +43,7 @@ from ace_helpers.chapters.grokking_scaling_law import sweep_config
 from ace_helpers.chapters.markov_cores import model_seeds, toy_config, train_models
 from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.repro.machine import machine_line
-from ace_helpers.toys.ensemble import train_ensemble
+from ace_helpers.toys.ensemble_runs import train_ensemble
 from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
 from ace_helpers.toys.models import ToyConfig, build_model
 from ace_helpers.toys.precision import describe

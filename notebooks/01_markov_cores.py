@@ -120,7 +120,7 @@ print(f"core rank {core.rank} (n - 1 = {len(cfg.T) - 1}); next-token accuracy wi
 # %% [markdown]
 # ## Training the seeds and extracting the cores
 #
-# `chapter.run_chapter` does the whole pipeline for the main chain, then for each extra chain:
+# `chapter.run` does the whole pipeline for the main chain, then for each extra chain:
 #
 # 1. It samples the data and trains the seeds together as one vectorised ensemble. The stacked
 #    weights are trained with batched matmuls. Each member has its own data order and its own
@@ -135,11 +135,11 @@ print(f"core rank {core.rank} (n - 1 = {len(cfg.T) - 1}); next-token accuracy wi
 # 4. It fits the core dynamics z_{t+1} ≈ A z_t over sequence positions and compares the seeds.
 
 # %%
-results, main_run, extra_runs = chapter.run_chapter(cfg)
+results = chapter.run(cfg)
 for key, text in plots.prose_numbers(results).items():  # the numbers the text below quotes
     glue(key, Markdown(text), display=False)
-print(f"trained {len(main_run.seeds)} seeds in {main_run.train.seconds:.0f} s ({main_run.train.cpu_seconds:.0f} CPU s); "
-      f"main chain total {main_run.seconds:.0f} s ({main_run.cpu_seconds:.0f} CPU s)")
+print(f"trained {cfg.N_SEEDS} seeds in {results['train_s']:.0f} s ({results['train_cpu_s']:.0f} CPU s); "
+      f"main chain total {results['chain_s']:.0f} s ({results['chain_cpu_s']:.0f} CPU s)")
 print("final training loss per seed:", np.round(results["train_loss"], 4).tolist())
 print("full-model test accuracy per seed:", np.round(results["base_acc"], 4).tolist(), f"(Bayes {results['bayes_acc']:.4f})")
 

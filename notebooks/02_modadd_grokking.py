@@ -80,7 +80,7 @@ from IPython.display import Markdown, display
 import ace_helpers
 from ace_helpers.chapters import modadd_grokking as chapter
 from ace_helpers.chapters.modadd import figures as plots
-from ace_helpers.repro import report, session, variants
+from ace_helpers.repro import session, variants
 
 T0 = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
@@ -110,7 +110,7 @@ print(f"grokked model: core rank {core.rank} of {h_last.shape[-1]}; test accurac
 # commit, versions, wall time). When a stored artifact matches the parameters it is loaded instead.
 
 # %%
-run = chapter.load_run(cfg)
+run = chapter.run(cfg)
 p = cfg.P
 wd = run.wd
 grok = chapter.grok_epoch(wd.epochs, wd["test_acc"])
@@ -251,12 +251,12 @@ print("median |λ| ridge :", wd["median_abs_eig"][0].round(2).tolist())
 # $R_h^2$ threshold 0.5; each relaxed row says so.
 
 # %%
-claims, not_tested, numbers = chapter.grokking_claims(run, cfg)
-records = claims.records(f"{cfg.PRESET} preset") + report.not_tested_records(not_tested, f"{cfg.PRESET} preset")
+claims = chapter.build_claims(run, cfg)  # with the claims this run cannot test, and the numbers it measured
+records = claims.records(f"{cfg.PRESET} preset")
 display(Markdown(claims.table()))
 if claims.not_tested:
     display(Markdown(chapter.not_tested_table(claims.not_tested)))
-display(Markdown(chapter.unit_circle_sentence(numbers, p)))
+display(Markdown(chapter.unit_circle_sentence(claims.numbers, p)))
 
 # %%
 print(claims.summary())
@@ -315,14 +315,13 @@ else:
 
 # %%
 if long is not None:
-    long_claims, long_not_tested, long_numbers = chapter.grokking_claims(lrun, long_cfg)
+    long_claims = chapter.build_claims(lrun, long_cfg)
     section = f"stored paper-preset run, through epoch {through['wd']}"
-    trained = chapter.how_trained(long_cfg)
-    records += long_claims.records(section, trained) + report.not_tested_records(long_not_tested, section, trained)
+    records += long_claims.records(section, chapter.how_trained(long_cfg))
     display(Markdown(long_claims.table()))
-    if long_not_tested:
-        display(Markdown(chapter.not_tested_table(long_not_tested)))
-    display(Markdown(chapter.unit_circle_sentence(long_numbers, lp)))
+    if long_claims.not_tested:
+        display(Markdown(chapter.not_tested_table(long_claims.not_tested)))
+    display(Markdown(chapter.unit_circle_sentence(long_claims.numbers, lp)))
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -360,8 +359,6 @@ display(Markdown(variants.comparison_for(cfg, records, chapter.config.PROTOCOL_K
 
 # %%
 results = chapter.results(
-    cfg, run, claims, clock_epochs, long,
-    long_claims if long is not None else None, long_numbers if long is not None else None,
-    wall_s=time.perf_counter() - T0, numbers=numbers,
-)  # fmt: skip
+    cfg, run, claims, clock_epochs, long, long_claims if long is not None else None, wall_s=time.perf_counter() - T0
+)
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

@@ -117,7 +117,7 @@ print(f"rank {core.rank}: removed, the accuracy falls to {site.score(without):.3
 # continued with a fresh AdamW without weight decay.
 
 # %%
-run = chapter.load_run(cfg)
+run = chapter.run(cfg)
 p = cfg.P
 wd, nowd = run.wd, run.nowd
 grok = chapter.grok_epoch(wd.epochs, wd["test_acc"])
@@ -218,8 +218,8 @@ print("cap, WD = 1      :", caps[0].mean(0).round(1).tolist())
 # dimension); rows marked "diagnosis" test the measured cause of a gap.
 
 # %%
-claims, not_tested, numbers = chapter.inflation_claims(run, cfg)
-display(Markdown(report.claims_table(claims, not_tested)))
+claims = chapter.build_claims(run, cfg)  # with the claims this run cannot test inside
+display(Markdown(report.claims_table(claims, claims.not_tested)))
 
 # %%
 print(claims.summary())
@@ -336,8 +336,8 @@ if long is not None:
 
 # %%
 if long is not None:
-    long_claims, long_not_tested, long_numbers = chapter.long_run_claims(cfg, long_cfg, lrun, through, comparison)
-    display(Markdown(report.claims_table(long_claims, long_not_tested)))
+    long_claims = chapter.long_run_claims(cfg, long_cfg, lrun, through, comparison)
+    display(Markdown(report.claims_table(long_claims, long_claims.not_tested)))
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -450,15 +450,12 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 
 # %%
 results = chapter.results(
-    cfg, run, claims, not_tested, long,
-    *((long_claims, long_not_tested, long_numbers) if long is not None else (None, None, None)),
+    cfg, run, claims, long, long_claims if long is not None else None,
     wall_s=time.perf_counter() - T0, reference=own if ref is not None else None,
 )  # fmt: skip
-records = claims.records(f"{cfg.PRESET} preset") + report.not_tested_records(not_tested, f"{cfg.PRESET} preset")
+records = claims.records(f"{cfg.PRESET} preset")
 if long is not None:
-    section = f"stored paper-preset run, through epoch {through['wd']}"
-    trained = chapter.how_trained(long_cfg)
-    records += long_claims.records(section, trained) + report.not_tested_records(long_not_tested, section, trained)
+    records += long_claims.records(f"stored paper-preset run, through epoch {through['wd']}", chapter.how_trained(long_cfg))
 if ref is not None:
     records += ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {ref_epochs}")
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

@@ -164,9 +164,11 @@ print(f"preset {cfg['PRESET']}: {cfg['N_SEEDS']} seeds per setting (paper: 12); 
 #
 # The paper preset's sweeps are stored under `book/artifacts/04_grokking_scaling_law/` when they
 # have been produced; the notebook uses them when their parameters match the ones requested.
+# `chapter.run` reads (or trains) both sweeps and fits them; the sections below look at each.
 
 # %%
-sweeps = chapter.Sweeps(cfg)
+res = chapter.run(cfg)
+sweeps, fits = res.sweeps, res.fits
 print(sweeps.describe())
 
 # %% [markdown]
@@ -176,11 +178,10 @@ print(sweeps.describe())
 # ω × seeds below train as **one** ensemble.
 
 # %%
-omega_runs = sweeps.omega()
+omega_runs = res.omega_runs
 display(Markdown(plots.setting_table(omega_runs, "omega")))
 
 # %%
-fits = chapter.fit_sweeps(omega_runs, [])
 omega_fit, mem_fit = fits.omega, fits.mem
 if omega_fit:
     print(f"fitted exponent {omega_fit.exponent:.3f}, 95% CI [{omega_fit.ci[0]:.3f}, {omega_fit.ci[1]:.3f}], "
@@ -217,11 +218,10 @@ display(Markdown(plots.omega_table(chapter.setting_rows(fits))))
 # One ensemble per p holds every seed and every weight decay of the p sweep.
 
 # %%
-p_runs = sweeps.p()
+p_runs = res.p_runs
 display(Markdown(plots.setting_table(p_runs, "p")))
 
 # %%
-fits = chapter.fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"])
 p_fit, p_pow = fits.p_log, fits.p_pow
 if p_fit:
     print(f"at omega = {cfg['OMEGA_P']:g}: Omega = {p_fit.Omega:.4g} ± {p_fit.Omega_se:.2g}, "
@@ -310,9 +310,9 @@ print(chapter.linked_redundancy())
 # and the "ours (diagnosis)" rows test that cause, so they fail if it changes.
 
 # %%
-claims = chapter.build_claims(fits, p_runs, cfg)
-records = claims.records(f"{cfg.PRESET} preset") + report.not_tested_records(chapter.not_tested(fits), f"{cfg.PRESET} preset")
-display(Markdown(claims.table()))
+claims = chapter.build_claims(res, cfg)  # with the claims this run cannot test inside
+records = claims.records(f"{cfg.PRESET} preset")
+display(Markdown(report.claims_table(claims, claims.not_tested)))
 n_cens = sum(r.censored for r in sweeps.runs)
 print(f"censored runs (reported, not fitted): {n_cens} of {len(sweeps.runs)}")
 
@@ -381,6 +381,5 @@ print(paper_claims.verdict() if paper is not None else "no paper-settings run st
 # run also stores `runs` as the artifact `book/artifacts/04_grokking_scaling_law/sweeps`.
 
 # %%
-sweeps.save()  # a paper-preset run stores its sweeps as the artifact; other presets store nothing
-results = chapter.results(sweeps, claims, wall_s=time.perf_counter() - T0, paper=paper)
+results = chapter.results(res, claims, wall_s=time.perf_counter() - T0, paper=paper)
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

@@ -129,9 +129,8 @@ del site  # the full sweep below loads each model itself
 # below, and the claims, read the flat results that `results.json` stores.
 
 # %%
-results = chapter.run_chapter(cfg)
-pairs = chapter.cross_model_alignment(results, cfg)
-out = chapter.flat_results(results, pairs)
+res = chapter.run(cfg)
+results, pairs, out = res.models, res.pairs, res.flat  # per model, per pair of models, flat (results.json)
 models = list(results)
 demo_texts = [p for p, _ in DEMO_PROMPTS]
 shifts = {n: chapter.demo_shifts(out, n) for n in models}
@@ -359,7 +358,7 @@ else:
 # stop the run.
 
 # %%
-claims = chapter.build_claims(out, cfg)
+claims = chapter.build_claims(res, cfg)
 records = claims.records(f"{cfg.PRESET} preset")
 display(Markdown(claims.table()))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # --------------------------------------------------------------------------------------------
 # the Markov chapter's former all-positions ensemble loop (ace_helpers.markov, before
-# ensemble.train_ensemble took over with loss_positions="all"): the numbers must stay identical
+# ensemble_runs.train_ensemble took over with loss_positions="all"): the numbers must stay identical
 # --------------------------------------------------------------------------------------------
 def train_ensemble_all_positions(cfg, inputs, targets, seeds, *, epochs, batch_size, lr):
     """Ensemble training loop with the loss on every position; per-member data order and dropout."""

@@ -103,6 +103,8 @@ class Claims:
     rows: list[Claim] = field(default_factory=list)
     #: Claims this run cannot test (:class:`ClaimRow`): shown and recorded, never counted as a pass.
     not_tested: list["ClaimRow"] = field(default_factory=list)
+    #: The measured values the rules read, by name, for the chapter's prose and ``results.json``.
+    numbers: dict[str, Any] = field(default_factory=dict)
 
     def check(
         self, claim: str, paper: str, ours: Any, passed: bool, known_gap: str | None = None, *,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -66,15 +65,14 @@ def start(chapter: ModuleType, namespace: Mapping[str, Any]) -> Params:
     return cfg
 
 
-def finish(cfg: Params, results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> Path:
+def finish(cfg: Params, results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> None:
     """A notebook's epilogue: glue the verdict summary of the claim ``records`` (shown at the top of the page
-    as ``{glue:md}`verdicts```) and write ``OUTPUT_DIR/results.json`` (:func:`write_results`); prints and
-    returns its path."""
+    as ``{glue:md}`verdicts```) and write ``OUTPUT_DIR/results.json`` (:func:`write_results`); prints its
+    path (and returns nothing, so that the notebook's last cell shows only that line)."""
     from IPython.display import Markdown  # load time: notebook-only libraries, imported when a notebook ends
     from myst_nb import glue  # load time: notebook-only libraries, imported when a notebook ends
 
     glue("verdicts", Markdown(verdict_summary(list(records))), display=False)
     path = write_results(cfg.OUTPUT_DIR, results, cfg, claims=list(records))
     print(f"wrote {path}")
-    return path
 

@@ -1,6 +1,6 @@
 """Epoch-level control of a :class:`~ace_helpers.toys.ensemble.ToyEnsemble`: the trainer of runs whose members fork.
 
-:func:`ace_helpers.toys.ensemble.train_ensemble` runs a whole sweep in one call.  Some runs need
+:func:`ace_helpers.toys.ensemble_runs.train_ensemble` runs a whole sweep in one call.  Some runs need
 more control between epochs: the modular-addition run (chapters 2-3) forks every model at
 ``FORK_EPOCH`` into a second member that continues without weight decay, with a fresh
 optimizer, and reseeds every member's random streams at fixed epochs so that a run resumed

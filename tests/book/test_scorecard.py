@@ -100,26 +100,23 @@ def test_committed_notebook_shows_the_stored_verdicts(stem):
 def rebuild(stem: str, result: dict) -> list[dict]:
     """The claim records of ``stem``'s book run (its first section), computed again from what is stored:
     the numbers in ``result`` (chapters 0, 1, 4, 5), or the stored training run (chapters 2, 3)."""
-    from ace_helpers.repro.report import not_tested_records
-
     cfg = book_cfg(stem)
     section = result["claims"][0]["section"]
     mod = chapter(stem)
-    if stem in ("00_ace_planted_system", "01_markov_cores", "05_llm_agreement"):
+    if stem in ("00_ace_planted_system", "01_markov_cores"):
         return mod.build_claims(result, cfg).records(section)
+    if stem == "05_llm_agreement":
+        return mod.flat_claims(result, cfg).records(section)
     if stem == "04_grokking_scaling_law":
         runs = mod.records_from_dicts(result["runs"])
-        p_runs = [r for r in runs if r.sweep == "p"]
-        fits = mod.fit_sweeps([r for r in runs if r.sweep == "omega"], p_runs)
-        return mod.build_claims(fits, p_runs, cfg).records(section)
+        fits = mod.fit_sweeps([r for r in runs if r.sweep == "omega"], [r for r in runs if r.sweep == "p"])
+        return mod.fit_claims(fits, cfg).records(section)
     if stem in ("02_modadd_grokking", "03_core_inflation"):
         from ace_helpers.chapters.modadd.long_run import load_long_run
 
         stored = load_long_run(cfg)  # the committed artifact; never trains
         assert stored is not None, f"{stem}: the book run's artifact is missing from book/artifacts/modadd_grokking"
-        claims_of = mod.grokking_claims if stem.startswith("02") else mod.inflation_claims
-        claims, not_tested, _ = claims_of(stored[0], cfg)
-        return claims.records(section) + not_tested_records(not_tested, section)
+        return mod.build_claims(stored[0], cfg).records(section)
     raise NotImplementedError(f"{stem}: no rebuild of its claims from stored results")
 
 

@@ -71,7 +71,8 @@ def _run(final_dim, final_modes):
 )
 def test_inflation_claims_by_horizon(epochs_run, last_epoch, final_dim, final_modes, n_checked, verdicts):
     cfg = PARAMS.resolve(PRESET="paper", EPOCHS=epochs_run) if epochs_run else PARAMS.resolve(PRESET="paper", P=31)
-    claims, not_tested, nums = chapter.inflation_claims(_run(final_dim, final_modes), cfg, last_epoch=last_epoch)
+    claims = chapter.build_claims(_run(final_dim, final_modes), cfg, last_epoch=last_epoch)
+    not_tested, nums = claims.not_tested, claims.numbers
     assert len(claims.rows) == n_checked, [r.claim for r in claims.rows]
     assert {r.verdict for r in claims.rows} <= verdicts and verdicts & {r.verdict for r in claims.rows}
     diagnosis = [r for r in claims.rows if r.where == "ours (diagnosis)"]
@@ -83,7 +84,7 @@ def test_inflation_claims_by_horizon(epochs_run, last_epoch, final_dim, final_mo
 
 def test_partly_is_the_weaker_form_the_rule_names():
     cfg = PARAMS.resolve(PRESET="paper")
-    claims, _, _ = chapter.inflation_claims(_run(42, 21), cfg)
+    claims = chapter.build_claims(_run(42, 21), cfg)
     dim = next(r for r in claims.rows if r.claim.startswith("with WD: core dim ~60"))
     assert dim.verdict == "partly" and "partly: every model ≥ 40" in dim.rule
     modes = next(r for r in claims.rows if r.claim.startswith("with WD: rotational modes (OLS) → 27"))
@@ -98,14 +99,15 @@ def test_inflation_claims_flag_wd_off_inflation_and_its_energy_rank():
     core_wd = [[40, 15, 30, 45]] * 2
     run = _synthetic_run(core_wd, [[1, 8, 8, 9]] * 2, [[0, 10, 15, 22]] * 2, [[15, 40], [16, 17]], EPOCHS, fork=2000,
                          energy_nowd=[[15, 15], [16, 17]])  # fmt: skip
-    claims, _, nums = chapter.inflation_claims(run, PARAMS.resolve(PRESET="paper"))
+    claims = chapter.build_claims(run, PARAMS.resolve(PRESET="paper"))
+    nums = claims.numbers
     row = next(r for r in claims.rows if r.claim.startswith("WD-off arm: core dim"))
     assert not row.passed and nums["nowd_max_ratio_to_grok_dim"][0] == pytest.approx(40 / 15)
     energy = next(r for r in claims.rows if r.claim.startswith("WD-off arm: energy rank"))
     assert energy.passed and nums["nowd_energy_rank_max_ratio_to_fork"] == [1.0, pytest.approx(17 / 16)]
     run = _synthetic_run(core_wd, [[1, 8, 8, 9]] * 2, [[0, 10, 15, 22]] * 2, [[15, 40], [16, 17]], EPOCHS, fork=2000,
                          energy_nowd=[[15, 30], [16, 17]])  # fmt: skip
-    claims, _, _ = chapter.inflation_claims(run, PARAMS.resolve(PRESET="paper"))
+    claims = chapter.build_claims(run, PARAMS.resolve(PRESET="paper"))
     assert not next(r for r in claims.rows if r.claim.startswith("WD-off arm: energy rank")).passed
 
 
@@ -118,7 +120,7 @@ def test_wd_vs_wd_off_contrasts_can_fail():
         ([[40, 15, 20, 20]] * 2, 25, False, "not reproduced"),  # as many modes without weight decay
     ):
         run = _synthetic_run([[40, 15, 30, 55]] * 2, energy_wd=energy_wd, modes_nowd=modes_nowd, **base)
-        claims, _, _ = chapter.inflation_claims(run, cfg)
+        claims = chapter.build_claims(run, cfg)
         energy = next(r for r in claims.rows if r.claim.startswith("WD vs WD-off: energy rank"))
         modes = next(r for r in claims.rows if r.claim.startswith("WD vs WD-off: rotational modes"))
         assert energy.passed == ok_energy and modes.verdict == verdict_modes
@@ -126,7 +128,8 @@ def test_wd_vs_wd_off_contrasts_can_fail():
 
 def test_one_claims_table_shows_the_claims_a_run_cannot_test():
     cfg = PARAMS.resolve(PRESET="paper", EPOCHS=20000)
-    claims, not_tested, _ = chapter.inflation_claims(_run(30, 12), cfg, last_epoch=8000)
+    claims = chapter.build_claims(_run(30, 12), cfg, last_epoch=8000)
+    not_tested = claims.not_tested
     table = report.claims_table(claims, not_tested).splitlines()
     assert table[0] == "| claim | paper | our rule | ours | verdict |" and len(table) == 2 + len(claims.rows) + len(not_tested)
     assert sum("| not tested: needs 20 000 epochs" in line for line in table) == len(not_tested) == 4
@@ -251,17 +254,14 @@ def _records_by_section(result: dict) -> dict[str, list[dict]]:
 
 def test_every_stored_section_rebuilds_from_the_stored_artifacts():
     """The long-run and reference sections (the scorecard tests rebuild the first) from what is committed."""
-    from ace_helpers.repro.report import not_tested_records
-
     result = _stored()
     cfg = PARAMS.resolve(PRESET="book")
-    run = chapter.load_run(cfg, log=None)
+    run = chapter.run(cfg, log=None)
     long_cfg, lrun, through = chapter.stored_long_run(cfg)
     sections = _records_by_section(result)
     long_section = f"stored paper-preset run, through epoch {through['wd']}"
-    claims, not_tested, _ = chapter.long_run_claims(cfg, long_cfg, lrun, through, chapter.compare_with_long_run(cfg, run, long_cfg, lrun))
-    trained = chapter.how_trained(long_cfg)
-    assert claims.records(long_section, trained) + not_tested_records(not_tested, long_section, trained) == sections[long_section]
+    claims = chapter.long_run_claims(cfg, long_cfg, lrun, through, chapter.compare_with_long_run(cfg, run, long_cfg, lrun))
+    assert claims.records(long_section, chapter.how_trained(long_cfg)) == sections[long_section]
     ref_cfg, ref_run = chapter.reference_source(cfg, run)
     assert ref_cfg["PRESET"] == "paper" and ref_cfg["TRAINER"] == "loop"  # the run the reference was retrained from
     ref = chapter.stored_reference(ref_cfg)
@@ -325,7 +325,7 @@ def test_stored_redundancy_gap_reads_the_book_run():
     gap = chapter.stored_redundancy_gap()
     assert gap is not None and gap["preset"] == "book" and gap["epoch"] == 1400
     cfg = PARAMS.resolve(PRESET="book")
-    run = chapter.load_run(cfg, log=None)
+    run = chapter.run(cfg, log=None)
     assert run.cached == [True, True]
     assert gap["mean_gap"] == float((run.wd["core_dim"][:, -1] - run.wd["suff_dim"][:, -1]).mean())
 

@@ -10,7 +10,7 @@ from ace_helpers.chapters.grokking_scaling_law import (
     PRESETS,
     GrokRecord,
     Sweeps,
-    build_claims,
+    fit_claims,
     fit_sweeps,
     grok_times,
     not_tested,
@@ -161,16 +161,16 @@ def _verdicts(claims) -> dict[str, bool]:
 def test_claims_state_their_one_seed_rule() -> None:
     omega, p = _fake_runs()
     fits = fit_sweeps(omega, p)
-    strict = build_claims(fits, p, PARAMS.resolve(PRESET="book"))
+    strict = fit_claims(fits, PARAMS.resolve(PRESET="book"))
     assert "[-1.25, -0.8]" in strict.rows[0].rule and strict.rows[0].passed
     assert all(r.where and r.rule for r in strict.rows)
     # a planted 1/p law and Ω ∝ 1/ω: every claim holds, and the p exponent needs no diagnosis rows
     assert all(r.passed for r in strict.rows), strict.table()
     assert len(strict.rows) == 8 and "Ω ∝ ω^b in the log law, b near −1" in _verdicts(strict)
-    loose = build_claims(fits, p, PARAMS.resolve(PRESET="ci"))  # N_SEEDS = 1
+    loose = fit_claims(fits, PARAMS.resolve(PRESET="ci"))  # N_SEEDS = 1
     assert "one seed per setting only b < 0" in loose.rows[0].rule and "0.6 with one seed" in loose.rows[1].rule
     # no uncensored runs: every fit is missing and its claims fail instead of crashing
-    empty = build_claims(fit_sweeps([], []), [], PARAMS.resolve(PRESET="book"))
+    empty = fit_claims(fit_sweeps([], []), PARAMS.resolve(PRESET="book"))
     assert not any(r.passed for r in empty.rows)
     assert setting_table(omega, "omega").count("\n") == 5 and "| 31 |" in setting_table(p, "p")
     assert setting_table(p, "p").count("\n") == 9  # header, rule, 4 primes x 2 weight decays
@@ -180,19 +180,19 @@ def test_p_exponent_and_omega_law_claims_can_fail() -> None:
     """A steep p exponent fails its claim (the diagnoses then hold); Ω ∝ ω^-0.3 fails the Ω claim."""
     omega, p = _fake_runs(p_exp=-1.8, omega_exp=-0.3)
     fits = fit_sweeps(omega, p)
-    v = _verdicts(build_claims(fits, p, PARAMS.resolve(PRESET="book")))
+    v = _verdicts(fit_claims(fits, PARAMS.resolve(PRESET="book")))
     assert not v["p exponent b of τ_grok ∝ p^b"] and not v["Ω ∝ ω^b in the log law, b near −1"]
     assert fits.omega_law.b == pytest.approx(-0.3, abs=0.1)
     # a log law near p_crit: steep over all primes, flatter over the larger ones -> that diagnosis fails
     omega, p = _fake_runs(p_crit=25.0)
-    curved = build_claims(fit_sweeps(omega, p), p, PARAMS.resolve(PRESET="book"))
+    curved = fit_claims(fit_sweeps(omega, p), PARAMS.resolve(PRESET="book"))
     v = _verdicts(curved)
     assert not v["p exponent b of τ_grok ∝ p^b"] and not v["the larger primes do not bring the p exponent toward −1"]
     assert v["our primes are outside p ≫ p_crit: the fitted law is steeper than p^−1.25 across them"], curved.table()
     # a known gap applies only to the preset's own knobs: with other knobs the failure is unexpected
-    book = {r.claim: r for r in build_claims(fits, p, PARAMS.resolve(PRESET="book")).rows}["p exponent b of τ_grok ∝ p^b"]
+    book = {r.claim: r for r in fit_claims(fits, PARAMS.resolve(PRESET="book")).rows}["p exponent b of τ_grok ∝ p^b"]
     assert book.known_gap and "p_crit" in book.known_gap
-    claims = build_claims(fits, p, PARAMS.resolve(PRESET="book", N_SEEDS=3))
+    claims = fit_claims(fits, PARAMS.resolve(PRESET="book", N_SEEDS=3))
     assert "p exponent b of τ_grok ∝ p^b" in claims.verdict()
 
 
@@ -202,11 +202,11 @@ def test_monotone_delay_and_its_partly_form() -> None:
                                                      for s in (0, 1)]  # fmt: skip
     rows = {r["omega"]: r for r in setting_rows(fit_sweeps(bumped, p))}
     assert rows[3.0]["change"] == pytest.approx(5) and rows[1.0]["omega_tau"] == pytest.approx(900)
-    v = {r.claim: r for r in build_claims(fit_sweeps(bumped, p), p, PARAMS.resolve(PRESET="book")).rows}
+    v = {r.claim: r for r in fit_claims(fit_sweeps(bumped, p), PARAMS.resolve(PRESET="book")).rows}
     mono = v["mean delay falls monotonically with ω"]
     assert not mono.passed and mono.partly and mono.verdict == "partly"  # +5 steps: within EVAL_EVERY = 10
     rising = [r for r in omega if r.omega != 3.0] + [_rec("omega", 3.0, 53, s, 900) for s in (0, 1)]
-    mono = {r.claim: r for r in build_claims(fit_sweeps(rising, p), p, PARAMS.resolve(PRESET="book")).rows}[
+    mono = {r.claim: r for r in fit_claims(fit_sweeps(rising, p), PARAMS.resolve(PRESET="book")).rows}[
         "mean delay falls monotonically with ω"]
     assert not mono.passed and not mono.partly
     assert "| 3 |" in omega_table(setting_rows(fit_sweeps(omega, p)))
@@ -217,7 +217,7 @@ def test_one_weight_decay_leaves_omega_law_not_tested() -> None:
     one = [r for r in p if r.omega == 1.0]
     fits = fit_sweeps(omega, one)
     assert fits.omega_law is None and [t.claim for t in not_tested(fits)] == ["Ω ∝ ω^b in the log law, b near −1"]
-    assert "Ω ∝ ω^b in the log law, b near −1" not in _verdicts(build_claims(fits, one, PARAMS.resolve(PRESET="book")))
+    assert "Ω ∝ ω^b in the log law, b near −1" not in _verdicts(fit_claims(fits, PARAMS.resolve(PRESET="book")))
     assert not not_tested(fit_sweeps(omega, p))
     rows = p_sweep_rows(p)
     assert [r["omega"] for r in rows] == [1.0, 2.0] and [r["n"] for r in rows] == [8, 8]

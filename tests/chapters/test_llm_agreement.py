@@ -407,17 +407,17 @@ def test_analyse_model_end_to_end(tiny):
     # the controls' own ACE edits equal the sweep's at the chosen layer
     assert res.controls.auc["ace.flip"] == pytest.approx(flat["tiny.auc_flip"], abs=1e-9)
     cfg = A.PARAMS.resolve(PRESET="ci")
-    claims = A.build_claims(flat, cfg, models=["tiny"])
+    claims = A.flat_claims(flat, cfg, models=["tiny"])
     names = [r.claim for r in claims.rows]
     assert names[:2] == ["tiny: the model agrees (base AUC)", f"tiny: keeping only the core keeps agreement (ℓ = {res.chosen_layer})"]
     demo_diagnosis = any(v >= 0.5 for v in flat["tiny.demo_share_flipped"])  # a row only when the demo falls short
     assert len(names) == 17 + demo_diagnosis and all(r.known_gap is None and r.where and r.rule for r in claims.rows)
     # the stored form (JSON round trip) gives the same claims
-    again = A.build_claims(json.loads(json.dumps(flat)), cfg, models=["tiny"])
+    again = A.flat_claims(json.loads(json.dumps(flat)), cfg, models=["tiny"])
     assert again.records("x") == claims.records("x")
     # without controls or generation those claims are left out, never crash
     bare = {k: v for k, v in flat.items() if "random" not in k and "generation" not in k}
-    assert len(A.build_claims(bare, cfg, models=["tiny"]).rows) == 17 - 4 - 2 - 3 + demo_diagnosis
+    assert len(A.flat_claims(bare, cfg, models=["tiny"]).rows) == 17 - 4 - 2 - 3 + demo_diagnosis
 
 
 def test_remote_local_dry_run_of_states_and_sweep(tiny):

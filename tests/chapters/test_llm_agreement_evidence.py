@@ -164,7 +164,7 @@ def book():
 
 
 def _verdicts(results, cfg):
-    return {r.claim: r.verdict for r in A.build_claims(results, cfg).rows}
+    return {r.claim: r.verdict for r in A.flat_claims(results, cfg).rows}
 
 
 def test_stored_book_claims_fail_when_their_numbers_do(book):
@@ -197,7 +197,7 @@ def test_stored_book_claims_fail_when_their_numbers_do(book):
 def test_stored_results_rebuild_through_json(book):
     stored, cfg = book
     again = json.loads(json.dumps(stored))
-    assert A.build_claims(again, cfg).records("book preset") == [r for r in stored["claims"] if r["section"] == "book preset"]
+    assert A.flat_claims(again, cfg).records("book preset") == [r for r in stored["claims"] if r["section"] == "book preset"]
 
 
 def test_known_gaps_apply_only_to_the_presets_own_run():

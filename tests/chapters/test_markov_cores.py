@@ -177,7 +177,7 @@ TINY = dict(PRESET="ci", N_SEEDS=2, EPOCHS=6, D_MODEL=32, N_TRAIN=600, N_TEST=30
 def tiny():
     torch.set_num_threads(1)
     params = markov.PARAMS.resolve(**TINY)
-    results, main, extras = markov.run_chapter(params)
+    results, main, extras = markov.run_chains(params)
     return params, results, main, extras
 
 
@@ -274,7 +274,7 @@ def test_main_chains_of_other_sizes_build_their_claims(T, tail):
     cfg = markov.PARAMS.resolve(PRESET="ci", T=T, TAIL=tail, N_SEEDS=2, EPOCHS=2, D_MODEL=16, N_TRAIN=64,
                                 N_TEST=16, SEQ_LEN=9, BATCH_SIZE=32, EXTRA_CHAINS=[])
     n = len(T)
-    results, _, _ = markov.run_chapter(cfg)
+    results, _, _ = markov.run_chains(cfg)
     assert results["n_states"] == n and results["extra_n_states"] == []
     claims = markov.build_claims(results, cfg)
     texts = [r.claim for r in claims.rows if not r.claim.startswith("diagnosis")]

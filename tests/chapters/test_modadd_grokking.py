@@ -463,7 +463,7 @@ def test_two_workers_share_the_cores_when_torch_threads_is_unset(tmp_path, monke
 
 
 from ace_helpers.chapters import modadd_grokking as ch2  # noqa: E402
-from ace_helpers.repro.report import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS, not_tested_records  # noqa: E402
+from ace_helpers.repro.report import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS  # noqa: E402
 
 
 def _arm(acc, share_ols, share_ridge=None, *, core=None, energy=None, suff=None, r2h=None, rem_energy=None, eig_abs=None, p=53,
@@ -507,7 +507,8 @@ ACC = [[0.0, 0.02, 0.5, 1.0, 1.0, 1.0], [0.0, 0.01, 0.4, 1.0, 1.0, 1.0]]  # chec
 
 
 def _verdicts(run, cfg, long=None):
-    claims, not_tested, nums = ch2.grokking_claims(run, cfg, long=long)
+    claims = ch2.build_claims(run, cfg, long=long)
+    not_tested, nums = claims.not_tested, claims.numbers
     got = {r.claim: r.verdict for r in claims.rows} | {r.claim: NOT_TESTED for r in not_tested}
     return got, claims, not_tested, nums
 
@@ -595,10 +596,12 @@ def test_every_claim_gets_a_verdict_whatever_the_run(case):
     elif case == "one model":
         acc = acc[:1]
     run = _arm(acc, 0.7, **kw)
-    claims, not_tested, nums = ch2.grokking_claims(run, cfg, long=None)
-    records = claims.records("x") + not_tested_records(not_tested, "x")
+    claims = ch2.build_claims(run, cfg, long=None)
+    not_tested, nums = claims.not_tested, claims.numbers
+    records = claims.records("x")  # the rows, then the claims not tested
+    assert [r["verdict"] for r in records[len(claims.rows):]] == [NOT_TESTED] * len(not_tested)
     assert ch2.unit_circle_sentence(nums, cfg["P"])  # the notebook's computed prose, grokking or not
-    assert ch2.results(cfg, run, claims, [0], None, None, None, wall_s=0.0, numbers=nums)["numbers"] == nums
+    assert ch2.results(cfg, run, claims, [0], None, None, wall_s=0.0)["numbers"] == nums
     assert len(records) >= 8 and all(r["verdict"] in VERDICTS and r["where"] and r["rule"] for r in records)
     if case == "never groks":
         assert claims.rows[0].verdict == NOT_REPRODUCED and len(not_tested) >= 6

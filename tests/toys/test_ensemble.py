@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from ace_helpers.repro.thread_pools import set_threads
-from ace_helpers.toys.ensemble import EnsembleAdamW, ToyEnsemble, ensemble_accuracy, train_ensemble
+from ace_helpers.toys.ensemble import EnsembleAdamW, ToyEnsemble, ensemble_accuracy
+from ace_helpers.toys.ensemble_runs import train_ensemble
 from ace_helpers.toys.models import ToyConfig, build_model
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.train import accuracy, train_lm
@@ -190,7 +191,7 @@ def test_all_positions_loss_is_bit_identical_to_the_former_markov_loop() -> None
     """``loss_positions="all"`` reproduces the chapter-1 loop it replaced, bit for bit (ragged last batch too)."""
     from reference import train_ensemble_all_positions
 
-    from ace_helpers.toys.ensemble import train_seeds
+    from ace_helpers.toys.ensemble_runs import train_seeds
     from ace_helpers.toys.tasks.markov import PAPER_CHAIN, markov_dataset
 
     d = markov_dataset(PAPER_CHAIN, 50, 4, 9)

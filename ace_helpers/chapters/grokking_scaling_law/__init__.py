@@ -1,10 +1,11 @@
 """Chapter 4 (notebooks/04_grokking_scaling_law): grokking time and its inverse scaling law τ ∝ 1/(ω·p).
 
-The chapter's knobs (:data:`PARAMS`), the artifact cache of the paper-preset sweeps
-(:class:`Sweeps`) and its ``results.json`` (:func:`results`); its runs (:mod:`.runs`:
-:func:`grok_times`, :func:`run_grok_sweep`, the two sweeps) and its fits and claims
-(:mod:`.claims`: :func:`fit_sweeps`, :func:`build_claims`, known gaps in :data:`KNOWN_GAPS`) are
-re-exported here.  :class:`Sweeps` reads the ω and p sweeps of one run from the stored
+The chapter protocol: :data:`PARAMS` (the knobs), :func:`run` (both sweeps and their fits, as a
+:class:`ScalingRun`) and :func:`build_claims` (its claims, with those it cannot test inside);
+:func:`results` gives ``results.json``.  The artifact cache of the paper-preset sweeps is
+:class:`Sweeps`; the runs (:mod:`.runs`: :func:`grok_times`, :func:`run_grok_sweep`, the two
+sweeps) and the fits and claims of any set of sweeps (:mod:`.claims`: :func:`fit_sweeps`,
+:func:`fit_claims`, known gaps in :data:`KNOWN_GAPS`) are re-exported here.  :class:`Sweeps` reads the ω and p sweeps of one run from the stored
 paper-preset artifact ``book/artifacts/04_grokking_scaling_law/sweeps`` when its knobs match,
 and trains them otherwise (a paper-preset run stores what it trained).
 
@@ -33,6 +34,7 @@ and trains them otherwise (a paper-preset run stores what it trained).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,7 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     KNOWN_GAPS,
     ClaimRow,
     SweepFits,
-    build_claims,
+    fit_claims,
     fit_sweeps,
     gap_numbers,
     not_tested,
@@ -81,8 +83,8 @@ from ace_helpers.repro.sweeps import stored
 
 __all__ = [
     "ACC_THRESHOLD", "KNOWN_GAPS", "MIN_SEEDS", "NO_PAPER_SWEEPS", "PARAMS", "PRESETS", "SEED0", "GrokRecord", "GrokTimes", "ClaimRow", "SweepFits",
-    "Sweeps", "build_claims", "fit_sweeps", "gap_numbers", "grok_times", "not_tested", "p_sweep_omegas", "p_sweep_rows",
-    "paper_claims", "records_from_dicts", "results", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
+    "ScalingRun", "Sweeps", "build_claims", "fit_claims", "fit_sweeps", "gap_numbers", "grok_times", "not_tested", "p_sweep_omegas", "p_sweep_rows",
+    "paper_claims", "records_from_dicts", "results", "run", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
     "setting_stats", "stored_paper_sweeps", "StoredSweeps", "sweeps_from_runs", "sweep_config", "uncensored",
 ]  # fmt: skip
 
@@ -184,6 +186,32 @@ class Sweeps:
                              data={"runs": [r.to_dict() for r in self.runs]}, wall_s=self.omega_wall_s + self.p_wall_s)
 
 
+@dataclass
+class ScalingRun:
+    """One run of the chapter: where its sweeps came from, their records and the fits over them."""
+
+    sweeps: Sweeps
+    omega_runs: list[GrokRecord]
+    p_runs: list[GrokRecord]
+    fits: SweepFits
+
+
+def run(cfg: Params, progress: bool = False) -> ScalingRun:
+    """Both sweeps of ``cfg`` (stored, or trained now) and their fits; a paper-preset run stores
+    what it trained as the artifact (:meth:`Sweeps.save`)."""
+    sweeps = Sweeps(cfg)
+    omega_runs, p_runs = sweeps.omega(progress), sweeps.p(progress)
+    sweeps.save()
+    return ScalingRun(sweeps, omega_runs, p_runs, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]))
+
+
+def build_claims(res: ScalingRun, cfg: Params) -> Claims:
+    """The chapter's claims from its fits (:func:`fit_claims`), with those it cannot test inside."""
+    claims = fit_claims(res.fits, cfg)
+    claims.not_tested = not_tested(res.fits)
+    return claims
+
+
 def linked_redundancy() -> str:
     """One line on chapter 3's measured redundancy, from its stored book-preset run (trains nothing)."""
     gap = stored_redundancy_gap()
@@ -208,11 +236,11 @@ def paper_results(paper: StoredSweeps | None) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def results(sweeps: Sweeps, claims: Claims, wall_s: float, paper: StoredSweeps | None = None) -> dict[str, Any]:
+def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps | None = None) -> dict[str, Any]:
     """The chapter's flat ``results.json`` dict (keys in the module docstring); ``paper``: the
     stored paper-settings runs shown beside this run (:func:`paper_results`)."""
+    sweeps, fits = res.sweeps, res.fits
     runs = sweeps.runs
-    fits = fit_sweeps([r for r in runs if r.sweep == "omega"], [r for r in runs if r.sweep == "p"], sweeps.cfg["OMEGA_P"])
     w, lf, pf, ol = fits.omega, fits.p_log, fits.p_pow, fits.omega_law
     return {
         "n_censored": int(sum(r.censored for r in runs)),

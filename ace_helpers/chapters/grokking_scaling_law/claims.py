@@ -1,7 +1,7 @@
 """Chapter 4 claims: the grokking-time law as the paper states it, our rules, and the known gaps.
 
 :func:`fit_sweeps` fits the stored runs (so a stored ``results.json`` rebuilds the verdicts);
-:func:`build_claims` turns the fits into claims, :func:`not_tested` lists what a run cannot test.
+:func:`fit_claims` turns the fits into claims, :func:`not_tested` lists what a run cannot test.
 
 The paper's grokking-time figure (panel A "Grok Time vs. Weight Decay", panel B "Grok Time vs.
 Redundancy") and the code release (``grok_sweep.py``) fit a power law in ω and the log law
@@ -215,8 +215,8 @@ def _p_diagnosis(claims: Claims, fits: SweepFits) -> None:
 SWEEPS = ("omega", "p")
 
 
-def build_claims(fits: SweepFits, p_runs: Sequence[GrokRecord], cfg: Params, sweeps: Sequence[str] = SWEEPS) -> Claims:
-    """The chapter's claims from its fits (``p_runs`` is kept for callers; the fits carry its statistics).
+def fit_claims(fits: SweepFits, cfg: Params, sweeps: Sequence[str] = SWEEPS) -> Claims:
+    """The claims of one set of sweep fits (the chapter's run, or the stored paper-settings runs).
 
     With one seed per setting (``N_SEEDS = 1``) the seed scatter dominates: the exponent windows
     of the ω sweep and of Ω become "exponent < 0" and the R² thresholds fall from 0.8 to 0.6,
@@ -298,8 +298,8 @@ def not_tested(fits: SweepFits) -> list[ClaimRow]:
 
 def untested_sweep(fits: SweepFits, cfg: Params, sweep: str, why: str) -> list[ClaimRow]:
     """The claims of ``sweep`` (``"omega"`` or ``"p"``) as not tested, ``why`` the reason: the rows
-    :func:`build_claims` would check, without the diagnosis rows (they test a measured cause)."""
-    rows = build_claims(fits, [], cfg, sweeps=(sweep,)).rows
+    :func:`fit_claims` would check, without the diagnosis rows (they test a measured cause)."""
+    rows = fit_claims(fits, cfg, sweeps=(sweep,)).rows
     return [ClaimRow(r.claim, r.paper, "—", why, r.where, r.rule) for r in rows if r.where != DIAGNOSIS]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from ace_helpers.chapters.grokking_scaling_law.claims import (
     SWEEPS,
     SweepFits,
-    build_claims,
+    fit_claims,
     fit_sweeps,
     not_tested,
     untested_sweep,
@@ -145,7 +145,7 @@ def paper_claims(stored: StoredSweeps) -> tuple[Claims, list[ClaimRow], SweepFit
     for sweep in SWEEPS:
         cfg = stored.cfg.replace(N_SEEDS=max(1, stored.seeds(sweep)[0]))  # each sweep's rules name its own seeds
         if sweep in present:
-            claims.rows += build_claims(fits, stored.runs["p"], cfg, sweeps=(sweep,)).rows
+            claims.rows += fit_claims(fits, cfg, sweeps=(sweep,)).rows
         else:
             lo, _ = stored.seeds(sweep)
             why = (f"the paper-settings {sweep} sweep is not stored far enough yet: {len(stored.runs[sweep])} runs, "

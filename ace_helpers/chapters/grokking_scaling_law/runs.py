@@ -25,7 +25,7 @@ import torch
 
 from ace_helpers.method.checks import check_choice, check_prime
 from ace_helpers.repro.params import Params
-from ace_helpers.toys.ensemble import train_ensemble
+from ace_helpers.toys.ensemble_runs import train_ensemble
 from ace_helpers.toys.models import ToyConfig
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 

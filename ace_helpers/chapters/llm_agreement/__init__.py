@@ -1,7 +1,8 @@
 """Chapter 5 (``05_llm_agreement``): one steerable axis for subject–verb agreement in real LLMs.
 
-The chapter's presets and knob check (:data:`PARAMS`); the pipeline lives in the submodules and
-is re-exported here:
+The chapter protocol: :data:`PARAMS` (presets and knob check), :func:`run` (every model, their
+alignment and the flat results, as an :class:`AgreementRun`) and :func:`build_claims` (its claims).
+The pipeline lives in the submodules and is re-exported here:
 
 * :mod:`ace_helpers.llm.agreement_states` — last-token block outputs ``H`` and margin gradients ``G = ∂m/∂h`` for all layers
   from one backward pass per batch (:func:`collect_states`), one 1-D core per layer
@@ -14,9 +15,9 @@ is re-exported here:
 * :mod:`.generation` — steered generation with the calibrated per-step flip, under the official
   rule and our refined one (:func:`steered_generations`).
 * :mod:`~ace_helpers.chapters.llm_agreement.pipeline` — one model end to end (:func:`analyse_model`), the chapter run
-  (:func:`run_chapter`), the cross-model alignment and the flat ``results.json`` entries
+  (:func:`run`, over the models :func:`run_models`), the cross-model alignment and the flat ``results.json`` entries
   (:func:`flat_results`; keys listed in :mod:`~ace_helpers.chapters.llm_agreement.pipeline`).
-* :mod:`.claims` — the claims from the flat results (:func:`build_claims`, known gaps in
+* :mod:`.claims` — the claims from the flat results (:func:`flat_claims`, known gaps in
   :data:`KNOWN_GAPS`), so that a stored ``results.json`` rebuilds the same verdicts.
 """
 
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ace_helpers import llm
-from ace_helpers.chapters.llm_agreement.claims import KNOWN_GAPS, build_claims, demo_shifts
+from ace_helpers.chapters.llm_agreement.claims import KNOWN_GAPS, demo_shifts, flat_claims
 from ace_helpers.chapters.llm_agreement.controls import (
     RANDOM_MODES,
     Controls,
@@ -49,13 +50,15 @@ from ace_helpers.chapters.llm_agreement.generation import (
 )
 from ace_helpers.chapters.llm_agreement.pipeline import (
     OFFICIAL_RULE,
+    AgreementRun,
     ModelResult,
     analyse_model,
     cross_model_alignment,
     flat_results,
     generation_rules,
     hook_site,
-    run_chapter,
+    run,
+    run_models,
 )
 from ace_helpers.chapters.llm_agreement.within_class import CLASSES, knob_tests, pairwise_alignment
 from ace_helpers.llm.agreement import GENERATION_PROMPTS, PromptsFile, read_prompts_file, split, synthetic_prompts
@@ -77,6 +80,8 @@ from ace_helpers.llm.agreement_states import (
 )
 from ace_helpers.method import checks
 from ace_helpers.repro import params
+from ace_helpers.repro.params import Params
+from ace_helpers.repro.report import Claims
 
 PRESETS: dict[str, dict[str, Any]] = {
     "ci": {
@@ -266,6 +271,12 @@ __all__ = [
     "mean_difference_direction", "CLASSES", "knob_tests", "pairwise_alignment",
     "Generation", "generate_with_flip", "sample_top_k", "steered_generate", "steered_generations", "copula_disagreements",
     "number_pair_ids", "OFFICIAL_RULE", "generation_rules",
-    "ModelResult", "analyse_model", "run_chapter", "cross_model_alignment", "flat_results",
-    "build_claims", "demo_shifts",
+    "AgreementRun", "ModelResult", "analyse_model", "run", "run_models", "cross_model_alignment", "flat_results",
+    "build_claims", "demo_shifts", "flat_claims",
 ]
+
+
+def build_claims(res: AgreementRun, cfg: Params) -> Claims:
+    """The chapter's claims from the run's flat results (:func:`flat_claims`, which a stored
+    ``results.json`` also rebuilds)."""
+    return flat_claims(res.flat, cfg)

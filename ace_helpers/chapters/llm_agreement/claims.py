@@ -1,6 +1,6 @@
 """Chapter 5 claims: the paper's subject–verb agreement results, our controls and diagnoses, the known gaps.
 
-:func:`build_claims` reads only the flat results dict (:func:`~.pipeline.flat_results`), so a
+:func:`flat_claims` reads only the flat results dict (:func:`~.pipeline.flat_results`), so a
 stored ``results.json`` gives the same verdicts. The paper states its agreement results in words
 (per-model numbers were not given), so most numeric lines are ours; each rule says what it asks
 and why. A weaker form that still means something is reported as ``partly``.
@@ -349,7 +349,7 @@ def _pair_claims(claims: Claims, results: dict[str, Any], key: str) -> None:
     )  # fmt: skip
 
 
-def build_claims(results: dict[str, Any], cfg: Params, models: list[str] | None = None) -> Claims:
+def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None = None) -> Claims:
     """The chapter's claims from its flat results (:func:`~.pipeline.flat_results`, or a stored ``results.json``).
 
     Per model (``models``, default ``cfg.MODELS``, in that order): the sweep (base, keep, remove,

@@ -8,7 +8,7 @@ layer (:mod:`.controls`); the flip demo with Wilcoxon tests; steered generation 
 calibration rule and our refined one (:mod:`.generation`); then the cross-model alignment.
 
 ``results.json`` keys (``<m>`` is a model name such as ``smollm2-135m``; the claims,
-:func:`~ace_helpers.chapters.llm_agreement.claims.build_claims`, read only these):
+:func:`~ace_helpers.chapters.llm_agreement.claims.flat_claims`, read only these):
 
 * ``<m>.n_layers``, ``<m>.layers`` (swept ℓ), ``<m>.chosen_layer`` (ℓ with min flip AUC),
   ``<m>.spectral_gap`` / ``_per_layer`` (w1/w2)
@@ -258,7 +258,7 @@ def hook_site(cfg: Params) -> HookSite:
     return HookSite(lm, llm.encode(tok, data.train_prompts), llm.block_paths(lm)[layer - 1], grads, score, positions=-1, trace=trace)
 
 
-def run_chapter(cfg: Params, *, log: Callable[[str], None] = print) -> dict[str, ModelResult]:
+def run_models(cfg: Params, *, log: Callable[[str], None] = print) -> dict[str, ModelResult]:
     """Load each model of ``cfg.MODELS`` in turn and run :func:`analyse_model` on the chapter's data.
 
     ``cfg``: the chapter's resolved :class:`~ace_helpers.repro.params.Params`. Models are freed after their analysis.
@@ -304,3 +304,20 @@ def flat_results(models: dict[str, ModelResult], pairs: Sequence[dict[str, Any]]
     for key in ("base_vs_removed", "base_vs_flipped", "removed_vs_flipped"):
         out[f"demo_fisher_p_{key}"] = stats.fisher_combine([d[key] for d in demo]) if demo else None
     return to_plain(out)
+
+
+@dataclass
+class AgreementRun:
+    """One run of the chapter: each model's analysis (by name, ``cfg.MODELS`` order), the
+    cross-model alignments (one dict per pair) and the flat ``results.json`` entries."""
+
+    models: dict[str, ModelResult]
+    pairs: list[dict[str, Any]]
+    flat: dict[str, Any]
+
+
+def run(cfg: Params, *, log: Callable[[str], None] = print) -> AgreementRun:
+    """The chapter's run: :func:`run_models`, :func:`cross_model_alignment`, :func:`flat_results`."""
+    models = run_models(cfg, log=log)
+    pairs = cross_model_alignment(models, cfg)
+    return AgreementRun(models, pairs, flat_results(models, pairs))

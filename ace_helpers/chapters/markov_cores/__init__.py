@@ -1,9 +1,10 @@
 """Chapter 1 (notebooks/01_markov_cores): Markov-chain transformers converge to the same (n−1)-D core.
 
-The chapter's knobs (:data:`PARAMS`); its pipeline (:mod:`.pipeline`: :func:`run_chapter`) and its
-claims (:mod:`.claims`: :func:`build_claims`, known gaps in :data:`KNOWN_GAPS`) are re-exported here.  Steps (the paper's first
+The chapter protocol: :data:`PARAMS` (the knobs), :func:`run` (the flat results below) and
+:func:`build_claims` (:mod:`.claims`, known gaps in :data:`KNOWN_GAPS`); the pipeline of one chain
+(:mod:`ace_helpers.chapters.toy_models.markov`, :func:`run_chains`) is re-exported here.  Steps (the paper's first
 experiment): sample sequences from a chain ``T``; train ``N_SEEDS`` one-layer toy transformers
-as one vectorised ensemble (:func:`ace_helpers.toys.ensemble.train_seeds`); capture the layer output
+as one vectorised ensemble (:func:`ace_helpers.toys.ensemble_runs.train_seeds`); capture the layer output
 at every position through ``nnsight.NNsight``; run ACE with the tail's Jacobian; ablate the core
 (:mod:`ace_helpers.method.interventions`); fit a linear operator to the core coordinates over sequence
 steps; compare the seeds' cores.  Two refinements, each computed beside the paper's variant:
@@ -94,7 +95,7 @@ from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter
     model_seeds,
     relative_eig_errors,
     run_chain,
-    run_chapter,
+    run_chains,
     sampling_floor,
     state_mean_coords,
     tail_jacobian,
@@ -102,7 +103,7 @@ from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter
     train_models,
 )
 from ace_helpers.method.checks import check_choice, check_int, check_list, check_range
-from ace_helpers.repro.params import ChapterParams
+from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.toys.precision import check_precision
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, state_r2, validate_transition
 
@@ -110,7 +111,7 @@ __all__ = [
     "ABLATIONS", "ALL_VARIANTS", "KNOWN_GAPS", "PAPER_ABLATION", "PAPER_TAIL", "PARAMS", "PRESETS", "TAILS", "ChainRun",
     "SeedAnalysis", "TrainResult", "VariantResult", "activation_gramian", "analyse_model", "build_claims",
     "capture_states", "chain_results", "eigen_summary", "hook_site",
-    "model_seeds", "r2_ratios", "relative_eig_errors", "run_chain", "run_chapter", "sampling_floor",
+    "model_seeds", "r2_ratios", "relative_eig_errors", "run", "run_chain", "run_chains", "sampling_floor",
     "state_mean_coords", "state_r2", "tail_jacobian", "toy_config", "train_models",
 ]  # fmt: skip
 
@@ -240,3 +241,9 @@ def check(p: dict[str, Any]) -> None:
 
 #: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(N_SEEDS=3)`` elsewhere.
 PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
+
+
+def run(cfg: Params) -> dict[str, Any]:
+    """The chapter's flat results (keys above): the main chain, then each of ``EXTRA_CHAINS``
+    (:func:`run_chains`, which also returns the runs themselves)."""
+    return run_chains(cfg)[0]

@@ -12,7 +12,8 @@ import numpy as np
 from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.method.interventions import HookSite
 from ace_helpers.repro.artifacts import cached, project_root
-from ace_helpers.toys.ensemble import ensemble_accuracy, train_ensemble
+from ace_helpers.toys.ensemble import ensemble_accuracy
+from ace_helpers.toys.ensemble_runs import train_ensemble
 from ace_helpers.toys.models import ToyTransformer, build_model
 from ace_helpers.toys.tasks.modadd import ModAddData, modadd_dataset
 from ace_helpers.toys.train import load_state, state_arrays

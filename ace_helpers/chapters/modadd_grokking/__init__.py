@@ -1,7 +1,8 @@
 """Chapter 2 (notebooks/02_modadd_grokking): the modular-addition core crystallises at grokking.
 
-Its knobs (:data:`PARAMS`, the presets and check of :mod:`ace_helpers.chapters.modadd.config`),
-the run it shares with chapter 3 (:func:`load_run`), its claims (:func:`grokking_claims`, with
+The chapter protocol: :data:`PARAMS` (the presets and check of
+:mod:`ace_helpers.chapters.modadd.config`), :func:`run` (the training run it shares with chapter 3,
+stored or trained: :func:`ace_helpers.chapters.modadd.run.load_run`) and :func:`build_claims` (with
 the :data:`KNOWN_GAPS` measured at the book and paper presets, and the diagnosis rows that test
 their causes), the stored long run it repeats them on, and its ``results.json`` (:func:`results`).
 The per-checkpoint statistics the claims read are in :mod:`ace_helpers.chapters.modadd.stats`.
@@ -27,7 +28,7 @@ from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's
 from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table  # noqa: F401
 from ace_helpers.chapters.modadd.grokked import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import NO_LONG_RUN, describe_long_run, how_trained, stored_long_run  # noqa: F401
-from ace_helpers.chapters.modadd.run import load_run  # noqa: F401
+from ace_helpers.chapters.modadd.run import load_run as run  # noqa: F401 - the chapter protocol's run(cfg)
 from ace_helpers.chapters.modadd.stats import (  # noqa: F401 - used by the notebook
     LATE_EPOCH,
     NEC_FACTOR,
@@ -47,7 +48,7 @@ from ace_helpers.chapters.modadd_grokking.claims import (  # noqa: F401 - the ch
     KNOWN_GAPS,
     OFF_PAPER_TASK,
     PRE_GROK_ACC,
-    grokking_claims,
+    build_claims,
     long_clock_epochs,
     r2_threshold,
     unit_circle_sentence,
@@ -64,20 +65,19 @@ def results(
     clock_epochs: Sequence[int],
     long: tuple[Params, GrokRun, Mapping[str, int]] | None,
     long_claims: Claims | None,
-    long_numbers: Mapping[str, Any] | None,
     wall_s: float,
-    numbers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The chapter's ``results.json`` entries (keys listed in the notebook's Results section)."""
+    """The chapter's ``results.json`` entries (keys listed in the notebook's Results section);
+    ``long_claims``: the claims on the stored long run ``long``, when there is one."""
     wd = run.wd
     out = arm_results(wd) | {
         "clock_epochs": list(clock_epochs),
         "median_abs_eig_ols": wd["median_abs_eig_ols"].tolist(),
         "remove_acc_energy_rank": remove_at_energy_rank(wd).tolist(),
-        "numbers": dict(numbers or {}),
+        "numbers": dict(claims.numbers),
     } | run_entries(run, claims.counts(), wall_s)
     if long is not None:
         long_cfg, lrun, through = long
-        out["long_run"] = {"preset": "paper", "trainer": long_cfg["TRAINER"], "precision": long_cfg["PRECISION"], "n_models": lrun.n_models, "through_epoch": through, "numbers": long_numbers,
+        out["long_run"] = {"preset": "paper", "trainer": long_cfg["TRAINER"], "precision": long_cfg["PRECISION"], "n_models": lrun.n_models, "through_epoch": through, "numbers": long_claims.numbers,
                            "claims_failed": long_claims.counts()["claims_failed"]}  # fmt: skip
     return out

@@ -1,6 +1,6 @@
 """Chapter 1 pipeline: train the seeds, analyse each model, compare them, flatten the results.
 
-:func:`run_chapter` runs the main chain and the extra chains; :func:`chain_results` turns one
+:func:`run_chains` runs the main chain and the extra chains; :func:`chain_results` turns one
 chain's run into the flat ``results.json`` keys listed in :mod:`ace_helpers.chapters.markov_cores`.
 The eigenvalue check reads three numbers per true eigenvalue λ of the chain: the relative error
 of the operator fitted to the core coordinates (:func:`relative_eig_errors`), the same for the
@@ -34,7 +34,7 @@ from ace_helpers.method.core import Core, extract_core_from_gramians
 from ace_helpers.method.interventions import HookSite
 from ace_helpers.method.operators import fit_dynamics, match_eigenvalues
 from ace_helpers.repro.params import Params
-from ace_helpers.toys.ensemble import TrainResult, train_seeds
+from ace_helpers.toys.ensemble_runs import TrainResult, train_seeds
 from ace_helpers.toys.models import ToyConfig, ToyTransformer
 from ace_helpers.toys.tasks.markov import (
     MarkovData,
@@ -83,7 +83,7 @@ def train_models(
 ) -> TrainResult:
     """Train one model per seed on ``data`` (AdamW, no weight decay, CE on every position).
 
-    The chapter's model (:func:`toy_config`) trained by :func:`ace_helpers.toys.ensemble.train_seeds`
+    The chapter's model (:func:`toy_config`) trained by :func:`ace_helpers.toys.ensemble_runs.train_seeds`
     (``method``: ``"ensemble"`` all seeds at once, ``"ensemble1"`` the same code one seed at a
     time, ``"sequential"`` the plain ``train_lm`` loop).  ``precision="bf16"`` trains under bf16
     autocast with the fast kernels (see :mod:`ace_helpers.toys.precision`).
@@ -377,7 +377,7 @@ EXTRA_KEYS = ("n_states", "core_ranks", "keep_acc", "remove_acc", "base_acc", "c
               *(f"{kind}_acc_{t}_{a}" for kind in ("keep", "remove") for t, a in ALL_VARIANTS))  # fmt: skip
 
 
-def run_chapter(p: Params, *, method: str = "ensemble") -> tuple[dict[str, Any], ChainRun, list[ChainRun]]:
+def run_chains(p: Params, *, method: str = "ensemble") -> tuple[dict[str, Any], ChainRun, list[ChainRun]]:
     """Run the whole chapter from resolved knobs (``PARAMS.resolve(...)``): the main chain, then ``EXTRA_CHAINS``.
 
     Returns ``(results, main_run, extra_runs)``; ``results`` holds the flat keys of

@@ -1,0 +1,234 @@
+"""Chapter 3's claims: inflation under weight decay, none without it, the contrasts between the
+arms, sufficient against necessary dimension (Fig. 2A, 2B, 2D), with the diagnosis rows of the
+gaps measured at the book and paper presets (:data:`KNOWN_GAPS`), on one run
+(:func:`build_claims`) or on the stored long run (:func:`long_run_claims`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ace_helpers.chapters.modadd import config
+from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun, grok_epoch, per_model_at
+from ace_helpers.chapters.modadd.claims import ClaimRow
+from ace_helpers.chapters.modadd.reference import mode_cap
+from ace_helpers.repro.params import Params
+from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive
+
+_WD_OFF_GAP = ("without weight decay, removing the energy-rank directions leaves accuracy above the 2/p floor (the "
+               "residue table in the chapter), so the necessity scan runs tens of dimensions past the energy rank, "
+               "which itself does not grow (the WD-off energy-rank row)")  # fmt: skip
+
+#: Claims measured *not* to reproduce with a preset's exact run (seeds and N_MODELS included),
+#: and why; shown as "not reproduced" or "partly" with the cause, they do not fail the notebook.
+#: Evidence: the book run stored in ``book/artifacts/modadd_grokking`` and the paper run (2 of
+#: its 3 models); every mechanism named here is checked by a row of its own.
+KNOWN_GAPS = KnownGaps(
+    gaps={
+        "ci": {"suff_flat": seed_sensitive(2, 5, "max/min of the sufficient dim after grokking 1.25, 1.667, 3.25, 2, "
+                                           "1.25 against 1.5")},
+        "book": {"nowd_no_inflation": _WD_OFF_GAP},
+        config.BOOK_LOOP: {"nowd_no_inflation": _WD_OFF_GAP},
+        # the first stored paper run (2 of its 3 models): each model alone, fp32
+        config.PAPER_LOOP: {
+            "nowd_no_inflation": _WD_OFF_GAP,
+            "dim_60": "our cores stop growing near 42 dimensions: the core dim hardly changes over the second half of "
+            "the run (the plateau row), so more epochs would not reach ~60",
+            "growth_45": "the same plateau near 42 dimensions (the plateau row): the growth stops at about two-thirds "
+            "of the paper's",
+            "suff_flat": "with weight decay the sufficient dim grows too (less than the necessary dim, so their gap "
+            "still widens); this is not the strict 1e-3 keep tolerance: it grows at a 1 % tolerance as well (the "
+            "tolerance row)",
+            "modes_27": "the count is capped by the core's size: an OLS fit on a d-dimensional core fills at most "
+            "⌊d/2⌋ + 1 bins (22 for d = 42) and ours fill nearly all of them (the cap row); the paper's ~60-dimensional "
+            "cores leave room for all 27",
+            "modes_contrast": "in the WD-off model whose necessary dim jumps to about the WD arm's (the WD-off rows), the "
+            "OLS fit runs in a space as large and fills more bins (its cap ⌊d/2⌋ + 1 grows with d)",
+        },
+        # the same protocol on the ensemble trainer in bf16 (all 3 models, both arms): measured on its own
+        config.PAPER_ENSEMBLE: {
+            "nowd_no_inflation": _WD_OFF_GAP,
+            "dim_60": "the seeds' cores end far apart (ours lists them): those below 48 have stopped growing over the "
+            "second half of the run (the plateau row), so more epochs would not bring every model to ~60",
+            "growth_45": "the growth follows the final sizes: the cores that stop below 48 (the plateau row) grew "
+            "less than ~45",
+            "suff_flat": "with weight decay the sufficient dim grows too (less than the necessary dim, so their gap "
+            "still widens); this is not the strict 1e-3 keep tolerance: it grows at a 1 % tolerance as well (the "
+            "tolerance row)",
+            "modes_27": "the count is capped by the core's size: an OLS fit on a d-dimensional core fills at most "
+            "⌊d/2⌋ + 1 bins and ours fill nearly all of them (the cap row); only cores of 52 dims or more leave room "
+            "for all 27",
+        },
+    },
+    run_knobs=(*config.RUN_KNOBS, "N_MODELS"),
+    runs={config.PAPER_ENSEMBLE: config.PAPER_ENSEMBLE_RUN, **config.LOOP_RUNS},
+)
+
+#: Necessary-dim growth after grokking that this chapter calls inflation (and the smallest
+#: WD vs WD-off contrast in dimensions): ours, a margin above the checkpoint-to-checkpoint
+#: scatter of the necessary dim (a few dimensions) and a fraction of the paper's ~45.
+MIN_GROWTH = 10
+
+
+def sufficient_dims(arm: ArmResult, tolerance: float) -> np.ndarray:
+    """(M, C) sufficient dim at another keep tolerance: smallest r ≥ 1 with keep acc ≥ base − ``tolerance``,
+    read from the stored ``keep_curve`` (M, C, D + 1); D when no rank qualifies."""
+    keep, base = np.asarray(arm["keep_curve"], float), np.asarray(arm["test_acc"], float)
+    ok = keep[:, :, 1:] >= base[:, :, None] - tolerance
+    return np.where(ok.any(axis=2), ok.argmax(axis=2) + 1, keep.shape[2] - 1)
+
+
+def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Claims:
+    """Chapter 3 claims on one run (Fig. 2A, 2B, 2D): inflation with WD, none without, the WD vs
+    WD-off contrasts, sufficient vs necessary dim, plus diagnosis rows for the gaps they explain.
+    The claims the run cannot test are in ``not_tested``, the measured values used in ``numbers``.
+
+    The inflation targets (core dim ~60, growth ~15 → ~60, modes → 27, the contrasts that need
+    inflation) are stated for 20 000 epochs at p = 53.  ``last_epoch`` is where the run's
+    checkpoints stop (default EPOCHS; less for the stored part of an unfinished run).  A run on
+    the paper's task (:func:`~ace_helpers.chapters.modadd.config.paper_task`) that stops
+    earlier is checked against them only where it already meets them (a target reached by its
+    last epoch is reached "by epoch 20 000"); otherwise they are reported as *not tested* with
+    its value.  Rotational modes are counted on the OLS fit on all class means
+    (``rotational_modes_ols``), as the official code release fits them.
+    """
+    p = cfg["P"]
+    wd, nowd = run.wd, run.nowd
+    claims = Claims()
+    not_tested = claims.not_tested
+    grok = grok_epoch(wd.epochs, wd["test_acc"])
+    last = int(wd.epochs[-1])
+    horizon = int(cfg["EPOCHS"] if last_epoch is None else last_epoch)
+    dim_last, modes_last = wd["core_dim"][:, -1], wd["rotational_modes_ols"][:, -1]
+    top = p // 2 + 1
+    nums = claims.numbers
+    nums |= {"grok_epoch": grok, "core_dim_last": dim_last.tolist(), "modes_ols_last": modes_last.tolist(),
+                            "nowd_core_dim_last": nowd["core_dim"][:, -1].tolist(),
+                            "nowd_modes_ols_last": nowd["rotational_modes_ols"][:, -1].tolist()}  # fmt: skip
+    paper_task = config.paper_task(cfg)
+    full_run = paper_task and horizon >= 20000
+    why = f"needs 20 000 epochs at p = 53 (this run: {horizon} at p = {p})"
+    gap = lambda key: KNOWN_GAPS.reason(cfg, key)  # noqa: E731
+
+    def late(text: str, paper: str, ours: Any, ok: bool, where: str, rule: str, partly: bool = False, key: str | None = None) -> bool:
+        """Check a claim that needs the paper's 20 000 epochs; returns whether it was checked."""
+        if full_run or (paper_task and ok):
+            claims.check(text, paper, ours, ok, None if ok or key is None else gap(key), where=where, rule=rule, partly=partly)
+            return True
+        not_tested.append(ClaimRow(text, paper, str(ours), why, where=where, rule=rule))
+        return False
+
+    # --- Fig. 2A: the core inflates with weight decay --------------------------------------
+    checked = late(f"with WD: core dim ~60 by epoch 20 000 (every model; ours at epoch {last})", "~60", dim_last.tolist(),
+                   bool((dim_last >= 48).all()), "Fig. 2A; § core inflation",
+                   "every model ≥ 48 (the paper's ~60 read as within 20 %); partly: every model ≥ 40 (two-thirds of it, "
+                   "the bound this chapter used before)", bool((dim_last >= 40).all()), "dim_60")  # fmt: skip
+    if checked and not (dim_last >= 48).all():
+        half = int(wd.epochs[np.abs(wd.epochs - last / 2).argmin()])
+        short = np.flatnonzero(dim_last < 48)
+        change = (dim_last - per_model_at(wd, "core_dim", half))[short].tolist()
+        claims.check(f"with WD: the cores below 48 have stopped growing (epoch {half} → {last}, change of models "
+                     f"{short.tolist()})", "–", change, bool((np.abs(change) <= 5).all()), where="ours (diagnosis)",
+                     rule="|change| ≤ 5 dims over the second half of the run in every model whose core ends below 48 "
+                     "(reaching ~60 would need ≥ 15 more)")  # fmt: skip
+    if grok is None or grok > cfg["FORK_EPOCH"]:
+        claims.check("the run groks before the fork (needed for the WD-off comparison)", "grok 800 < fork 900", grok, False,
+                     where="§ core inflation (setting)", rule="grok epoch (all models ≥ 0.99 test acc) ≤ FORK_EPOCH")  # fmt: skip
+        return claims
+    g_dim = per_model_at(wd, "core_dim", grok)
+    growth = wd["core_dim"][:, -1] - g_dim
+    nums["core_dim_growth_since_grok"] = growth.tolist()
+    late(f"with WD: the core grows from its size at grokking by ~45 dims (last − grok, epoch {last})", "~15 → ~60",
+         growth.tolist(), bool((growth >= 36).all()), "Fig. 2A; § core inflation",
+         f"growth ≥ 36 in every model (80 % of the paper's ~45); partly: ≥ {MIN_GROWTH} (the smallest growth this "
+         "chapter calls inflation)", bool((growth >= MIN_GROWTH).all()), "growth_45")  # fmt: skip
+
+    # --- Fig. 2A: no inflation without weight decay -----------------------------------------
+    ratio = (nowd["core_dim"] / g_dim[:, None]).max(axis=1)
+    nums["nowd_max_ratio_to_grok_dim"] = ratio.tolist()
+    claims.check("WD-off arm: core dim stays ≤ 1.5× its grokking dim (max ratio per model)", "no inflation",
+                 [round(float(r), 3) for r in ratio], bool((ratio <= 1.5).all()), gap("nowd_no_inflation"),
+                 where="Fig. 2A; § core inflation",
+                 rule="max over the WD-off checkpoints of core dim / the WD arm's core dim at grokking ≤ 1.5 in every "
+                 "model (ours: the paper gives no number for 'no inflation')")  # fmt: skip
+    er_ratio = (nowd["energy_rank"] / nowd["energy_rank"][:, :1]).max(axis=1)
+    nums["nowd_energy_rank_max_ratio_to_fork"] = er_ratio.tolist()
+    claims.check("WD-off arm: energy rank stays ≤ 1.5× its value at the fork (max ratio per model)", "no inflation",
+                 [round(float(r), 3) for r in er_ratio], bool((er_ratio <= 1.5).all()),
+                 where="Fig. 2A; on the 0.99-energy rank instead of the core dim: ours",
+                 rule="max over the WD-off checkpoints of energy rank / its value at the fork ≤ 1.5 in every model; the "
+                 "energy rank is ACE's energy rule alone, without the necessity scan of the paper's core dim")  # fmt: skip
+
+    # --- WD vs WD-off contrasts at the last epoch both arms reached --------------------------
+    shared = np.intersect1d(wd.epochs, nowd.epochs)
+    if shared.size:
+        e_both = int(shared[-1])
+        d_er = (per_model_at(wd, "energy_rank", e_both) - per_model_at(nowd, "energy_rank", e_both)).tolist()
+        d_m = (per_model_at(wd, "rotational_modes_ols", e_both) - per_model_at(nowd, "rotational_modes_ols", e_both)).tolist()
+        nums["energy_rank_wd_minus_nowd"] = {"epoch": e_both, "diff": d_er}
+        nums["modes_ols_wd_minus_nowd"] = {"epoch": e_both, "diff": d_m}
+        late(f"WD vs WD-off: energy rank of the WD arm exceeds the WD-off arm's (epoch {e_both}, difference per model)",
+             "~60 vs no inflation", d_er, bool((np.asarray(d_er) >= MIN_GROWTH).all()),
+             "Fig. 2A, the WD vs WD-off contrast; on the 0.99-energy rank instead of the core dim: ours",
+             f"WD − WD-off ≥ {MIN_GROWTH} dims in every model at the last epoch both arms reached (ours: the smallest "
+             "growth this chapter calls inflation; the paper's contrast is ~45 dims of core dim)")  # fmt: skip
+        late(f"WD vs WD-off: rotational modes (OLS) of the WD arm exceed the WD-off arm's (epoch {e_both}, difference per model)",
+             "→ 27 vs no mode proliferation", d_m, bool((np.asarray(d_m) >= 10).all()),
+             "Fig. 2D; code release joshseth/cores, src/cores/modular_addition_analysis.py, sweep_mode_spread: OLS on all class means",
+             "WD − WD-off ≥ 10 bins in every model at the last epoch both arms reached (ours: over half the paper's ~18, "
+             "27 against the ~9 at the fork); partly: WD > WD-off in every model", bool((np.asarray(d_m) >= 1).all()),
+             "modes_contrast")  # fmt: skip
+
+    # --- Fig. 2B: sufficient flat, necessary growing -----------------------------------------
+    post = wd.epochs >= grok
+    suff = wd["suff_dim"][:, post]
+    spread = suff.max(axis=1) / np.maximum(suff.min(axis=1), 1)
+    nums["suff_dim_post_grok_max_over_min"] = spread.tolist()
+    flat = bool((spread <= 1.5).all())
+    claims.check("with WD: sufficient dim stays flat after grokking (max/min ≤ 1.5 per model)", "flat",
+                 [round(float(s), 3) for s in spread], flat, None if flat else gap("suff_flat"), where="Fig. 2B",
+                 rule="max/min of the sufficient dim over the post-grokking checkpoints ≤ 1.5 in every model (ours: the "
+                 "paper shows it flat, without a number)")  # fmt: skip
+    if not flat and "keep_curve" in wd.arrays:
+        loose = sufficient_dims(wd, 0.01)[:, post]
+        s_loose = loose.max(axis=1) / np.maximum(loose.min(axis=1), 1)
+        claims.check("with WD: the sufficient dim grows at a 1 % keep tolerance too (max/min per model)", "–",
+                     [round(float(s), 3) for s in s_loose], bool((s_loose > 1.5).all()), where="ours (diagnosis)",
+                     rule="max/min > 1.5 in every model with keep acc ≥ base − 0.01 instead of base − 1e-3: the growth "
+                     "is not the strict tolerance")  # fmt: skip
+    gap_growth = ((wd["core_dim"] - wd["suff_dim"])[:, -1] - (g_dim - per_model_at(wd, "suff_dim", grok))).tolist()
+    nums["redundancy_gap_growth_since_grok"] = gap_growth
+    late(f"with WD: necessary and sufficient dims separate: their gap grows after grokking (epoch {last})",
+         "the gap (redundancy) widens", gap_growth, bool((np.asarray(gap_growth) >= MIN_GROWTH).all()), "Fig. 2B",
+         f"gap growth ≥ {MIN_GROWTH} dims in every model (ours: the paper gives no number)")  # fmt: skip
+
+    # --- Fig. 2D: rotational modes (OLS, as the code release) --------------------------------
+    checked = late(f"with WD: rotational modes (OLS) → 27 by epoch 20 000 (ours at epoch {last}, of {top})", "→ 27",
+                   modes_last.tolist(), bool((modes_last >= top - 3).all()),
+                   "Fig. 2D; code release joshseth/cores, src/cores/modular_addition_analysis.py, sweep_mode_spread: OLS on all class means",
+                   f"every model ≥ {top - 3} of {top} (our reading of 'approaches': within 3 bins); partly: ≥ 20 (the "
+                   "bound this chapter used before)", bool((modes_last >= 20).all()), "modes_27")  # fmt: skip
+    if checked and not (modes_last >= top - 3).all():
+        cap = np.asarray([mode_cap(int(d), p) for d in dim_last])
+        claims.check(f"with WD: the modes fill the cap ⌊d/2⌋ + 1 of the core's dimension d (epoch {last}: modes, cap)", "–",
+                     [[int(a), int(b)] for a, b in zip(modes_last, cap)], bool((modes_last >= cap - 2).all()),
+                     where="ours (diagnosis)", rule="modes ≥ cap − 2 in every model: the count is limited by the "
+                     "core's dimension, not by the fit")  # fmt: skip
+    return claims
+
+
+def long_run_claims(
+    cfg: Params, long_cfg: Params, lrun: GrokRun, through: Mapping[str, int], comparison: tuple[bool, list[int], float]
+) -> Claims:
+    """:func:`build_claims` on the stored long run (up to its last stored WD-arm epoch), plus a
+    row checking that it reproduces this chapter's run at their shared checkpoints (when it is this run continued)."""
+    long_claims = build_claims(lrun, long_cfg, last_epoch=through["wd"])
+    same, shared, diff = comparison
+    if shared:
+        long_claims.check(f"reproduces the {cfg['PRESET']} run at the shared checkpoints (epochs ≤ {shared[-1]}; "
+                          "largest difference ≤ 1e-9)", "–", f"{diff:.1e}", same, where="ours (reproducibility)",
+                          rule="every stored per-checkpoint number of both arms within 1e-9 (training segments are "
+                          "seeded by their position)")  # fmt: skip
+    return long_claims
