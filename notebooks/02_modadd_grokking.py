@@ -82,7 +82,7 @@ from ace_helpers.chapters import modadd_grokking as chapter
 from ace_helpers.chapters.modadd import figures as plots
 from ace_helpers.repro import session, variants
 
-T0 = time.perf_counter()
+start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
@@ -359,6 +359,6 @@ display(Markdown(variants.comparison_for(cfg, records, chapter.config.PROTOCOL_K
 
 # %%
 results = chapter.results(
-    cfg, run, claims, clock_epochs, long, long_claims if long is not None else None, wall_s=time.perf_counter() - T0
+    cfg, run, claims, clock_epochs, long, long_claims if long is not None else None, wall_s=time.perf_counter() - start_time
 )
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

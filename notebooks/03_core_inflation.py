@@ -92,7 +92,7 @@ from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.chapters.core_inflation import figures as plots
 from ace_helpers.repro import report, session, variants
 
-T0 = time.perf_counter()
+start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
@@ -451,7 +451,7 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 # %%
 results = chapter.results(
     cfg, run, claims, long, long_claims if long is not None else None,
-    wall_s=time.perf_counter() - T0, reference=own if ref is not None else None,
+    wall_s=time.perf_counter() - start_time, reference=own if ref is not None else None,
 )  # fmt: skip
 records = claims.records(f"{cfg.PRESET} preset")
 if long is not None:

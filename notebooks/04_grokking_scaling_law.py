@@ -80,7 +80,7 @@ from ace_helpers.chapters import grokking_scaling_law as chapter
 from ace_helpers.chapters.grokking_scaling_law import figures as plots
 from ace_helpers.repro import report, session
 
-T0 = time.perf_counter()
+start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
@@ -381,5 +381,5 @@ print(paper_claims.verdict() if paper is not None else "no paper-settings run st
 # run also stores `runs` as the artifact `book/artifacts/04_grokking_scaling_law/sweeps`.
 
 # %%
-results = chapter.results(res, claims, wall_s=time.perf_counter() - T0, paper=paper)
+results = chapter.results(res, claims, wall_s=time.perf_counter() - start_time, paper=paper)
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

@@ -80,10 +80,10 @@ from myst_nb import glue
 import ace_helpers
 from ace_helpers.chapters import llm_agreement as chapter
 from ace_helpers.chapters.llm_agreement import figures as plots
-from ace_helpers.llm.agreement import DEMO_PROMPTS, agreement_split
+from ace_helpers.llm import agreement
 from ace_helpers.repro import session
 
-T0 = time.perf_counter()
+start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
 # %% [markdown]
@@ -96,7 +96,7 @@ cfg = session.start(chapter, globals())  # validates every knob before any compu
 # with the seed. `PROMPTS_FILE` replaces it with your own prompts (read once, in the check).
 
 # %%
-data = agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
+data = agreement.agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
 print(f"{len(data.train_prompts)} train / {len(data.test_prompts)} test prompts; "
       f"test plural fraction {data.test_labels.mean():.2f}")
 for text, label in list(zip(data.test_prompts, data.test_labels))[:6]:
@@ -132,7 +132,7 @@ del site  # the full sweep below loads each model itself
 res = chapter.run(cfg)
 results, pairs, out = res.models, res.pairs, res.flat  # per model, per pair of models, flat (results.json)
 models = list(results)
-demo_texts = [p for p, _ in DEMO_PROMPTS]
+demo_texts = [p for p, _ in agreement.DEMO_PROMPTS]
 shifts = {n: chapter.demo_shifts(out, n) for n in models}
 for key, text in plots.readings(out, models, demo_texts, shifts).items():
     glue(key, Markdown(text), display=False)  # numbers quoted in the prose below
@@ -372,6 +372,6 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 
 # %%
 out["claims_failed"] = [row.claim for row in claims.rows if not row.passed]
-out["wall_s"] = time.perf_counter() - T0
+out["wall_s"] = time.perf_counter() - start_time
 session.finish(cfg, out, records)  # glues the verdicts shown at the top, writes results.json
 print(f"wall time {out['wall_s']:.0f} s")

@@ -16,16 +16,15 @@ from ace_helpers.chapters import grokking_scaling_law as gsl
 from ace_helpers.chapters.modadd import config, ensemble_run
 from ace_helpers.chapters.modadd.long_run import PAPER_RUNS, how_trained, load_long_run, stored_long_run
 from ace_helpers.repro.artifacts import atomic_write_bytes, project_root
-from ace_helpers.repro.report import md_cell
+from ace_helpers.repro.tables import markdown_table
 
 #: The folder of the committed resume snapshots of chapters 2-3's paper runs.
 SNAPSHOTS = Path("book") / "artifacts" / "modadd_grokking_snapshots"
 
-HEADER = ("| run | parameters | trained | stored | CPU-hours | shown in | resume or extend |\n"
-          "|---|---|---|---|---|---|---|")  # fmt: skip
+HEADER = ("run", "parameters", "trained", "stored", "CPU-hours", "shown in", "resume or extend")
 
 
-def _modadd_rows() -> list[str]:
+def _modadd_rows() -> list[tuple[str, ...]]:
 
     shown = stored_long_run(config.PARAMS.resolve(PRESET="book"))
     rows = []
@@ -57,24 +56,25 @@ def _modadd_rows() -> list[str]:
                   if cfg["TRAINER"] == "ensemble" else
                   f"`python -m ace_helpers.chapters.modadd --preset paper --workers {cfg['N_MODELS']}` (one process per "
                   "model; this run's snapshots were not committed, so its unfinished arms retrain from their start)")  # fmt: skip
-        rows.append(f"| chapters 2–3, {'all models as one ensemble' if cfg['TRAINER'] == 'ensemble' else 'each model alone'} "
-                    f"| {md_cell(params)} | {how_trained(cfg)} | {md_cell(stored)} | {hours:.2f} "
-                    f"| {'chapters 2 and 3 (last section)' if is_shown else 'not shown (a more complete run is)'} | {md_cell(resume)} |")  # fmt: skip
+        rows.append((f"chapters 2–3, {'all models as one ensemble' if cfg['TRAINER'] == 'ensemble' else 'each model alone'}",
+                     params, how_trained(cfg), stored, f"{hours:.2f}",
+                     "chapters 2 and 3 (last section)" if is_shown else "not shown (a more complete run is)", resume))  # fmt: skip
     return rows
 
 
-def _reference_row() -> list[str]:
+def _reference_row() -> list[tuple[str, ...]]:
 
     cfg = ci.PARAMS.resolve(PRESET="paper", **ci.REFERENCE_TRAINING)
     ref = ci.stored_reference(cfg)
     if ref is None:
         return []
-    return [f"| chapter 3, dimension-matched reference | model 0 of the each-model-alone run above, WD arm, activations kept at "
-            f"epochs {ref.data['epochs']} | {ci.how_trained(cfg)} | finished | {ref.manifest['wall_s'] / 3600:.2f} | chapter 3 "
-            f"| `python -m ace_helpers.chapters.core_inflation` (retrains it) |"]  # fmt: skip
+    return [("chapter 3, dimension-matched reference",
+             f"model 0 of the each-model-alone run above, WD arm, activations kept at epochs {ref.data['epochs']}",
+             ci.how_trained(cfg), "finished", f"{ref.manifest['wall_s'] / 3600:.2f}", "chapter 3",
+             "`python -m ace_helpers.chapters.core_inflation` (retrains it)")]  # fmt: skip
 
 
-def _sweep_rows() -> list[str]:
+def _sweep_rows() -> list[tuple[str, ...]]:
 
     paper = gsl.stored_paper_sweeps(gsl.PARAMS.resolve(PRESET="book"))
     if paper is None:
@@ -93,14 +93,14 @@ def _sweep_rows() -> list[str]:
         shown = "chapter 4 (paper settings)" + ("" if paper.tested(sweep) else ", as not tested yet")
         resume = (f"`python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep {sweep}` "
                   "(skips the stored runs; `--workers N` for a local cluster, `--scheduler tcp://HOST:8786` for a running one)")  # fmt: skip
-        rows.append(f"| chapter 4, {'ω' if sweep == 'omega' else 'p'} sweep | {md_cell(params)} | {paper.trained} "
-                    f"| {md_cell(stored)} | {paper.wall_by_sweep.get(sweep, 0.0) / 3600:.2f} | {shown} | {md_cell(resume)} |")  # fmt: skip
+        rows.append((f"chapter 4, {'ω' if sweep == 'omega' else 'p'} sweep", params, paper.trained, stored,
+                     f"{paper.wall_by_sweep.get(sweep, 0.0) / 3600:.2f}", shown, resume))  # fmt: skip
     return rows
 
 
 def paper_runs_markdown() -> str:
     """The table of every stored paper-protocol run (markdown)."""
-    return "\n".join([HEADER, *_modadd_rows(), *_reference_row(), *_sweep_rows()]) + "\n"
+    return markdown_table(HEADER, [*_modadd_rows(), *_reference_row(), *_sweep_rows()]) + "\n"
 
 
 def write_paper_runs_table(root: Path | None = None) -> Path:

@@ -17,7 +17,9 @@ be writable before any compute.  What comes back is a read-only :class:`Params`:
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -118,6 +120,10 @@ class Params(Mapping[str, Any]):
         return {k: self._values[k] for k in self._chapter.knobs}
 
 
+#: A knob's name: UPPER_CASE (the notebooks keep every other global lower case).
+KNOB_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
 @dataclass(frozen=True, eq=False)
 class ChapterParams:
     """The knobs of one chapter: its presets and the check that validates (and normalises) them.
@@ -145,12 +151,28 @@ class ChapterParams:
         self.check(out)
         return out
 
+    def refuse_unknown(self, names: Iterable[str]) -> None:
+        """Raise ``ValueError`` naming each of ``names`` that is not a knob, ``PRESET`` or
+        ``OUTPUT_DIR``, with the closest valid name, before any work."""
+        allowed = (*self.knobs, "PRESET", "OUTPUT_DIR")
+        unknown = sorted(set(names) - set(allowed))
+        if not unknown:
+            return
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+            hints.append(f"{name}: no such knob" + (f"; did you mean {close[0]}?" if close else ""))
+        raise ValueError(f"unknown knob(s) for {self.notebook}: {'; '.join(hints)} "
+                         f"(allowed: {list(self.knobs)} plus PRESET, OUTPUT_DIR)")
+
     def resolve(self, namespace: Mapping[str, Any] | None = None, /, **knobs: Any) -> Params:
         """Resolve and validate the chapter's knobs, once; returns what runs.
 
         Args:
             namespace: a notebook's ``globals()`` (its parameters cell): the chapter's knobs,
-                ``PRESET`` and ``OUTPUT_DIR`` are read from it; other names are ignored.
+                ``PRESET`` and ``OUTPUT_DIR`` are read from it.  Every UPPER_CASE name in it must
+                be one of those (a misspelt ``papermill -p`` parameter lands there as a new
+                name, which papermill only warns about); other names are ignored.
             **knobs: knob values given directly (library and test callers); they win over
                 ``namespace``.  An unknown name raises ``ValueError``.
 
@@ -159,11 +181,7 @@ class ChapterParams:
                 an OUTPUT_DIR that cannot be written.
         """
         names = (*self.knobs, "PRESET", "OUTPUT_DIR")
-        unknown = sorted(set(knobs) - set(names))
-        if unknown:
-            raise ValueError(
-                f"unknown knob(s) {unknown} for {self.notebook}: allowed knobs are {list(self.knobs)} plus PRESET, OUTPUT_DIR"
-            )
+        self.refuse_unknown([*knobs, *(n for n in namespace or () if KNOB_NAME.fullmatch(n))])
         given = {n: namespace.get(n) for n in names} if namespace is not None else {}
         given.update(knobs)
         preset = given.get("PRESET") or preset_from_env("book")

@@ -26,6 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_helpers.repro.tables import markdown_table
+
+#: The columns of every claims table.
+CLAIMS_HEADER = ("claim", "paper", "our rule", "ours", "verdict")
+
 
 @dataclass
 class Claim:
@@ -126,17 +131,7 @@ class Claims:
         Columns: claim, paper (statement and place), our rule, ours, verdict; an unexpected
         failure shows in bold capitals, a known one with its measured cause.
         """
-        lines = ["| claim | paper | our rule | ours | verdict |", "|---|---|---|---|---|"]
-        for r in self.rows:
-            if r.passed:
-                verdict = r.verdict
-            elif r.unexpected:
-                verdict = f"**{r.verdict.upper()}** (unexpected)"
-            else:
-                verdict = f"{r.verdict}: {r.known_gap}"
-            paper = f"{r.paper} ({r.where})" if r.where else r.paper
-            lines.append(f"| {md_cell(r.claim)} | {md_cell(paper)} | {md_cell(r.rule)} | {md_cell(r.ours)} | {md_cell(verdict)} |")
-        return "\n".join(lines)
+        return markdown_table(CLAIMS_HEADER, _table_rows(self))
 
     def summary(self) -> str:
         """One line: ``"N of M claims hold"`` (stable across presets for nbval)."""
@@ -216,17 +211,33 @@ def seed_sensitive(held: int, runs: int, values: str) -> str:
             f"seeds of the seed check ({values})")
 
 
-def md_cell(text: Any) -> str:
-    """``text`` as one markdown table cell: pipes escaped, line breaks flattened."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def not_tested_table(rows: Sequence[ClaimRow]) -> str:
+    """Markdown table of the claims a run cannot test (the empty string if none)."""
+    if not rows:
+        return ""
+    return markdown_table(("claim (not tested at this preset)", "paper", "ours", "why"), [(r.claim, r.paper, r.ours, r.why) for r in rows])
+
+
+def _table_rows(claims: Claims) -> list[tuple[str, ...]]:
+    """The cells of :meth:`Claims.table`, one tuple per row."""
+    rows = []
+    for r in claims.rows:
+        if r.passed:
+            verdict = r.verdict
+        elif r.unexpected:
+            verdict = f"**{r.verdict.upper()}** (unexpected)"
+        else:
+            verdict = f"{r.verdict}: {r.known_gap}"
+        rows.append((r.claim, f"{r.paper} ({r.where})" if r.where else r.paper, r.rule, r.ours, verdict))
+    return rows
 
 
 def claims_table(claims: Claims, not_tested: Sequence[Any]) -> str:
     """One markdown claims table (:meth:`~ace_helpers.repro.report.Claims.table`) with the claims a run
     cannot test appended as rows whose verdict is "not tested" and why."""
-    rows = [f"| {md_cell(r.claim)} | {md_cell(f'{r.paper} ({r.where})' if r.where else r.paper)} | {md_cell(r.rule)} | "
-            f"{md_cell(r.ours)} | not tested: {md_cell(r.why)} |" for r in not_tested]  # fmt: skip
-    return "\n".join([claims.table(), *rows])
+    rows = [(r.claim, f"{r.paper} ({r.where})" if r.where else r.paper, r.rule, r.ours, f"not tested: {r.why}")
+            for r in not_tested]  # fmt: skip
+    return markdown_table(CLAIMS_HEADER, [*_table_rows(claims), *rows])
 
 
 def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -252,18 +263,13 @@ def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
 def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
     """The scorecard page's tables: counts per chapter, then every claim (markdown; MyST renders tables)."""
     stems = sorted({r["chapter"] for r in rows})
-    lines = ["| chapter | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
-    for stem in stems:
-        counts = [sum(r["chapter"] == stem and r["verdict"] == v for r in rows) for v in VERDICTS]
-        lines.append(f"| [{stem}](../notebooks/{stem}.ipynb) | " + " | ".join(str(c) for c in counts) + " |")
-    total = [sum(r["verdict"] == v for r in rows) for v in VERDICTS]
-    lines.append("| **all chapters** | " + " | ".join(f"**{c}**" for c in total) + " |")
-    lines += ["", "| ch. | claim | verdict | paper | where | our rule | ours | run | note |", "|---|" + "---|" * 8]
-    for r in rows:
-        lines.append(f"| {r['chapter'][:2]} | {md_cell(r['claim'])} | **{r['verdict']}** | {md_cell(r['paper'])} "
-                     f"| {md_cell(r.get('where', ''))} | {md_cell(r.get('rule', ''))} | {md_cell(r['ours'])} "
-                     f"| {md_cell(r['section'] + (f' ({t})' if (t := r.get('trained')) else ''))} | {md_cell(r['note'])} |")  # fmt: skip
-    return "\n".join(lines) + "\n"
+    counts = [[f"[{stem}](../notebooks/{stem}.ipynb)", *(sum(r["chapter"] == stem and r["verdict"] == v for r in rows)
+                                                          for v in VERDICTS)] for stem in stems]  # fmt: skip
+    counts.append(["**all chapters**", *(f"**{sum(r['verdict'] == v for r in rows)}**" for v in VERDICTS)])
+    claims = [(r["chapter"][:2], r["claim"], f"**{r['verdict']}**", r["paper"], r.get("where", ""), r.get("rule", ""),
+               r["ours"], r["section"] + (f" ({t})" if (t := r.get("trained")) else ""), r["note"]) for r in rows]  # fmt: skip
+    header = ("ch.", "claim", "verdict", "paper", "where", "our rule", "ours", "run", "note")
+    return markdown_table(("chapter", *VERDICTS), counts) + "\n\n" + markdown_table(header, claims) + "\n"
 
 
 def verdict_summary(records: list[dict[str, Any]]) -> str:

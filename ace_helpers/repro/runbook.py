@@ -41,6 +41,7 @@ from ace_helpers.repro.kernels import apply
 from ace_helpers.repro.machine import versions
 from ace_helpers.repro.params import PRESET_NAMES
 from ace_helpers.repro.report import scorecard_markdown, scorecard_rows
+from ace_helpers.repro.tables import markdown_table
 from ace_helpers.repro.thread_pools import cpu_cores, thread_budget
 
 #: Chapters that read what an earlier chapter stores, so run after it: chapter 3 analyses chapter
@@ -121,19 +122,18 @@ def write_execution_table(root: Path) -> Path:
     """Regenerate ``book/execution_times.md`` from the notebooks' ``ace_book`` metadata."""
     import nbformat  # load time: a heavy import, done on first use
 
-    lines = ["| notebook | preset | wall time (s) | executed | torch | nnsight |", "|---|---|---|---|---|---|"]
+    rows = []
     for py in notebook_sources(root):
         ipynb = py.with_suffix(".ipynb")
         if not ipynb.exists():
             continue
         meta = nbformat.read(ipynb, as_version=4).metadata.get("ace_book", {})
         v = meta.get("versions", {})
-        lines.append(
-            f"| `{py.stem}` | {meta.get('preset', '?')} | {meta.get('wall_s', '?')} | {meta.get('executed', '?')} "
-            f"| {v.get('torch', '?')} | {v.get('nnsight', '?')} |"
-        )
+        rows.append((f"`{py.stem}`", meta.get("preset", "?"), meta.get("wall_s", "?"), meta.get("executed", "?"),
+                     v.get("torch", "?"), v.get("nnsight", "?")))  # fmt: skip
+    header = ("notebook", "preset", "wall time (s)", "executed", "torch", "nnsight")
     path = root / "book" / "execution_times.md"
-    atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
+    atomic_write_bytes(path, (markdown_table(header, rows) + "\n").encode())
     return path
 
 

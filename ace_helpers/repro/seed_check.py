@@ -29,8 +29,8 @@ from typing import Any
 from ace_helpers.method.checks import check_choice, check_int
 from ace_helpers.repro.artifacts import project_root, write_json
 from ace_helpers.repro.params import PRESET_NAMES
-from ace_helpers.repro.report import md_cell
 from ace_helpers.repro.runbook import run_source
+from ace_helpers.repro.tables import markdown_table
 
 #: The knobs that seed a chapter's models, prompts and random controls (not its data split).
 SEED_KNOBS: dict[str, tuple[str, ...]] = {
@@ -108,11 +108,9 @@ def markdown(stem: str, runs: Sequence[Mapping[str, Any]], rows: Sequence[Mappin
     """One chapter's table: claim, rule, then each run's verdict mark and value, then held / tested."""
     marks = {"reproduced": "✓", "partly": "~", "not reproduced": "✗", "not tested": "–", None: "?"}
     heads = [", ".join(f"{k} {v}" for k, v in r["knobs"].items()) for r in runs]
-    lines = [f"### {stem}", "", "| claim | rule | " + " | ".join(heads) + " | held |", "|---|---|" + "---|" * (len(runs) + 1)]
-    for r in rows:
-        cells = [md_cell(r["claim"]), md_cell(r["rule"]), *(md_cell(f"{marks[v]} {o}") for v, o in zip(r["verdicts"], r["ours"]))]
-        lines.append("| " + " | ".join(cells) + f" | {r['held']} of {r['tested']} |")
-    return "\n".join(lines) + "\n"
+    cells = [(r["claim"], r["rule"], *(f"{marks[v]} {o}" for v, o in zip(r["verdicts"], r["ours"])), f"{r['held']} of {r['tested']}")
+             for r in rows]  # fmt: skip
+    return f"### {stem}\n\n" + markdown_table(("claim", "rule", *heads, "held"), cells) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

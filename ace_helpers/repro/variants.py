@@ -26,8 +26,8 @@ from typing import Any
 from ace_helpers.method.checks import check_choice
 from ace_helpers.repro.artifacts import atomic_write_bytes, project_root, write_json
 from ace_helpers.repro.params import PRESET_NAMES
-from ace_helpers.repro.report import md_cell
 from ace_helpers.repro.runbook import run_source, stored_book_results
+from ace_helpers.repro.tables import markdown_table
 
 #: The chapter's own run, shown first in every comparison.
 OWN_RUN = "own run"
@@ -159,11 +159,8 @@ def comparison_rows(
 
 def _verdict_table(rows: Sequence[Mapping[str, Any]], runs: Sequence[str], shown=lambda run, row: row[run]) -> list[str]:
     """Markdown lines of a claim-by-claim table: one column per run (``shown(run, row)`` fills a cell), then whether they agree."""
-    lines = ["| claim | " + " | ".join(runs) + " | same verdict |", "|---|" + "---|" * (len(runs) + 1)]
-    for r in rows:
-        mark = "yes" if r["agree"] else "**no**"
-        lines.append(f"| {md_cell(r['claim'])} | " + " | ".join(shown(run, r) for run in runs) + f" | {mark} |")
-    return lines
+    cells = [(r["claim"], *(shown(run, r) for run in runs), "yes" if r["agree"] else "**no**") for r in rows]
+    return markdown_table(("claim", *runs, "same verdict"), cells).split("\n")
 
 
 def _described(variant: Mapping[str, Any]) -> str:
@@ -184,15 +181,15 @@ def variant_markdown(root: Path) -> str:
             runs = [k for k in rows[0] if k not in ("section", "claim", "agree")]
             agree = sum(r["agree"] for r in rows)
             lines += [f"**`{stem}` at the `{preset}` preset**: verdicts agree on {agree} of {len(rows)} claims.", ""]
-            lines += ["| run | knobs | precision | wall time (s) |", "|---|---|---|---|"]
+            table = []
             for run in runs:
                 res = own_all[stem] if run == OWN_RUN else variants[f"{preset}-{run}"]
                 knobs = {} if run == OWN_RUN else res["variant"]["knobs"]
                 wall = res.get("wall_s") if run == OWN_RUN else res["variant"]["wall_s"]
                 precision = res.get("params", {}).get("PRECISION", knobs.get("PRECISION", "fp32"))
                 shown = "the chapter's preset" if run == OWN_RUN else _described(res["variant"])
-                lines.append(f"| {run} | {md_cell(shown)} | {precision} | {f'{wall:.0f}' if wall is not None else '—'} |")
-            lines += ["", *_verdict_table(rows, runs), ""]
+                table.append((run, shown, precision, f"{wall:.0f}" if wall is not None else "—"))
+            lines += [markdown_table(("run", "knobs", "precision", "wall time (s)"), table), "", *_verdict_table(rows, runs), ""]
     if not lines:
         lines = ["No variant runs are stored."]
     return "\n".join(lines) + "\n"
@@ -216,7 +213,7 @@ def chapter_comparison(stem: str, records: Sequence[Mapping[str, Any]], preset: 
     def shown(run: str, r: Mapping[str, Any]) -> str:  # where verdicts differ, the measured values too
         verdict = r.get(run, "—")
         value = ours[run].get(r["claim"])
-        return f"{verdict}: {md_cell(value)}" if not r["agree"] and value and verdict != "—" else verdict
+        return f"{verdict}: {value}" if not r["agree"] and value and verdict != "—" else verdict
 
     lines = [f"Verdicts agree on **{agree} of {len(rows)}** claims ({knobs}).", "", *_verdict_table(rows, ["this run", *names], shown)]
     return "\n".join(lines) + "\n"

@@ -159,3 +159,14 @@ def test_jobs_share_the_cores_unless_torch_threads_is_set(monkeypatch):
     assert seen["jobs"] == 2 and seen["threads"] == "1"  # never more notebooks than cores
     with pytest.raises(ValueError, match="--jobs"):
         runbook.main(["--preset", "ci", "--jobs", "0"])
+
+
+def test_a_misspelt_papermill_parameter_stops_the_notebook(tmp_path):
+    """papermill only warns about a parameter the notebook does not declare; the chapter refuses it
+    in its validation cell, naming it and the knob meant, before any compute."""
+    import papermill
+
+    src = ROOT / "notebooks" / "00_ace_planted_system.ipynb"
+    with pytest.raises(papermill.PapermillExecutionError, match="DIMS: no such knob; did you mean DIM"):
+        papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"), parameters={"DIMS": 32, "PRESET": "ci",
+                                   "OUTPUT_DIR": str(tmp_path / "results")}, cwd=str(src.parent), progress_bar=False)

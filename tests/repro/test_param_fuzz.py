@@ -5,6 +5,10 @@ preset value): a string or a non-integral float for a count, NaN or infinity for
 a number for a choice, a scalar for a list, a negative count, and so on.  Resolving the chapter's
 parameters with one such value must raise ``ValueError`` naming that knob; resolution runs no
 training, so nothing is computed first.  A value that is accepted is a silent failure.
+
+A misspelt knob (a letter dropped, added, doubled or swapped, as ``papermill -p DIMS 32`` for
+``DIM``) lands in the notebook's namespace as a new UPPER_CASE name: it must be refused, naming it
+and, where one is close, the knob meant.
 """
 
 import importlib
@@ -82,3 +86,31 @@ def test_the_fuzzer_catches_a_knob_that_accepts_anything():
     lax = ChapterParams("99_lax", {name: {"N": 3} for name in ("ci", "book", "paper")}, _lax_check)
     with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
         fuzz(lax, "N", 3)
+
+
+def misspellings(knob: str):
+    """Misspelt forms of ``knob``: a character dropped, doubled, swapped with the next, or an S added."""
+    drop = st.integers(0, len(knob) - 1).map(lambda i: knob[:i] + knob[i + 1 :])
+    double = st.integers(0, len(knob) - 1).map(lambda i: knob[: i + 1] + knob[i:])
+    swap = st.integers(0, max(len(knob) - 2, 0)).map(lambda i: knob[:i] + knob[i + 1 : i + 2] + knob[i] + knob[i + 2 :])
+    return st.one_of(drop, double, swap, st.just(knob + "S")).filter(lambda name: name != knob and name)
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_misspelt_knobs_are_refused_by_name(stem):
+    from ace_helpers.repro.params import KNOB_NAME
+
+    chapter = chapter_params(stem)
+    allowed = {*chapter.knobs, "PRESET", "OUTPUT_DIR"}
+
+    @settings(max_examples=40, deadline=None, database=None)
+    @given(knob=st.sampled_from(sorted(chapter.knobs)), data=st.data())
+    def check(knob, data):
+        typo = data.draw(misspellings(knob))
+        if typo in allowed or not KNOB_NAME.fullmatch(typo):
+            return  # another real knob, or not a knob-like name (e.g. a leading digit)
+        with pytest.raises(ValueError, match=f"{typo}: no such knob") as err:
+            chapter.resolve({"PRESET": "ci", typo: chapter.presets["ci"][knob]})
+        assert "did you mean" in str(err.value) or len(knob) <= 2, str(err.value)
+
+    check()

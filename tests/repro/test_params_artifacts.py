@@ -163,8 +163,10 @@ def test_chapter_params_read_the_parameters_cell(tmp_path):
     assert cfg.is_preset_run() and not cfg.replace(N=5).is_preset_run() and cfg.replace(N=5).is_preset_run(["ITEMS"])
     with pytest.raises(AttributeError, match="read-only"):
         cfg.N = 3
-    with pytest.raises(ValueError, match=r"unknown knob\(s\) \['M'\]"):
+    with pytest.raises(ValueError, match=r"unknown knob\(s\) for 99_toy: M: no such knob \(allowed"):
         chapter.resolve(M=1)
+    with pytest.raises(ValueError, match=r"ITEM: no such knob; did you mean ITEMS\?"):
+        chapter.resolve({**cell, "ITEM": [2]})  # a misspelt papermill parameter lands in the cell's namespace
     with pytest.raises(ValueError, match=r"N=0 is not allowed"):
         chapter.resolve(cell, N=0)
     import pickle

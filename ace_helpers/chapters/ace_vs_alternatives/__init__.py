@@ -51,7 +51,6 @@ from ace_helpers.chapters.ace_vs_alternatives.claims import (  # noqa: F401 - th
     ns_table_rows,
 )
 from ace_helpers.chapters.modadd import grokked
-from ace_helpers.chapters.modadd.claims import not_tested_table
 from ace_helpers.chapters.toy_models import knobs as stitching_knobs
 from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models import views as toy_views
@@ -70,6 +69,7 @@ from ace_helpers.method.subspaces import (  # fmt: skip
     random_basis,
 )
 from ace_helpers.repro.params import ChapterParams, Params
+from ace_helpers.repro.report import not_tested_table
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, chance_accuracy, markov_dataset
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.tasks.planted import planted_system

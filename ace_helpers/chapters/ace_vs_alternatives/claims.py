@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part
-from ace_helpers.chapters.modadd.claims import ClaimRow
 from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import Claims, KnownGaps
+from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps
+from ace_helpers.repro.tables import markdown_table
 
 METHODS = ("ace", "pca", "jacobian", "probe", "class_means", "random", "das")
 TASKS = ("planted", "markov", "modadd")
@@ -125,14 +125,14 @@ def ns_markdown(res: dict[str, Any]) -> str:
     """Markdown: the minimal N&S rank per method (rows) and task (columns), and each method's wall time."""
     tasks = [t for t in TASKS if res.get(t) is not None]
     extra, extra_cells, extra_truth = llm_part.ns_columns(res.get("llm"))
-    head = "| method | " + " | ".join([f"{t}: N&S rank | {t}: s" for t in tasks] + extra) + " |"
-    lines = [head, "|---|" + "---|---|" * len(tasks) + "---|" * len(extra)]
+    head = ["method", *(c for t in tasks for c in (f"{t}: N&S rank", f"{t}: s")), *extra]
+    rows = []
     for m in METHODS:
-        cells = []
+        cells = [m]
         for t in tasks:
             v = res[t]["ns_rank"][m]
             cells += ["never" if v is None else str(v), f"{res[t]['seconds'][m]:.2f}"]
-        lines.append(f"| {m} | " + " | ".join(cells + extra_cells[m]) + " |")
+        rows.append(cells + extra_cells[m])
     truth = [c for t in tasks for c in (str(res[t]["gt_rank"]), "")] + extra_truth
-    lines.append("| *ground-truth rank* | " + " | ".join(truth) + " |")
-    return "\n".join(lines)
+    rows.append(["*ground-truth rank*", *truth])
+    return markdown_table(head, rows)

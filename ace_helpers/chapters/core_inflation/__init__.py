@@ -18,6 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from ace_helpers.chapters.core_inflation.claims import (  # noqa: F401 - the chapter's claims
+    KNOWN_GAPS,
+    MIN_GROWTH,
+    build_claims,
+    long_run_claims,
+    sufficient_dims,
+)
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's analysis, for the notebook
     ArmResult,
@@ -60,17 +67,11 @@ from ace_helpers.chapters.modadd.reference import (  # noqa: F401 - the referenc
     stored_reference,
     train_reference,
 )
-from ace_helpers.chapters.core_inflation.claims import (  # noqa: F401 - the chapter's claims
-    KNOWN_GAPS,
-    MIN_GROWTH,
-    build_claims,
-    long_run_claims,
-    sufficient_dims,
-)
 from ace_helpers.chapters.modadd.run import load_run as run  # noqa: F401 - the chapter protocol's run(cfg)
 from ace_helpers.repro import thread_pools
 from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.repro.report import Claims
+from ace_helpers.repro.tables import markdown_table
 
 PARAMS = ChapterParams("03_core_inflation", config.PRESETS, config.check)
 
@@ -96,10 +97,9 @@ def residue_table(arm: ArmResult, p: int, epochs: Sequence[int], *, most: int = 
     """Markdown table of :func:`residue_rows` at up to ``most`` of ``epochs``, evenly spread (first and last kept)."""
     epochs = sorted({int(e) for e in epochs})
     pick = [epochs[i] for i in np.unique(np.linspace(0, len(epochs) - 1, min(most, len(epochs))).round().astype(int))]
-    lines = ["| model | epoch | energy rank | necessary dim | accuracy left at the energy rank (× 2/p) |", "|---|---|---|---|---|"]
-    lines += [f"| {r['model']} | {r['epoch']} | {r['energy_rank']} | {r['core_dim']} | {r['residue_in_floors']} |"
-              for r in residue_rows(arm, p, pick)]  # fmt: skip
-    return "\n".join(lines)
+    header = ("model", "epoch", "energy rank", "necessary dim", "accuracy left at the energy rank (× 2/p)")
+    return markdown_table(header, [(f"{r['model']}", f"{r['epoch']}", f"{r['energy_rank']}", f"{r['core_dim']}",
+                                    f"{r['residue_in_floors']}") for r in residue_rows(arm, p, pick)])  # fmt: skip
 
 
 def compare_with_long_run(cfg: Params, run: GrokRun, long_cfg: Params, lrun: GrokRun) -> tuple[bool, list[int], float]:

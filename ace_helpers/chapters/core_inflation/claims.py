@@ -12,10 +12,9 @@ import numpy as np
 
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun, grok_epoch, per_model_at
-from ace_helpers.chapters.modadd.claims import ClaimRow
 from ace_helpers.chapters.modadd.reference import mode_cap
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive
+from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps, seed_sensitive
 
 _WD_OFF_GAP = ("without weight decay, removing the energy-rank directions leaves accuracy above the 2/p floor (the "
                "residue table in the chapter), so the necessity scan runs tens of dimensions past the energy rank, "

@@ -57,7 +57,6 @@ from ace_helpers.chapters.core_stitching.claims import (  # noqa: F401 - the cha
     markov_claims,
     modadd_claims,
 )
-from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table  # noqa: F401 - for the notebook
 from ace_helpers.chapters.modadd.grokked import train_modadd
 from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
@@ -78,6 +77,7 @@ from ace_helpers.method.stitching import (  # fmt: skip
     stitched_predictions,
 )
 from ace_helpers.repro.params import ChapterParams, Params
+from ace_helpers.repro.report import ClaimRow, not_tested_table  # noqa: F401 - for the notebook
 from ace_helpers.toys.tasks.markov import bayes_accuracy, markov_dataset
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table  # noqa: F401 - for the notebook
 from ace_helpers.chapters.modadd.grokked import GROK_ACC
 from ace_helpers.chapters.toy_models.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
 from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.toy_models.views import FREQ_POWER
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import Claims, KnownGaps
+from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps, not_tested_table  # noqa: F401 - for the notebook
 
 #: Accuracy a working stitch may lose against B's own (ours): 0.01.
 TOLERANCE = 0.01

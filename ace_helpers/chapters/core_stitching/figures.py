@@ -15,6 +15,7 @@ from matplotlib.axes import Axes
 
 from ace_helpers.chapters.core_stitching import CONDITIONS, REGIMES, halfway
 from ace_helpers.repro.style import PALETTE
+from ace_helpers.repro.tables import markdown_table
 
 LABELS = {"core": "ACE core\n(mapped)", "random": "random\nsubspace", "unmapped": "ACE core\n(unmapped)",
           "full": "whole activation\n(full-rank map)"}
@@ -86,28 +87,28 @@ def stitching_figure(res: Mapping[str, Any]) -> plt.Figure:
 
 def swap_table(res: Mapping[str, Any]) -> str:
     """Markdown: per task and condition, accuracy and agreement on the same / another input, and the map's R²."""
-    lines = ["| task | swap | same input: acc | agree | another input: acc | agree | map R² (held out) |",
-             "|---|---|---|---|---|---|---|"]
+    rows = []
     for key, name in (("markov", "Markov"), ("modadd", "mod-add")):
         s = res.get(key)
         if s is None:
             continue
-        lines.append(f"| {name} | none (B's own) | {s['base_acc'][1]:.3f} | 1 | {s['floor']['acc']:.3f} | "
-                     f"{s['floor']['agree']:.3f} | — |")
+        rows.append((name, "none (B's own)", f"{s['base_acc'][1]:.3f}", "1", f"{s['floor']['acc']:.3f}",
+                     f"{s['floor']['agree']:.3f}", "—"))  # fmt: skip
         for c in CONDITIONS:
             sw = s["swap"][c]
-            lines.append(f"| {name} | {LABELS[c].replace(chr(10), ' ')} | {sw['same']['acc']:.3f} | {sw['same']['agree']:.3f} "
-                         f"| {sw['crossed']['acc']:.3f} | {sw['crossed']['agree']:.3f} | {s['map_r2'][c]:.3f} |")
-    return "\n".join(lines)
+            rows.append((name, LABELS[c], f"{sw['same']['acc']:.3f}", f"{sw['same']['agree']:.3f}", f"{sw['crossed']['acc']:.3f}",
+                         f"{sw['crossed']['agree']:.3f}", f"{s['map_r2'][c]:.3f}"))  # fmt: skip
+    header = ("task", "swap", "same input: acc", "agree", "another input: acc", "agree", "map R² (held out)")
+    return markdown_table(header, rows)  # a label's line break becomes a space
 
 
 def transfer_table(markov: Mapping[str, Any]) -> str:
     """Markdown: the held-out pair (seeds 1 → 3) with composed maps and with maps fitted on it."""
-    lines = ["| swap (seeds 1 → 3) | maps | same input: acc | agree | another input: acc | agree |",
-             "|---|---|---|---|---|---|"]
+    rows = []
     for c in ("core", "random", "full"):
         for kind, label in (("transfer", "composed 1 → 2 → 3 (not fitted on 1, 3)"), ("direct", "fitted on 1 → 3")):
             sw = markov[kind][c]
-            lines.append(f"| {LABELS[c].replace(chr(10), ' ')} | {label} | {sw['same']['acc']:.3f} | {sw['same']['agree']:.3f} "
-                         f"| {sw['crossed']['acc']:.3f} | {sw['crossed']['agree']:.3f} |")
-    return "\n".join(lines)
+            rows.append((LABELS[c], label, f"{sw['same']['acc']:.3f}", f"{sw['same']['agree']:.3f}",
+                         f"{sw['crossed']['acc']:.3f}", f"{sw['crossed']['agree']:.3f}"))  # fmt: skip
+    header = ("swap (seeds 1 → 3)", "maps", "same input: acc", "agree", "another input: acc", "agree")
+    return markdown_table(header, rows)  # a label's line break becomes a space

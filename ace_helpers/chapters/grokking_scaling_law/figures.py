@@ -10,6 +10,7 @@ from matplotlib import ticker
 from ace_helpers.chapters.grokking_scaling_law import GrokRecord, setting_stats
 from ace_helpers.method.fits import LogLawFit, OmegaLawFit, PowerLawFit, log_law
 from ace_helpers.repro.style import step_axis
+from ace_helpers.repro.tables import markdown_table
 
 
 def _runs(records: Sequence[GrokRecord], sweep: str, key: str):
@@ -25,17 +26,16 @@ def setting_table(records: Sequence[GrokRecord], key: str) -> str:
     the p sweep has one block of rows per weight decay ω."""
     label = "ω" if key == "omega" else "p"
     omegas = [None] if key == "omega" else sorted({r.omega for r in records if r.sweep == "p"})
-    lead = "" if key == "omega" else "| ω "
-    rows = [f"{lead}| {label} | runs fitted | censored | mean τ_grok | sd | mean τ_mem |",
-            "|---" * (6 + (key != "omega")) + "|"]  # fmt: skip
+    lead = () if key == "omega" else ("ω",)
+    rows = []
     for w in omegas:
         st = setting_stats(records, key, key, w)
         for x, n, c, m, s in zip(st["x"], st["n"], st["n_censored"], st["mean"], st["sd"]):
             mem = np.mean([r.tau_mem for r in records if r.sweep == key and getattr(r, key) == x
                            and (w is None or r.omega == w) and r.tau_mem is not None])  # fmt: skip
-            first = "" if w is None else f"| {w:g} "
-            rows.append(f"{first}| {x:g} | {int(n)} | {int(c)} | {m:.0f} | {s:.0f} | {mem:.0f} |")
-    return "\n".join(rows)
+            first = () if w is None else (f"{w:g}",)
+            rows.append((*first, f"{x:g}", f"{int(n)}", f"{int(c)}", f"{m:.0f}", f"{s:.0f}", f"{mem:.0f}"))
+    return markdown_table((*lead, label, "runs fitted", "censored", "mean τ_grok", "sd", "mean τ_mem"), rows)
 
 
 def _num(v, fmt: str) -> str:
@@ -45,22 +45,18 @@ def _num(v, fmt: str) -> str:
 def omega_table(rows: Sequence[dict]) -> str:
     """Markdown table of the ω sweep's per-ω rows (:func:`ace_helpers.chapters.grokking_scaling_law.setting_rows`):
     mean τ_grok, its change from the previous ω, and ω·mean τ (constant when τ ∝ 1/ω)."""
-    out = ["| ω | runs fitted | censored | mean τ_grok | change from previous ω | ω · mean τ_grok |", "|---|---|---|---|---|---|"]
-    for r in rows:
-        out.append(f"| {r['omega']:g} | {r['n']} | {r['n_censored']} | {_num(r['mean'], '.0f')} | {_num(r['change'], '+.0f')} "
-                   f"| {_num(r['omega_tau'], '.0f')} |")  # fmt: skip
-    return "\n".join(out)
+    header = ("ω", "runs fitted", "censored", "mean τ_grok", "change from previous ω", "ω · mean τ_grok")
+    return markdown_table(header, [(f"{r['omega']:g}", f"{r['n']}", f"{r['n_censored']}", _num(r["mean"], ".0f"),
+                                    _num(r["change"], "+.0f"), _num(r["omega_tau"], ".0f")) for r in rows])  # fmt: skip
 
 
 def p_omega_table(rows: Sequence[dict]) -> str:
     """Markdown table of the log law fitted at each weight decay of the p sweep
     (:func:`ace_helpers.chapters.grokking_scaling_law.p_sweep_rows`): Ω and p_crit ± se, R², ω·Ω, power of p."""
-    out = ["| ω | runs fitted | Ω ± se | p_crit ± se | R² | ω · Ω | power of p |", "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        out.append(f"| {r['omega']:g} | {r['n']} | {_num(r['Omega'], '.0f')} ± {_num(r['Omega_se'], '.0f')} "
-                   f"| {_num(r['p_crit'], '.1f')} ± {_num(r['p_crit_se'], '.1f')} | {_num(r['r2'], '.2f')} "
-                   f"| {_num(r['omega_Omega'], '.0f')} | {_num(r['p_exponent'], '.2f')} |")  # fmt: skip
-    return "\n".join(out)
+    header = ("ω", "runs fitted", "Ω ± se", "p_crit ± se", "R²", "ω · Ω", "power of p")
+    return markdown_table(header, [(f"{r['omega']:g}", f"{r['n']}", f"{_num(r['Omega'], '.0f')} ± {_num(r['Omega_se'], '.0f')}",
+                                    f"{_num(r['p_crit'], '.1f')} ± {_num(r['p_crit_se'], '.1f')}", _num(r["r2"], ".2f"),
+                                    _num(r["omega_Omega"], ".0f"), _num(r["p_exponent"], ".2f")) for r in rows])  # fmt: skip
 
 
 def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=None):

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ace_helpers.repro.style import set_style
+from ace_helpers.repro.tables import markdown_table
 
 _MODE_STYLE = {
     "base": ("Base", "0.3", "-"),
@@ -207,113 +208,111 @@ def _range(values) -> str:
 
 def sweep_table(flat: Mapping[str, object], models: Sequence[str]) -> str:
     """Markdown: per model the chosen layer, base / keep / remove / flip AUC and the spectral gap."""
-    rows = ["| model | chosen layer ℓ | base AUC | core only (+) | core removed (−) | core flipped (↔) | gap w1/w2 |",
-            "|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = []
     for n in models:
         g = lambda k: flat[f"{n}.{k}"]  # noqa: E731
-        rows.append(f"| {n} | {g('chosen_layer')} / {g('n_layers')} | {_f(g('auc_base'))} | {_f(g('auc_keep'))} | "
-                    f"{_f(g('auc_remove'))} | {_f(g('auc_flip'))} | {g('spectral_gap'):.1f} |")  # fmt: skip
-    return "\n".join(rows)
+        rows.append((n, f"{g('chosen_layer')} / {g('n_layers')}", _f(g("auc_base")), _f(g("auc_keep")), _f(g("auc_remove")),
+                     _f(g("auc_flip")), f"{g('spectral_gap'):.1f}"))  # fmt: skip
+    header = ("model", "chosen layer ℓ", "base AUC", "core only (+)", "core removed (−)", "core flipped (↔)", "gap w1/w2")
+    return markdown_table(header, rows)
 
 
 def controls_table(flat: Mapping[str, object], models: Sequence[str]) -> str:
     """Markdown: AUC under keep / remove / flip at the chosen layer for the core, the difference of means
     and the random directions (median [min, max]), edited as the core is and with its displacement."""
-    rows = ["| model | direction | core only (+) | core removed (−) | core flipped (↔) |", "|---|---|---|---|---|"]
+    rows = []
     for n in models:
         g = lambda k: flat[f"{n}.{k}"]  # noqa: E731
         k = len(g("auc_random_keep"))
         rows += [
-            f"| {n} | ACE core | {_f(g('auc_keep'))} | {_f(g('auc_remove'))} | {_f(g('auc_flip'))} |",
-            f"| {n} | difference of means (\\|cos\\| with the core {_f(g('cos_core_dom'), 2)}) | {_f(g('auc_dom_keep'))} | "
-            f"{_f(g('auc_dom_remove'))} | {_f(g('auc_dom_flip'))} |",
-            f"| {n} | {k} random directions, edited as the core | {_range(g('auc_random_keep'))} | "
-            f"{_range(g('auc_random_remove'))} | {_range(g('auc_random_flip'))} |",
-            f"| {n} | {k} random directions, the core's displacement | — | {_range(g('auc_random_matched_remove'))} | "
-            f"{_range(g('auc_random_matched_flip'))} |",
+            (n, "ACE core", _f(g("auc_keep")), _f(g("auc_remove")), _f(g("auc_flip"))),
+            (n, f"difference of means (|cos| with the core {_f(g('cos_core_dom'), 2)})", _f(g("auc_dom_keep")),
+             _f(g("auc_dom_remove")), _f(g("auc_dom_flip"))),
+            (n, f"{k} random directions, edited as the core", _range(g("auc_random_keep")), _range(g("auc_random_remove")),
+             _range(g("auc_random_flip"))),
+            (n, f"{k} random directions, the core's displacement", "—", _range(g("auc_random_matched_remove")),
+             _range(g("auc_random_matched_flip"))),
         ]  # fmt: skip
-    return "\n".join(rows)
+    return markdown_table(("model", "direction", "core only (+)", "core removed (−)", "core flipped (↔)"), rows)
 
 
 def removal_table(flat: Mapping[str, object], models: Sequence[str]) -> str:
     """Markdown: mean vs zero ablation of the core (AUC, mean margins per class, where the coordinate
     is set) and the attractor-free prompts."""
-    rows = ["| model | removal | sets the core coordinate to | AUC | mean margin: singular, plural |",
-            "|---|---|---|---|---|"]  # fmt: skip
+    rows, free = [], []
     for n in models:
         g = lambda k: flat[f"{n}.{k}"]  # noqa: E731
         mc, mm, mz = g("mean_margin_clean"), g("mean_margin_remove"), g("mean_margin_remove_zero")
         cs, cp = g("coord_singular"), g("coord_plural")
         rows += [
-            f"| {n} | none (clean) | its own value (class means {cs:.3g}, {cp:.3g}) | {_f(g('auc_base'))} | {mc[0]:.2f}, {mc[1]:.2f} |",
-            f"| {n} | mean ablation h − qqᵀ(h − μ) | the mean's, 0 | {_f(g('auc_remove'))} | {mm[0]:.2f}, {mm[1]:.2f} |",
-            f"| {n} | zero ablation h − qqᵀh | the zero vector's, {g('coord_zero'):.3g} | {_f(g('auc_ace_remove_zero'))} | "
-            f"{mz[0]:.2f}, {mz[1]:.2f} |",
+            (n, "none (clean)", f"its own value (class means {cs:.3g}, {cp:.3g})", _f(g("auc_base")), f"{mc[0]:.2f}, {mc[1]:.2f}"),
+            (n, "mean ablation h − qqᵀ(h − μ)", "the mean's, 0", _f(g("auc_remove")), f"{mm[0]:.2f}, {mm[1]:.2f}"),
+            (n, "zero ablation h − qqᵀh", f"the zero vector's, {g('coord_zero'):.3g}", _f(g("auc_ace_remove_zero")),
+             f"{mz[0]:.2f}, {mz[1]:.2f}"),
         ]  # fmt: skip
-    rows += ["", "| model | attractor-free prompts: base | core only (+) | core removed (−) | core flipped (↔) |",
-             "|---|---|---|---|---|"]  # fmt: skip
-    for n in models:
-        g = lambda k: flat[f"{n}.{k}"]  # noqa: E731
-        rows.append(f"| {n} | {_f(g('auc_free_base'))} | {_f(g('auc_free_keep'))} | {_f(g('auc_free_remove'))} | "
-                    f"{_f(g('auc_free_flip'))} |")  # fmt: skip
-    return "\n".join(rows)
+        free.append((n, _f(g("auc_free_base")), _f(g("auc_free_keep")), _f(g("auc_free_remove")), _f(g("auc_free_flip"))))
+    header = ("model", "removal", "sets the core coordinate to", "AUC", "mean margin: singular, plural")
+    free_header = ("model", "attractor-free prompts: base", "core only (+)", "core removed (−)", "core flipped (↔)")
+    return markdown_table(header, rows) + "\n\n" + markdown_table(free_header, free)
 
 
 def knob_table(flat: Mapping[str, object], models: Sequence[str]) -> str:
     """Markdown: knob R² pooled (with the label-only null) and within each class, with permutation p."""
-    rows = ["| model | pooled R² | label-only null (median R²) | p (label-preserving) | singular R² (p) | plural R² (p) |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
+    rows = []
     for n in models:
         g = lambda k: flat[f"{n}.{k}"]  # noqa: E731
-        rows.append(f"| {n} | {_f(g('knob_r2'))} | {_f(g('knob_r2_label_null'))} | {g('knob_p_label_preserving'):.2g} | "
-                    f"{_f(g('knob_r2_singular'))} ({g('knob_p_singular'):.2g}) | {_f(g('knob_r2_plural'))} "
-                    f"({g('knob_p_plural'):.2g}) |")  # fmt: skip
-    return "\n".join(rows)
+        rows.append((n, _f(g("knob_r2")), _f(g("knob_r2_label_null")), f"{g('knob_p_label_preserving'):.2g}",
+                     f"{_f(g('knob_r2_singular'))} ({g('knob_p_singular'):.2g})",
+                     f"{_f(g('knob_r2_plural'))} ({g('knob_p_plural'):.2g})"))  # fmt: skip
+    header = ("model", "pooled R²", "label-only null (median R²)", "p (label-preserving)", "singular R² (p)", "plural R² (p)")
+    return markdown_table(header, rows)
 
 
 def demo_table(flat: Mapping[str, object], models: Sequence[str], prompts: Sequence[str], shifts: Mapping[str, Sequence[float]]) -> str:
     """Markdown: per model and demo prompt, the core coordinate, the own-number share of the four verbs'
     probability (clean / removed / flipped), the margin m clean and flipped, and the flip's shift towards
     the other number (``shifts``: model -> per-prompt nats)."""
-    rows = ["| model | prompt | number | z | own-number share: clean | removed | flipped | m clean | m flipped | shift (nats) |",
-            "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    header = ("model", "prompt", "number", "z", "own-number share: clean", "removed", "flipped", "m clean", "m flipped",
+              "shift (nats)")  # fmt: skip
     labels = flat["demo_labels"]
+    rows = []
     for n in models:
         g = lambda k: flat[f"{n}.{k}"]  # noqa: E731
         for i, text in enumerate(prompts):
-            rows.append(f"| {n} | {text} | {'plural' if labels[i] else 'singular'} | {g('demo_coord')[i]:.3g} | "
-                        f"{g('demo_share_base')[i]:.2f} | {g('demo_share_removed')[i]:.2f} | {g('demo_share_flipped')[i]:.2f} | "
-                        f"{g('demo_margin_base')[i]:.2f} | {g('demo_margin_flipped')[i]:.2f} | {shifts[n][i]:+.2f} |")  # fmt: skip
-    return "\n".join(rows)
+            rows.append((n, text, "plural" if labels[i] else "singular", f"{g('demo_coord')[i]:.3g}",
+                         f"{g('demo_share_base')[i]:.2f}", f"{g('demo_share_removed')[i]:.2f}", f"{g('demo_share_flipped')[i]:.2f}",
+                         f"{g('demo_margin_base')[i]:.2f}", f"{g('demo_margin_flipped')[i]:.2f}", f"{shifts[n][i]:+.2f}"))  # fmt: skip
+    return markdown_table(header, rows)
 
 
 def generation_table(flat: Mapping[str, object], models: Sequence[str]) -> str:
     """Markdown: per model and calibration rule, the share of generations changed, how many were scored,
     the share of steps landing on the other side and the median achieved push."""
-    rows = ["| model | calibration | generations changed | scored | steps on the other side | median push (nats) |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
+    rows = []
     for n in models:
         g = lambda k: flat.get(f"{n}.{k}")  # noqa: E731
-        rows.append(f"| {n} | clean texts (no edit) | {_f(g('generation_baseline_rate'))} | — | — | — |")
+        rows.append((n, "clean texts (no edit)", _f(g("generation_baseline_rate")), "—", "—", "—"))
         for rule, text in (("official", "official: one secant step to 1 nat"), ("refined", "refined (ours)")):
             if g(f"generation_{rule}_scored") is None:
                 continue
-            rows.append(f"| {n} | {text} | {_f(g(f'generation_{rule}_rate'))} | {g(f'generation_{rule}_scored')} | "
-                        f"{_f(g(f'generation_{rule}_landed'))} | {_f(g(f'generation_{rule}_push'), 2)} |")  # fmt: skip
-    return "\n".join(rows)
+            rows.append((n, text, _f(g(f"generation_{rule}_rate")), f"{g(f'generation_{rule}_scored')}",
+                         _f(g(f"generation_{rule}_landed")), _f(g(f"generation_{rule}_push"), 2)))  # fmt: skip
+    header = ("model", "calibration", "generations changed", "scored", "steps on the other side", "median push (nats)")
+    return markdown_table(header, rows)
 
 
 def alignment_table(flat: Mapping[str, object]) -> str:
     """Markdown: per model pair, the sign-aligned Spearman pooled (random-pairing and label-preserving p,
     the label-only null's median) and within each class."""
-    rows = ["| models | pooled Spearman | Pearson | p (random pairing) | label-only null (median) | p (label-preserving) | "
-            "singular ρ (p) | plural ρ (p) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = []
     for key in flat.get("pairwise_spearman", {}):
         g = lambda f: flat[f"pairwise_{f}"][key]  # noqa: E731
-        rows.append(f"| {key.replace('~', ' vs ')} | {_f(g('spearman'))} | {_f(g('pearson'))} | {g('p_value'):.2g} | "
-                    f"{_f(g('label_null'))} | {g('p_label_preserving'):.2g} | {_f(g('spearman_singular'))} "
-                    f"({g('p_singular'):.2g}) | {_f(g('spearman_plural'))} ({g('p_plural'):.2g}) |")  # fmt: skip
-    return "\n".join(rows)
+        rows.append((key.replace("~", " vs "), _f(g("spearman")), _f(g("pearson")), f"{g('p_value'):.2g}", _f(g("label_null")),
+                     f"{g('p_label_preserving'):.2g}", f"{_f(g('spearman_singular'))} ({g('p_singular'):.2g})",
+                     f"{_f(g('spearman_plural'))} ({g('p_plural'):.2g})"))  # fmt: skip
+    header = ("models", "pooled Spearman", "Pearson", "p (random pairing)", "label-only null (median)", "p (label-preserving)",
+              "singular ρ (p)", "plural ρ (p)")  # fmt: skip
+    return markdown_table(header, rows)
 
 
 def _each(flat: Mapping[str, object], models: Sequence[str], key: str, digits: int = 3) -> str:

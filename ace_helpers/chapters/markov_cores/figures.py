@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 
 from ace_helpers.chapters.markov_cores import ABLATIONS, TAILS, eigen_summary, r2_ratios
 from ace_helpers.repro.style import PALETTE
+from ace_helpers.repro.tables import markdown_table
 
 FLOOR = 1e-5  # remaining energy below this is drawn at the floor (exact zeros included)
 
@@ -198,7 +199,7 @@ def _pairs(values: Sequence[Sequence[float]]) -> list[str]:
 
 def variant_table(results: dict[str, Any], tail: str, ablation: str) -> str:
     """Markdown table: the chosen variant beside the paper's, per seed."""
-    rows = ["| quantity | ours (" + f"{tail}, {ablation}" + ") | paper's variant (logits, zero) |", "|---|---|---|"]
+    rows = []
 
     def fmt(values: Any) -> str:
         if isinstance(values, list):
@@ -220,8 +221,8 @@ def variant_table(results: dict[str, Any], tail: str, ablation: str) -> str:
         ("canonical correlations (pairs; ours: top n − 1, paper's: top 3)", _pairs(results["cca"]),
          _pairs(results["cca_paper"])),
     ]:
-        rows.append(f"| {label} | {fmt(a)} | {fmt(b)} |")
-    return "\n".join(rows)
+        rows.append((label, fmt(a), fmt(b)))
+    return markdown_table(("quantity", f"ours ({tail}, {ablation})", "paper's variant (logits, zero)"), rows)
 
 
 def ablation_table(results: dict[str, Any], prefix: str = "", chain: int | None = None) -> str:
@@ -233,30 +234,30 @@ def ablation_table(results: dict[str, Any], prefix: str = "", chain: int | None 
         value = results[prefix + key]
         return value if chain is None else value[chain]
 
-    rows = ["| tail \\ ablation | " + " | ".join(f"{a}: core only / removed" for a in ABLATIONS) + " |",
-            "|---|" + "---|" * len(ABLATIONS)]
+    rows = []
     for t in TAILS:
         cells = [f"{np.mean(get(f'keep_acc_{t}_{a}')):.4f} / {np.mean(get(f'remove_acc_{t}_{a}')):.4f}" for a in ABLATIONS]
-        rows.append(f"| {t} (rank {get(f'core_ranks_{t}')}) | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+        rows.append((f"{t} (rank {get(f'core_ranks_{t}')})", *cells))
+    return markdown_table(("tail \\ ablation", *(f"{a}: core only / removed" for a in ABLATIONS)), rows)
 
 
 def extra_table(results: dict[str, Any]) -> str:
     """Markdown table of the extra chains (one row per chain, seeds joined)."""
-    rows = ["| chain | n | rank (centered) | rank (logits) | eigenvalues of T | max relative eig. error (floor) | R²/r2_state "
-            "| R²/R²_oracle | full / core-only / removed / chance |", "|---|---|---|---|---|---|---|---|---|"]
+    header = ("chain", "n", "rank (centered)", "rank (logits)", "eigenvalues of T", "max relative eig. error (floor)",
+              "R²/r2_state", "R²/R²_oracle", "full / core-only / removed / chance")  # fmt: skip
+    rows = []
     for c, n in enumerate(results["extra_n_states"]):
         eigs = ", ".join(f"{re:.3f}{im:+.3f}i" if abs(im) > 1e-9 else f"{re:.3f}" for re, im in results["extra_true_eigs"][c])
         r2, r2s, r2o = results["extra_r2"][c], results["extra_r2_state"][c], results["extra_r2_oracle"][c]
         acc = (f"{np.mean(results['extra_base_acc'][c]):.3f} / {np.mean(results['extra_keep_acc'][c]):.3f} / "
                f"{np.mean(results['extra_remove_acc'][c]):.3f} / {results['extra_chance_acc'][c]:.3f}")
-        rows.append(
-            f"| {c + 1} | {n} | {results['extra_core_ranks_centered'][c]} | {results['extra_core_ranks_logits'][c]} | {eigs} "
-            f"| {', '.join(f'{100 * max(e):.2f} %' for e in results['extra_eig_rel_error'][c])} "
-            f"({100 * max(results['extra_eig_rel_floor'][c]):.2f} %) "
-            f"| {', '.join(f'{a / b:.3f}' for a, b in zip(r2, r2s))} | {', '.join(f'{a / r2o:.3f}' for a in r2)} | {acc} |"
-        )
-    return "\n".join(rows)
+        rows.append((
+            f"{c + 1}", f"{n}", f"{results['extra_core_ranks_centered'][c]}", f"{results['extra_core_ranks_logits'][c]}", eigs,
+            (f"{', '.join(f'{100 * max(e):.2f} %' for e in results['extra_eig_rel_error'][c])} "
+             f"({100 * max(results['extra_eig_rel_floor'][c]):.2f} %)"),
+            ", ".join(f"{a / b:.3f}" for a, b in zip(r2, r2s)), ", ".join(f"{a / r2o:.3f}" for a in r2), acc,
+        ))  # fmt: skip
+    return markdown_table(header, rows)
 
 
 def _lam(re: float, im: float) -> str:
@@ -268,14 +269,14 @@ def eigen_table(results: dict[str, Any]) -> str:
     eigenvalue, one column per seed, then the fit on the current-state means (largest over seeds)
     and the test steps' sampling floor."""
     seeds = len(results["eig_rel_error"])
-    rows = ["| true λ (\\|λ\\|) | " + " | ".join(f"seed {s + 1}" for s in range(seeds))
-            + " | fit on current-state means | sampling floor |", "|---|" + "---|" * (seeds + 2)]
+    header = ("true λ (|λ|)", *(f"seed {s + 1}" for s in range(seeds)), "fit on current-state means", "sampling floor")
+    rows = []
     for i, (re, im) in enumerate(results["true_eigs"]):
         cells = [f"{100 * results['eig_rel_error'][s][i]:.2f} %" for s in range(seeds)]
         state = max(e[i] for e in results["eig_rel_error_state"])
-        rows.append(f"| {_lam(re, im)} ({np.hypot(re, im):.3f}) | " + " | ".join(cells)
-                    + f" | {100 * state:.2f} % | {100 * results['eig_rel_floor'][i]:.2f} % |")
-    return "\n".join(rows)
+        rows.append((f"{_lam(re, im)} ({np.hypot(re, im):.3f})", *cells, f"{100 * state:.2f} %",
+                     f"{100 * results['eig_rel_floor'][i]:.2f} %"))  # fmt: skip
+    return markdown_table(header, rows)
 
 
 def _range(values: Sequence[float], fmt: str = ".3f") -> str:

@@ -42,6 +42,7 @@ from ace_helpers.method.core import Core, extract_core
 from ace_helpers.method.operators import class_means, fit_shift_operator, near_unit_circle, rotational_modes
 from ace_helpers.method.scans import necessary_dim, rank_scan, sufficient_dim
 from ace_helpers.repro.artifacts import to_plain
+from ace_helpers.repro.tables import markdown_table
 from ace_helpers.toys.models import ToyTransformer
 from ace_helpers.toys.tasks.modadd import ModAddData
 
@@ -350,11 +351,11 @@ def clock_panels(arm: ArmResult, epochs: Sequence[int], model: int = 0, label: s
 def dimension_table(run: GrokRun, grok: int) -> str:
     """Markdown table: 0.99-energy rank, necessary and sufficient dim per arm and model, at
     grokking (WD-off arm: its first checkpoint, the fork) and at each arm's last checkpoint."""
-    lines = ["| arm | model | epoch | energy rank | necessary dim | sufficient dim |", "|---|---|---|---|---|---|"]
+    lines = []
     for label, arm, first in (("WD = 1", run.wd, grok), ("WD 1 → 0", run.nowd, int(run.nowd.epochs[0]))):
         for m in range(run.n_models):
             for e in (first, int(arm.epochs[-1])):
                 i = arm.index(e)
-                lines.append(f"| {label} | {m} | {e} | {int(arm['energy_rank'][m, i])} | {int(arm['core_dim'][m, i])} | "
-                             f"{int(arm['suff_dim'][m, i])} |")  # fmt: skip
-    return "\n".join(lines)
+                lines.append((label, f"{m}", f"{e}", f"{int(arm['energy_rank'][m, i])}", f"{int(arm['core_dim'][m, i])}",
+                              f"{int(arm['suff_dim'][m, i])}"))  # fmt: skip
+    return markdown_table(("arm", "model", "epoch", "energy rank", "necessary dim", "sufficient dim"), lines)

@@ -26,6 +26,7 @@ from ace_helpers.chapters.modadd.run import train_one_model
 from ace_helpers.method.operators import class_means, fit_shift_operator, rotational_modes
 from ace_helpers.repro.artifacts import default_output_dir, load_artifact, project_root, save_artifact
 from ace_helpers.repro.report import Claims
+from ace_helpers.repro.tables import markdown_table
 from ace_helpers.toys.models import build_model
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.train import load_state
@@ -181,27 +182,29 @@ def reference_rows(
 
 def reference_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Markdown table of :func:`reference_rows` (one line per epoch and dimension)."""
-    lines = ["| epoch | dim d | cap ⌊d/2⌋ + 1 | modes: first d ACE directions | random subspaces of dim d: median (min–max) "
-             "| 95th percentile | share reaching the ACE count | random class means: median |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    header = ("epoch", "dim d", "cap ⌊d/2⌋ + 1", "modes: first d ACE directions", "random subspaces of dim d: median (min–max)",
+              "95th percentile", "share reaching the ACE count", "random class means: median")  # fmt: skip
+    lines = []
     for r in rows:
         rnd = np.asarray(r["random"])
-        lines.append(f"| {r['epoch']} | {r['dim']} | {r['cap']} | {r['ace']} | {np.median(rnd):g} ({rnd.min()}–{rnd.max()}) | "
-                     f"{np.quantile(rnd, 0.95):g} | {np.mean(rnd >= r['ace']):.2f} | {np.median(r['gaussian']):g} |")  # fmt: skip
-    return "\n".join(lines)
+        lines.append((f"{r['epoch']}", f"{r['dim']}", f"{r['cap']}", f"{r['ace']}", f"{np.median(rnd):g} ({rnd.min()}–{rnd.max()})",
+                      f"{np.quantile(rnd, 0.95):g}", f"{np.mean(rnd >= r['ace']):.2f}", f"{np.median(r['gaussian']):g}"))  # fmt: skip
+    return markdown_table(header, lines)
 
 
 def reference_comparison(ref: Any, lrun: GrokRun) -> str:
     """Markdown table: the retrained model beside the stored run's model 0 at each reference epoch
     (test acc, energy rank, core dim, modes of the OLS fit), and their grok epochs."""
     wd = lrun.wd
-    lines = ["| epoch | model | test acc | energy rank | core dim | modes (OLS) |", "|---|---|---|---|---|---|"]
+    lines = []
     for e in ref.data["epochs"]:
         a = ref.data["analysis"][str(e)]
         i = wd.index(int(e))
-        lines.append(f"| {e} | retrained here | {a['test_acc']:.4f} | {a['energy_rank']} | {a['core_dim']} | {a['rotational_modes_ols']} |")
-        lines.append(f"| {e} | stored model 0 | {wd['test_acc'][0, i]:.4f} | {int(wd['energy_rank'][0, i])} | "
-                     f"{int(wd['core_dim'][0, i])} | {int(wd['rotational_modes_ols'][0, i])} |")  # fmt: skip
-    return "\n".join(lines)
+        lines.append((f"{e}", "retrained here", f"{a['test_acc']:.4f}", f"{a['energy_rank']}", f"{a['core_dim']}",
+                      f"{a['rotational_modes_ols']}"))  # fmt: skip
+        lines.append((f"{e}", "stored model 0", f"{wd['test_acc'][0, i]:.4f}", f"{int(wd['energy_rank'][0, i])}",
+                      f"{int(wd['core_dim'][0, i])}", f"{int(wd['rotational_modes_ols'][0, i])}"))  # fmt: skip
+    return markdown_table(("epoch", "model", "test acc", "energy rank", "core dim", "modes (OLS)"), lines)
 
 
 #: The share of the core's modes that random subspaces of its dimension must hold (median) for

@@ -16,6 +16,7 @@ import numpy as np
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun
 from ace_helpers.chapters.modadd.long_run import continues, how_trained, load_long_run, stored_long_run
+from ace_helpers.repro.tables import markdown_table
 
 #: Share of eigenvalues within sin(π/p) of the unit circle that counts as "on the circle" (ours).
 SHARE_MIN = 0.8
@@ -133,13 +134,12 @@ def post_grok_table(arm: ArmResult, grok: int, rows: dict[str, tuple[np.ndarray,
     ``rows[name] = (values (M, C), threshold)``, how many meet ``value ≥ threshold`` and the minimum."""
     post = arm.epochs >= grok
     names = list(rows)
-    head = "| model | checkpoints from grokking on | " + " | ".join(f"{n} ≥ {rows[n][1]:g}" for n in names) + " |"
-    lines = [head, "|---|---|" + "---|" * len(names)]
+    lines = []
     for m in range(arm["test_acc"].shape[0]):
         cells = []
         for n in names:
             v = np.asarray(rows[n][0], dtype=float)[m, post]
             low = float(np.nanmin(v)) if np.isfinite(v).any() else float("nan")
             cells.append(f"{int((v >= rows[n][1]).sum())} (min {low:.2f})")
-        lines.append(f"| {m} | {int(post.sum())} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        lines.append((f"{m}", f"{int(post.sum())}", *cells))
+    return markdown_table(("model", "checkpoints from grokking on", *(f"{n} ≥ {rows[n][1]:g}" for n in names)), lines)

@@ -25,7 +25,6 @@ from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's
     per_model_summary,
     run_entries,
 )
-from ace_helpers.chapters.modadd.claims import ClaimRow, not_tested_table  # noqa: F401
 from ace_helpers.chapters.modadd.grokked import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import NO_LONG_RUN, describe_long_run, how_trained, stored_long_run  # noqa: F401
 from ace_helpers.chapters.modadd.run import load_run as run  # noqa: F401 - the chapter protocol's run(cfg)
@@ -54,7 +53,7 @@ from ace_helpers.chapters.modadd_grokking.claims import (  # noqa: F401 - the ch
     unit_circle_sentence,
 )
 from ace_helpers.repro.params import ChapterParams, Params
-from ace_helpers.repro.report import Claims
+from ace_helpers.repro.report import ClaimRow, Claims, not_tested_table  # noqa: F401
 
 PARAMS = ChapterParams("02_modadd_grokking", config.PRESETS, config.check)
 

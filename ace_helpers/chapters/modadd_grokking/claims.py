@@ -15,7 +15,6 @@ from ace_helpers.chapters.modadd.analysis import (
     GrokRun,
     grok_epoch,
 )
-from ace_helpers.chapters.modadd.claims import ClaimRow
 from ace_helpers.chapters.modadd.stats import (
     LATE_EPOCH,
     NEC_FACTOR,
@@ -30,7 +29,7 @@ from ace_helpers.chapters.modadd.stats import (
 )
 from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import Claims
+from ace_helpers.repro.report import ClaimRow, Claims
 
 #: Test accuracy below which a checkpoint counts as "before grokking" (memorisation phase) for
 #: the claims about the pre-grokking spectrum: 0.1 is ~5x chance at p = 53 and below every
