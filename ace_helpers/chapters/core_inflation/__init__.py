@@ -3,7 +3,7 @@
 The chapter protocol: :data:`PARAMS` (the presets and check of
 :mod:`ace_helpers.chapters.modadd.config`, shared with chapter 2, so both chapters load one
 training run), :func:`run` (that run, stored or trained) and :func:`build_claims` (in
-:mod:`.claims`, with the :data:`KNOWN_GAPS` measured at the book and paper presets, and
+:mod:`ace_helpers.chapters.core_inflation.claims`, with the :data:`KNOWN_GAPS` measured at the book and paper presets, and
 :func:`long_run_claims` for the stored long run).  Also the run behind the dimension-matched reference for
 Fig. 2D (:func:`reference_source`; the reference itself is :mod:`ace_helpers.chapters.modadd.reference`,
 re-exported here for the notebook), its ``results.json``
