@@ -151,10 +151,15 @@ class ChapterParams:
         self.check(out)
         return out
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name a run may set: the knobs, ``PRESET`` and ``OUTPUT_DIR``."""
+        return (*self.knobs, "PRESET", "OUTPUT_DIR")
+
     def refuse_unknown(self, names: Iterable[str]) -> None:
-        """Raise ``ValueError`` naming each of ``names`` that is not a knob, ``PRESET`` or
-        ``OUTPUT_DIR``, with the closest valid name, before any work."""
-        allowed = (*self.knobs, "PRESET", "OUTPUT_DIR")
+        """Raise ``ValueError`` naming each of ``names`` that is not in :attr:`names`, with the
+        closest valid name, before any work."""
+        allowed = self.names
         unknown = sorted(set(names) - set(allowed))
         if not unknown:
             return
@@ -180,9 +185,8 @@ class ChapterParams:
             ValueError: an unknown knob, a bad value (naming the knob and what is allowed), or
                 an OUTPUT_DIR that cannot be written.
         """
-        names = (*self.knobs, "PRESET", "OUTPUT_DIR")
         self.refuse_unknown([*knobs, *(n for n in namespace or () if KNOB_NAME.fullmatch(n))])
-        given = {n: namespace.get(n) for n in names} if namespace is not None else {}
+        given = {n: namespace.get(n) for n in self.names} if namespace is not None else {}
         given.update(knobs)
         preset = given.get("PRESET") or preset_from_env("book")
         values = resolve(preset, {k: given.get(k) for k in self.knobs}, self.presets)

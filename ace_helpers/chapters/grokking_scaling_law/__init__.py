@@ -188,12 +188,20 @@ class Sweeps:
 
 @dataclass
 class ScalingRun:
-    """One run of the chapter: where its sweeps came from, their records and the fits over them."""
+    """One run of the chapter: its sweeps (where they came from, their records) and the fits over them."""
 
     sweeps: Sweeps
-    omega_runs: list[GrokRecord]
-    p_runs: list[GrokRecord]
     fits: SweepFits
+
+    @property
+    def omega_runs(self) -> list[GrokRecord]:
+        """The ω sweep's records."""
+        return self.sweeps.omega_runs or []
+
+    @property
+    def p_runs(self) -> list[GrokRecord]:
+        """The p sweep's records."""
+        return self.sweeps.p_runs or []
 
 
 def run(cfg: Params, progress: bool = False) -> ScalingRun:
@@ -202,7 +210,7 @@ def run(cfg: Params, progress: bool = False) -> ScalingRun:
     sweeps = Sweeps(cfg)
     omega_runs, p_runs = sweeps.omega(progress), sweeps.p(progress)
     sweeps.save()
-    return ScalingRun(sweeps, omega_runs, p_runs, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]))
+    return ScalingRun(sweeps, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]))
 
 
 def build_claims(res: ScalingRun, cfg: Params) -> Claims:
