@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_helpers.repro.paper_claims import check_id
 from ace_helpers.repro.tables import markdown_table
 
 #: The columns of every claims table.
@@ -44,6 +45,12 @@ class Claim:
     where: str = ""
     rule: str = ""
     partly: bool = False
+    #: The paper-claim id (:data:`~ace_helpers.repro.paper_claims.PAPER_CLAIMS`) or ours.<chapter>.<name>.
+    id: str = ""
+    #: "paper", "ours" or "diagnosis" (:func:`claim_kind`).
+    kind: str = ""
+    #: For a diagnosis: the paper-claim id whose failure it explains.
+    explains: str | None = None
 
     @property
     def unexpected(self) -> bool:
@@ -113,16 +120,19 @@ class Claims:
 
     def check(
         self, claim: str, paper: str, ours: Any, passed: bool, known_gap: str | None = None, *,
-        where: str = "", rule: str = "", partly: bool = False,
+        where: str = "", rule: str = "", partly: bool = False, id: str = "", explains: str | None = None,
     ) -> bool:  # fmt: skip
         """Record a claim; ``passed`` is the caller's comparison of ``ours`` to the rule.
 
         ``paper``: the paper's statement and value; ``where``: its figure or section (or the code
         release); ``rule``: our acceptance rule, and why it departs from the paper's wording where
         it does; ``partly``: the weaker form the rule names holds (used only if ``passed`` is
-        false); ``known_gap``: the measured cause when this claim is known not to hold here.
+        false); ``known_gap``: the measured cause when this claim is known not to hold here;
+        ``id``: the paper-claim id this row tests, or ``ours.<chapter>.<name>``; ``explains``: for a
+        diagnosis row, the paper-claim id whose failure it explains (the kind follows: :func:`claim_kind`).
         """
-        self.rows.append(Claim(claim, paper, _fmt(ours), bool(passed), known_gap, where, rule, bool(partly)))
+        kind = claim_kind(id, explains) if id else ""
+        self.rows.append(Claim(claim, paper, _fmt(ours), bool(passed), known_gap, where, rule, bool(partly), id, kind, explains))
         return bool(passed)
 
     def table(self) -> str:
@@ -161,7 +171,8 @@ class Claims:
         chapter's own run (the scorecard shows it instead of the chapter's knobs).
         """
         return [
-            {"section": section, "claim": r.claim, "paper": r.paper, "where": r.where, "rule": r.rule, "ours": r.ours,
+            {"section": section, "id": r.id, "kind": r.kind, **({"explains": r.explains} if r.explains else {}),
+             "claim": r.claim, "paper": r.paper, "where": r.where, "rule": r.rule, "ours": r.ours,
              "verdict": r.verdict, "note": r.known_gap or "", **({"trained": trained} if trained else {})}
             for r in self.rows
         ] + not_tested_records(self.not_tested, section, trained)  # fmt: skip
@@ -173,6 +184,14 @@ class Claims:
             raise AssertionError(
                 "claims not reproduced: " + "; ".join(f"{r.claim} (ours {r.ours}, paper {r.paper})" for r in failed)
             )
+
+
+def claim_kind(claim_id: str, explains: str | None = None) -> str:
+    """The kind of a row with id ``claim_id``: ``"paper"`` for an id of the paper's list,
+    ``"diagnosis"`` when it explains one, else ``"ours"`` (checked by :func:`~ace_helpers.repro.paper_claims.check_id`)."""
+    kind = "diagnosis" if explains else "ours" if claim_id.startswith("ours.") else "paper"
+    check_id(claim_id, kind, explains)
+    return kind
 
 
 @dataclass(frozen=True)

@@ -31,3 +31,32 @@ def test_ids_fit_their_kind():
 def test_a_wrong_id_or_kind_is_refused(args, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_id(*args)
+
+
+def test_a_claim_row_carries_its_id_and_kind():
+    from ace_helpers.repro.report import Claims
+
+    claims = Claims()
+    claims.check("rank 3", "3-D cores", 3, True, id="markov.core_rank")
+    claims.check("why", "—", 0.99, True, id="ours.markov_cores.softmax_direction", explains="markov.core_rank")
+    claims.check("extra", "—", 1, True, id="ours.markov_cores.extra_chain_1")
+    got = [(r["id"], r["kind"], r.get("explains")) for r in claims.records("s")]
+    assert got == [("markov.core_rank", "paper", None), ("ours.markov_cores.softmax_direction", "diagnosis", "markov.core_rank"),
+                   ("ours.markov_cores.extra_chain_1", "ours", None)]
+    with pytest.raises(ValueError, match="not a paper claim id"):
+        claims.check("typo", "—", 1, True, id="markov.core_rnak")
+
+
+@pytest.mark.parametrize("stem", ["ace_planted_system", "markov_cores"])
+def test_every_row_of_a_tagged_chapter_has_an_id(stem):
+    import importlib
+    import json
+    from pathlib import Path
+
+    mod = importlib.import_module(f"ace_helpers.chapters.{stem}")
+    root = Path(__file__).resolve().parents[2]
+    num = {"ace_planted_system": "00", "markov_cores": "01"}[stem]
+    stored = json.loads((root / "book" / "results" / f"{num}_{stem}.json").read_text())
+    cfg = mod.PARAMS.resolve(PRESET="book", **{k: stored["params"][k] for k in mod.PARAMS.knobs})
+    records = mod.build_claims(stored, cfg).records("book preset")
+    assert records and all(r["id"] and r["kind"] in ("paper", "ours", "diagnosis") for r in records)

@@ -171,27 +171,27 @@ def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
     blocks, and the PCA subspace is not sufficient."""
     claims = Claims()
     ov, keep, remove, chance = res["overlap"], res["acc_keep"], res["acc_remove"], res["chance_acc"]
-    claims.check("ACE rank = planted core dimension", "—", res["ace_rank"], res["ace_rank"] == cfg["R_CORE"], where=OURS,
+    claims.check("ACE rank = planted core dimension", "—", res["ace_rank"], res["ace_rank"] == cfg["R_CORE"], id="ours.ace_planted_system.rank", where=OURS,
                  rule=f"the energy rule's rank (cumulative balanced energy ≥ ENERGY = {cfg['ENERGY']:g}) equals R_CORE = "
                  f"{cfg['R_CORE']} exactly")  # fmt: skip
     claims.check("ACE overlap with the core", "ACE keeps the directions that are both active and relevant (abstract)",
-                 ov["ace"]["core"], ov["ace"]["core"] >= 0.99, where=OURS,
+                 ov["ace"]["core"], ov["ace"]["core"] >= 0.99, id="ours.ace_planted_system.overlap", where=OURS,
                  rule="projector overlap with the planted core ≥ 0.99 (1: the same subspace; the sources are exactly "
                  "uncorrelated, so the planted blocks are the sample's own ground truth)")  # fmt: skip
-    claims.check("PCA misses the core", "—", ov["pca"]["core"], ov["pca"]["core"] <= 0.1, where=OURS,
+    claims.check("PCA misses the core", "—", ov["pca"]["core"], ov["pca"]["core"] <= 0.1, id="ours.ace_planted_system.pca_misses", where=OURS,
                  rule="overlap of the rank-matched top PCA directions with the core ≤ 0.1 (activity alone finds the "
                  "active-only block)")  # fmt: skip
     claims.check("Jacobian directions miss the core", "—", ov["jacobian"]["core"], ov["jacobian"]["core"] <= 0.1,
-                 where=OURS, rule="overlap of the rank-matched top Jacobian (readout) directions with the core ≤ 0.1 "
+                 id="ours.ace_planted_system.jacobian_misses", where=OURS, rule="overlap of the rank-matched top Jacobian (readout) directions with the core ≤ 0.1 "
                  "(relevance alone finds the relevant-only block)")  # fmt: skip
     claims.check("ACE core sufficient", "keeping only the core keeps performance (abstract)", keep["ace"],
-                 keep["ace"] >= 0.95 * res["acc_base"], where=OURS,
+                 keep["ace"] >= 0.95 * res["acc_base"], id="ours.ace_planted_system.sufficient", where=OURS,
                  rule=f"core-only accuracy ≥ 0.95 × the readout's own ({res['acc_base']:.4f}); ours: the dropped noise and "
                  "relevant-only directions carry a little of the readout")  # fmt: skip
     claims.check("ACE core necessary", "removing the core drops performance to chance (abstract)", remove["ace"],
-                 remove["ace"] <= chance + 0.05, where=OURS,
+                 remove["ace"] <= chance + 0.05, id="ours.ace_planted_system.necessary", where=OURS,
                  rule=f"core-removed accuracy ≤ chance ({chance:g} = 1/{N_CLASSES} classes) + 0.05 (ours)")  # fmt: skip
-    claims.check("the PCA subspace is not sufficient", "—", keep["pca"], keep["pca"] <= chance + 0.05, where=OURS,
+    claims.check("the PCA subspace is not sufficient", "—", keep["pca"], keep["pca"] <= chance + 0.05, id="ours.ace_planted_system.pca_not_sufficient", where=OURS,
                  rule="keeping only the rank-matched PCA subspace leaves accuracy ≤ chance + 0.05: high variance alone "
                  "does not carry the task")  # fmt: skip
     return claims

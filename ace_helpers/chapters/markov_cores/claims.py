@@ -102,7 +102,7 @@ def _eig_claims(claims: Claims, results: dict[str, Any], cfg: Params) -> None:
         "core-operator eigenvalues within 1 % of the chain's (relative, every non-unit eigenvalue, every seed)",
         "the eigenvalues of the operator fitted to the core coordinates match the chain's spectrum to < 1 %",
         f"max {_pct(eig['max'])} ({per_eig})", holds, KNOWN_GAPS.reason(cfg, "eigenvalues"),
-        where=f"{FIG}, panel E; Markov results",
+        id="markov.spectrum", where=f"{FIG}, panel E; Markov results",
         rule=f"max over seeds and true non-unit eigenvalues λ of |λ̂ − λ|/|λ| ≤ {EIG_TOL:g}, λ̂ the fitted eigenvalue "
         f"matched to λ (optimal matching from the true set: a spurious extra one is left out); as the paper states it; "
         f"partly: ≤ {EIG_PARTLY:g}",
@@ -117,7 +117,7 @@ def _eig_claims(claims: Claims, results: dict[str, Any], cfg: Params) -> None:
         f"{_pct(eig['state_max'])}",
         eig["max"] >= FLOOR_FACTOR * eig["floor_max"] and eig["state_max"] <= eig["floor_max"] + 1e-3,
         KNOWN_GAPS.reason(cfg, "eigen_diagnosis"),
-        where=DIAGNOSIS,
+        id="ours.markov_cores.eigen_gap_in_core", explains="markov.spectrum", where=DIAGNOSIS,
         rule=f"the largest error is ≥ {FLOOR_FACTOR:g}× the test steps' sampling floor (the eigenvalues of the "
         "transition matrix counted on them: what a core holding exactly the current state gives; sampling noise would "
         "put the error at the floor), and the operator fitted to each coordinate's current-state mean is at that floor "
@@ -142,7 +142,7 @@ def _cca_rows(claims: Claims, results: dict[str, Any], n: int, cfg: Params) -> N
             f"canonical correlations 0.999, 0.999 and 0.929 between two seeds' cores",
             f"mean over pairs {[round(m, 4) for m in means]}, lowest pair {[round(x, 4) for x in lows]}",
             weak and all(m >= p - 5e-4 for m, p in zip(means, paper)), KNOWN_GAPS.reason(cfg, key),
-            where=f"{FIG}, panel D; Markov results",
+            id="markov.cca", where=f"{FIG}, panel D; Markov results",
             rule=f"mean over seed pairs ≥ {target} at the paper's three decimals (≥ value − 0.0005: the paper gives one "
             f"triple and does not say for which pair) and every pair ≥ {', '.join(f'{CCA_WEAK[i]:g}' for i in idx)}; "
             f"top n − 1 of the chosen tail's cores (the paper's top 3: the variant table); partly: only every pair ≥ "
@@ -166,38 +166,38 @@ def build_claims(results: dict[str, Any], cfg: Params) -> Claims:
     ranks_paper = results["core_ranks_paper"]
     claims.check(f"core rank = n − 1 = {n - 1} in every seed (raw-logit tail, the paper's)",
                  "3-D cores out of the 64-D residual stream, in every model", ranks_paper,
-                 all(r == n - 1 for r in ranks_paper), gap("rank_paper_tail"), where=f"abstract; {FIG}",
+                 all(r == n - 1 for r in ranks_paper), gap("rank_paper_tail"), id="markov.core_rank", where=f"abstract; {FIG}",
                  rule=f"energy rank (τ = ENERGY = {cfg['ENERGY']:g}; the {CODE} uses 0.999) with J = W_U equals n − 1 in "
                  "every seed; partly: n − 1 or n (the n-th is the softmax-invariant direction, next row)",
                  partly=all(r in (n - 1, n) for r in ranks_paper))  # fmt: skip
     cos = results["softmax_cos"]
     claims.check("the raw-logit tail's n-th direction shifts all logits equally (softmax-invariant)", "—", cos,
-                 min(cos) >= 0.9, gap("softmax_direction"), where=DIAGNOSIS,
+                 min(cos) >= 0.9, gap("softmax_direction"), id="ours.markov_cores.softmax_direction", explains="markov.core_rank", where=DIAGNOSIS,
                  rule="|cos(W_U q_n, 1)| ≥ 0.9 in every seed, q_n the n-th balanced direction (1: a pure shift of every "
                  "logit, which changes no probability; a random logit direction gives about 0.5 for n = 4); it explains "
                  "why the raw-logit rank sits at the 0.999 cut")  # fmt: skip
     if cfg["TAIL"] != "logits":
         claims.check(f"core rank = n − 1 = {n - 1} in every seed ({cfg['TAIL']} tail, ours)", "—", results["core_ranks"],
-                     all(r == n - 1 for r in results["core_ranks"]), gap("rank"), where=OURS,
+                     all(r == n - 1 for r in results["core_ranks"]), gap("rank"), id="ours.markov_cores.rank_chosen_tail", where=OURS,
                      rule="energy rank equals n − 1 in every seed; the centered tail J = (I − 11ᵀ/n) W_U has the "
                      "softmax-invariant direction in its null space, so no weaker form is allowed")  # fmt: skip
     claims.check(f"core only ≥ 0.99 × full model ({cfg['TAIL']} tail, {cfg['ABLATION']} ablation)",
                  "the core alone keeps the full model's accuracy (0.7501)", [results["keep_acc"], base],
-                 all(k >= 0.99 * b for k, b in zip(results["keep_acc"], base)), gap("keep"), where=f"{FIG}, panel B",
+                 all(k >= 0.99 * b for k, b in zip(results["keep_acc"], base)), gap("keep"), id="ours.markov_cores.keep_chosen_variant", where=f"{FIG}, panel B",
                  rule="every seed's core-only accuracy ≥ 0.99 × its full-model accuracy, for the chosen tail and "
                  "ablation on any chain (1 % slack; the paper's own variant on the paper chain: next row)")  # fmt: skip
     if is_paper_chain(cfg["T"]):
         claims.check("core only = full model (zero ablation, raw-logit tail: the paper's variant, on the paper chain)",
                      "the core alone keeps the full model's accuracy (0.7501)", results["keep_acc_paper"],
                      all(abs(k - b) <= 0.005 for k, b in zip(results["keep_acc_paper"], base)), gap("keep_paper"),
-                     where=f"{FIG}, panel B",
+                     id="markov.sufficient", where=f"{FIG}, panel B",
                      rule="|core only − full model| ≤ 0.005 in every seed (465 of the 93,000 test predictions; the paper "
                      "reports equality), checked when T is the paper chain (its 4 × 4 shape and values)")  # fmt: skip
     chance, removed = results["chance_acc"], results["remove_acc"]
     claims.check(f"core removed: accuracy to chance ({cfg['ABLATION']} ablation)",
                  f"removing the core drops accuracy to chance (the chance line: targets equal to argmax π, here {chance:.4f})",
                  removed, all(r <= chance + REMOVE_TOL for r in removed), gap("remove"),
-                 where=f"{FIG}, panel B; chance line from the {CODE}",
+                 id="markov.necessary", where=f"{FIG}, panel B; chance line from the {CODE}",
                  rule=f"every seed ≤ chance + {REMOVE_TOL:g} (ours: 'to chance' read as within one accuracy point; no lower "
                  f"bound, a model without its core may predict one fixed state, at or below chance); partly: ≤ chance + "
                  f"{REMOVE_PARTLY:g}", partly=all(r <= chance + REMOVE_PARTLY for r in removed))  # fmt: skip
@@ -206,25 +206,25 @@ def build_claims(results: dict[str, Any], cfg: Params) -> Claims:
     ov = results["projector_overlap"]
     claims.check(f"projector overlap between seeds' cores ≤ {limit:.3g} (random subspaces: r/D = {rand:.3f})",
                  "nearly orthogonal cores: projector overlap 0.02–0.04", ov, max(ov) <= limit, gap("overlap"),
-                 where=f"{FIG}, panel C",
+                 id="markov.overlap", where=f"{FIG}, panel C",
                  rule=f"max over seed pairs ≤ 0.04, the paper's largest value, at its r/D = 3/64 (another chain size or width "
                  f"scales it with the random level r/D); partly: ≤ 2 r/D = {2 * rand:.3f}, twice the random level",
                  partly=max(ov) <= 2 * rand)  # fmt: skip
     _cca_rows(claims, results, n, cfg)
     wc = results["weight_cosine"]
     claims.check("the seeds' weights differ: |weight cosine| ≤ 0.1", "models with different weights", wc,
-                 max(abs(w) for w in wc) <= 0.1, gap("weights"), where=f"{FIG}, panel A",
+                 max(abs(w) for w in wc) <= 0.1, gap("weights"), id="markov.weights_differ", where=f"{FIG}, panel A",
                  rule="|cosine of the flattened parameter vectors| ≤ 0.1 for every pair (ours, the paper gives no number: "
                  "equal weights give 1; the shared LayerNorm gains put a floor of a few hundredths)")  # fmt: skip
     _eig_claims(claims, results, cfg)
     ratio_o, ratio_s = r2_ratios(results)
     claims.check(f"R²/R²_oracle > {R2_ORACLE_MIN:g} in every seed", "R²_core / R²_oracle > 0.98 (R²_oracle = 0.5)",
-                 ratio_o, min(ratio_o) > R2_ORACLE_MIN, gap("r2_oracle"), where="Markov results",
+                 ratio_o, min(ratio_o) > R2_ORACLE_MIN, gap("r2_oracle"), id="markov.r2", where="Markov results",
                  rule=f"every seed > {R2_ORACLE_MIN:g}, as the paper states it (no upper bound: the oracle averages over "
                  f"one-hot coordinates, so the ratio can exceed 1); partly: > {R2_ORACLE_PARTLY:g}",
                  partly=min(ratio_o) > R2_ORACLE_PARTLY)  # fmt: skip
     claims.check("R²/r2_state in [0.95, 1.05] in every seed (basis-free oracle)", "—", ratio_s,
-                 all(0.95 <= r <= 1.05 for r in ratio_s), gap("r2_state"), where=OURS,
+                 all(0.95 <= r <= 1.05 for r in ratio_s), gap("r2_state"), id="ours.markov_cores.r2_state", where=OURS,
                  rule="r2_state: R² of the next core coordinates regressed on the one-hot current state, the most any "
                  "function of the state explains; a core that evolves as the chain does reaches it (±0.05)")  # fmt: skip
     for c, m in enumerate(results.get("extra_n_states", [])):
@@ -235,7 +235,7 @@ def build_claims(results: dict[str, Any], cfg: Params) -> Claims:
         claims.check(f"extra chain {c + 1} (n = {m}): rank n − 1, eigenvalues within {EIG_PARTLY:.0%}, R²/r2_state in "
                      "[0.95, 1.05]", "—",
                      [results["extra_core_ranks"][c], round(eig["max"], 4), [round(r, 4) for r in ratios]], ok,
-                     gap(f"extra_{c + 1}"), where=OURS,
+                     gap(f"extra_{c + 1}"), id=f"ours.markov_cores.extra_chain_{c + 1}", where=OURS,
                      rule=f"chosen tail: rank n − 1 in every seed, max relative eigenvalue error ≤ {EIG_PARTLY:g} (the main "
                      f"chain's weaker bound; this chain's sampling floor: {_pct(eig['floor_max'])}), R²/r2_state in "
                      "[0.95, 1.05]")  # fmt: skip
