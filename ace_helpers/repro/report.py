@@ -11,7 +11,14 @@ Each claim carries the paper's statement and value (``paper``), where the paper 
 ``joshseth/cores`` where the value comes from the code), our acceptance rule and why it differs
 from the paper's wording where it does (``rule``), the measured value (``ours``) and a verdict:
 reproduced (the rule holds), partly (only the weaker form stated in the rule holds), not
-reproduced, or not tested at this preset.
+reproduced, inconclusive (the seeds disagree, or the interval of the estimate straddles the
+threshold: :mod:`ace_helpers.repro.verdicts`), or not tested at this preset.
+
+Each row also has an ``id`` (the paper claim it tests, :data:`~ace_helpers.repro.paper_claims.PAPER_CLAIMS`,
+or ``ours.<chapter>.<name>``), a ``kind`` (paper, ours or diagnosis) and, in its record, the measured
+``value`` as JSON numbers, the ``per_seed`` values, the ``interval`` and ``threshold`` where the rule is
+judged on an estimate, and ``headline``: whether the row carries its paper claim's verdict
+(:func:`mark_headlines`; the same claim from another run is evidence beside it).
 
 A claim we have measured *not* to reproduce at a given preset is recorded with
 ``known_gap="why"``: it shows as not reproduced, with the reason, and is expected by the tests.
@@ -26,8 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ace_helpers.repro.paper_claims import check_id
 from ace_helpers.repro.tables import markdown_table
+from ace_helpers.repro.verdicts import BOOTSTRAP_METHOD, check_op, interval_side, k_of_n
 
 #: The columns of every claims table.
 CLAIMS_HEADER = ("claim", "paper", "our rule", "ours", "verdict")
@@ -51,21 +61,59 @@ class Claim:
     kind: str = ""
     #: For a diagnosis: the paper-claim id whose failure it explains.
     explains: str | None = None
-
-    @property
-    def unexpected(self) -> bool:
-        """A failure that is not a documented known gap."""
-        return not self.passed and self.known_gap is None
+    #: The measured value(s) as JSON numbers, the per-seed (or per-model) values, the interval of the estimate.
+    value: Any = None
+    per_seed: list[Any] | None = None
+    interval: list[float] | None = None
+    #: The rule's threshold and comparison (:data:`~ace_helpers.repro.verdicts.OPS`), where it has one.
+    threshold: Any = None
+    op: str | None = None
+    #: The rule in one short line (the prose rule is ``rule``, recorded as ``details``).
+    short: str = ""
+    #: The seeds disagree or the interval straddles the threshold.
+    inconclusive: bool = False
+    #: False on a row that repeats an id already carried by another row of the same run.
+    headline: bool = True
+    #: How ``interval`` was computed.
+    method: str = ""
 
     @property
     def verdict(self) -> str:
-        """``"reproduced"`` when the claim holds, ``"partly"`` when only its weaker form does, else ``"not reproduced"``."""
-        return REPRODUCED if self.passed else (PARTLY if self.partly else NOT_REPRODUCED)
+        """``"reproduced"`` when the claim holds, ``"inconclusive"`` when its seeds or interval cannot
+        tell, ``"partly"`` when only its weaker form holds, else ``"not reproduced"``."""
+        if self.passed:
+            return REPRODUCED
+        return INCONCLUSIVE if self.inconclusive else PARTLY if self.partly else NOT_REPRODUCED
+
+    @property
+    def unexpected(self) -> bool:
+        """A failure that is not a documented known gap (an inconclusive verdict is reported, not failed)."""
+        return not self.passed and not self.inconclusive and self.known_gap is None
 
 
-REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTED = "reproduced", "partly", "not reproduced", "not tested"
+REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED = (
+    "reproduced", "partly", "not reproduced", "inconclusive", "not tested")  # fmt: skip
 #: Verdicts a claim record may carry (the scorecard counts them per chapter).
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTED)
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
+
+
+def _numbers(value: Any) -> Any:
+    """``value`` as JSON numbers: a number, a (nested) list of numbers, or ``None`` when it is not numeric
+    (a non-finite number becomes ``None``)."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and value:
+        out = [_numbers(v) for v in value]
+        return out if all(v is not None or isinstance(x, float) for v, x in zip(out, value)) else None
+    return None
+
+
+def _flat_numbers(values: Any) -> bool:
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values)
 
 
 def _fmt(value: Any) -> str:
@@ -121,6 +169,9 @@ class Claims:
     def check(
         self, claim: str, paper: str, ours: Any, passed: bool, known_gap: str | None = None, *,
         where: str = "", rule: str = "", partly: bool = False, id: str = "", explains: str | None = None,
+        value: Any = None, per_seed: Sequence[Any] | None = None, interval: Sequence[float] | None = None,
+        threshold: Any = None, op: str | None = None, short: str = "", method: str = BOOTSTRAP_METHOD,
+        headline: bool = True,
     ) -> bool:  # fmt: skip
         """Record a claim; ``passed`` is the caller's comparison of ``ours`` to the rule.
 
@@ -130,10 +181,57 @@ class Claims:
         false); ``known_gap``: the measured cause when this claim is known not to hold here;
         ``id``: the paper-claim id this row tests, or ``ours.<chapter>.<name>``; ``explains``: for a
         diagnosis row, the paper-claim id whose failure it explains (the kind follows: :func:`claim_kind`).
+
+        ``value``: the measured number(s) (default: ``ours`` when it is numeric); ``per_seed``: the
+        value of each seed or model; ``interval``: ``[low, high]`` of the estimate, computed by
+        ``method``; ``threshold`` and ``op`` (``">="``, ``">"``, ``"<="``, ``"<"``): the rule's
+        comparison.  With ``op`` and ``threshold``, the verdict is inconclusive when the interval
+        straddles the threshold or, without an interval, when some of the ``per_seed`` values
+        satisfy it and some do not ("k of N").  ``short``: the rule in one line (default: ``claim``).
+        ``headline=False``: the row repeats an id that another row of this run carries.
         """
         kind = claim_kind(id, explains) if id else ""
-        self.rows.append(Claim(claim, paper, _fmt(ours), bool(passed), known_gap, where, rule, bool(partly), id, kind, explains))
-        return bool(passed)
+        inconclusive = False
+        if op is not None and threshold is not None:
+            check_op(op)
+            if interval is not None:
+                inconclusive = interval_side(interval, op, threshold) is None
+            elif per_seed is not None and _flat_numbers(per_seed):
+                k, n = k_of_n(per_seed, op, threshold)
+                inconclusive = 0 < k < n
+        self.rows.append(Claim(
+            claim, paper, _fmt(ours), bool(passed) and not inconclusive, known_gap, where, rule, bool(partly), id, kind,
+            explains, value=_numbers(ours) if value is None else _numbers(value),
+            per_seed=None if per_seed is None else _numbers(list(per_seed)),
+            interval=None if interval is None else [float(v) for v in interval], threshold=_numbers(threshold), op=op,
+            short=short or claim, inconclusive=inconclusive, headline=headline,
+            method=method if interval is not None else ""))  # fmt: skip
+        return bool(passed) and not inconclusive
+
+    def combine(
+        self, id: str, claim: str, paper: str, *, where: str = "", rule: str = "", unit: str = "models",
+        mixed: str = "partly", short: str = "", known_gap: str | None = None,
+    ) -> bool:  # fmt: skip
+        """One headline row for paper claim ``id`` from the rows of it already checked once per model
+        (or seed): they become evidence (``headline=False``) and the new row holds when every one
+        holds, and says "k of N {unit}".  Where some hold and some do not, the verdict is ``mixed``:
+        ``"partly"`` (the claim holds in some models) or ``"inconclusive"`` (seeds of one protocol disagree).
+        """
+        if mixed not in (PARTLY, INCONCLUSIVE):
+            raise ValueError(f"mixed={mixed!r}; allowed: {[PARTLY, INCONCLUSIVE]}")
+        parts = [r for r in self.rows if r.id == id and r.headline]
+        if not parts:
+            raise ValueError(f"no checked row has id {id!r} to combine; ids: {sorted({r.id for r in self.rows})}")
+        for r in parts:
+            r.headline = False
+        k, n = sum(r.passed for r in parts), len(parts)
+        passed = k == n
+        self.rows.append(Claim(
+            claim, paper, f"{k} of {n} {unit} (" + "; ".join(f"{r.verdict}: {r.ours}" for r in parts) + ")", passed,
+            known_gap, where, rule, mixed == PARTLY and k > 0, id, claim_kind(id), value=k,
+            per_seed=[int(r.passed) for r in parts], threshold=n, op=">=", short=short or f"holds in all {n} {unit}",
+            inconclusive=mixed == INCONCLUSIVE and 0 < k < n))  # fmt: skip
+        return passed
 
     def table(self) -> str:
         """Markdown table of all claims (render with ``IPython.display.Markdown``; MyST renders tables).
@@ -161,21 +259,36 @@ class Claims:
             "claims_failed": [r.claim for r in self.rows if not r.passed],
         }
 
-    def records(self, section: str, trained: str | None = None) -> list[dict[str, Any]]:
+    def records(self, section: str, trained: str | None = None, *, evidence: bool = False) -> list[dict[str, Any]]:
         """The rows, then the :attr:`not_tested` ones, as plain dicts for ``results.json`` and the scorecard
         (``section`` names the run).
 
-        Keys: ``section``, ``claim``, ``paper``, ``where``, ``rule``, ``ours``, ``verdict`` (see
-        :data:`VERDICTS`), ``note`` (the known gap's measured cause, or ``""``), and ``trained``
-        when given: how that run was trained (e.g. ``"ensemble, bf16"``), where it is not the
-        chapter's own run (the scorecard shows it instead of the chapter's knobs).
+        Keys: ``section``, ``id``, ``kind`` (and ``explains`` for a diagnosis), ``claim``, ``paper``,
+        ``where``, ``rule`` (one line), ``details`` (the prose rule), ``ours`` (as shown), ``value``,
+        ``per_seed``, ``interval`` (with its ``method``), ``threshold`` and ``op`` where given,
+        ``verdict`` (see :data:`VERDICTS`), ``headline``, ``note`` (the known gap's measured cause,
+        or ``""``), and ``trained`` when given: how that run was trained (e.g. ``"ensemble, bf16"``),
+        where it is not the chapter's own run.  ``evidence=True``: this run is evidence beside the
+        chapter's headline run (a stored long run, a variant), so none of its rows is a headline
+        unless the headline run leaves its claim untested (:func:`mark_headlines`).
         """
-        return [
-            {"section": section, "id": r.id, "kind": r.kind, **({"explains": r.explains} if r.explains else {}),
-             "claim": r.claim, "paper": r.paper, "where": r.where, "rule": r.rule, "ours": r.ours,
-             "verdict": r.verdict, "note": r.known_gap or "", **({"trained": trained} if trained else {})}
-            for r in self.rows
-        ] + not_tested_records(self.not_tested, section, trained)  # fmt: skip
+        recs = []
+        for r in self.rows:
+            rec: dict[str, Any] = {"section": section, "id": r.id, "kind": r.kind}
+            if r.explains:
+                rec["explains"] = r.explains
+            rec.update(claim=r.claim, paper=r.paper, where=r.where, rule=r.short, details=r.rule, ours=r.ours,
+                       value=r.value)  # fmt: skip
+            for key in ("per_seed", "interval", "threshold", "op"):
+                if getattr(r, key) is not None:
+                    rec[key] = getattr(r, key)
+            if r.interval is not None:
+                rec["method"] = r.method
+            rec.update(verdict=r.verdict, headline=r.headline and not evidence, evidence=evidence, note=r.known_gap or "")
+            if trained:
+                rec["trained"] = trained
+            recs.append(rec)
+        return recs + not_tested_records(self.not_tested, section, trained, evidence=evidence)
 
     def assert_all(self) -> None:
         """Raise ``AssertionError`` naming every failed claim that is not a documented known gap."""
@@ -208,17 +321,28 @@ class ClaimRow:
     why: str
     where: str = ""
     rule: str = ""
+    #: The paper-claim id (or ``ours.<chapter>.<name>``) the run would test, and for a diagnosis the id it explains.
+    id: str = ""
+    explains: str | None = None
 
 
-def not_tested_records(rows: Any, section: str, trained: str | None = None) -> list[dict[str, Any]]:
+def not_tested_records(rows: Any, section: str, trained: str | None = None, *, evidence: bool = False) -> list[dict[str, Any]]:
     """Records (as :meth:`Claims.records`) of claims a run cannot test: objects with ``claim``,
-    ``paper``, ``ours``, ``why`` (the reason becomes the note) and optionally ``where`` and ``rule``."""
-    return [
-        {"section": section, "claim": r.claim, "paper": r.paper, "where": getattr(r, "where", ""),
-         "rule": getattr(r, "rule", ""), "ours": str(r.ours), "verdict": NOT_TESTED, "note": r.why,
-         **({"trained": trained} if trained else {})}
-        for r in rows
-    ]  # fmt: skip
+    ``paper``, ``ours``, ``why`` (the reason becomes the note) and optionally ``where``, ``rule``,
+    ``id`` and ``explains``."""
+    recs = []
+    for r in rows:
+        claim_id, explains = getattr(r, "id", ""), getattr(r, "explains", None)
+        rec: dict[str, Any] = {"section": section, "id": claim_id, "kind": claim_kind(claim_id, explains) if claim_id else ""}
+        if explains:
+            rec["explains"] = explains
+        rec.update(claim=r.claim, paper=r.paper, where=getattr(r, "where", ""), rule=r.claim,
+                   details=getattr(r, "rule", ""), ours=str(r.ours), value=None, verdict=NOT_TESTED,
+                   headline=not evidence, evidence=evidence, note=r.why)  # fmt: skip
+        if trained:
+            rec["trained"] = trained
+        recs.append(rec)
+    return recs
 
 
 def seed_sensitive(held: int, runs: int, values: str) -> str:
