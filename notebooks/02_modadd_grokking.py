@@ -317,7 +317,7 @@ else:
 if long is not None:
     long_claims = chapter.build_claims(lrun, long_cfg)
     section = f"stored paper-preset run, through epoch {through['wd']}"
-    records += long_claims.records(section, chapter.how_trained(long_cfg))
+    records += long_claims.records(section, chapter.how_trained(long_cfg), evidence=True)
     display(Markdown(long_claims.table()))
     if long_claims.not_tested:
         display(Markdown(chapter.not_tested_table(long_claims.not_tested)))

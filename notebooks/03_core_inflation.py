@@ -455,7 +455,7 @@ results = chapter.results(
 )  # fmt: skip
 records = claims.records(f"{cfg.PRESET} preset")
 if long is not None:
-    records += long_claims.records(f"stored paper-preset run, through epoch {through['wd']}", chapter.how_trained(long_cfg))
+    records += long_claims.records(f"stored paper-preset run, through epoch {through['wd']}", chapter.how_trained(long_cfg), evidence=True)
 if ref is not None:
     records += ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {ref_epochs}")
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

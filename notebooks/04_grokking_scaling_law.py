@@ -358,7 +358,8 @@ if paper is not None:
             display(Markdown(caption))
     display(Markdown(report.claims_table(paper_claims, paper_untested)))
     section = "paper settings, stored runs"
-    records += paper_claims.records(section, paper.trained) + report.not_tested_records(paper_untested, section, paper.trained)
+    records += paper_claims.records(section, paper.trained, evidence=True) + report.not_tested_records(
+        paper_untested, section, paper.trained, evidence=True)
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -40,7 +40,7 @@ from ace_helpers.repro.artifacts import atomic_write_bytes, default_output_dir, 
 from ace_helpers.repro.kernels import apply
 from ace_helpers.repro.machine import versions
 from ace_helpers.repro.params import PRESET_NAMES
-from ace_helpers.repro.report import scorecard_markdown, scorecard_rows
+from ace_helpers.repro.scorecard import scorecard_markdown, scorecard_rows, untested_records
 from ace_helpers.repro.tables import markdown_table
 from ace_helpers.repro.thread_pools import cpu_cores, thread_budget
 
@@ -137,6 +137,10 @@ def write_execution_table(root: Path) -> Path:
     return path
 
 
+#: Where the records of the paper's claims that no chapter tests are stored (beside the chapters' results).
+UNTESTED_RESULTS = Path("book", "results", "untested", "paper_claims.json")
+
+
 def store_book_results(root: Path, stem: str) -> Path:
     """Copy the ``results.json`` a ``book``-preset run of ``stem`` just wrote to ``book/results/<stem>.json``."""
 
@@ -153,10 +157,14 @@ def stored_book_results(root: Path) -> dict[str, dict]:
 
 
 def write_scorecard(root: Path) -> Path:
-    """Regenerate ``book/scorecard_table.md`` (included by the scorecard page) from ``book/results/``."""
+    """Regenerate ``book/scorecard_table.md`` (included by the scorecard page) from ``book/results/``, and the
+    records of the paper's claims that no chapter tests, ``book/results/untested/paper_claims.json``."""
 
+    rows = scorecard_rows(stored_book_results(root))
+    untested = untested_records(rows)
+    write_json(root / UNTESTED_RESULTS, {"claims": untested})
     path = root / "book" / "scorecard_table.md"
-    atomic_write_bytes(path, scorecard_markdown(scorecard_rows(stored_book_results(root))).encode())
+    atomic_write_bytes(path, scorecard_markdown(rows + untested).encode())
     return path
 
 

@@ -21,7 +21,7 @@ from ace_helpers.repro.artifacts import clear_results, display_path, write_resul
 from ace_helpers.repro.kernels import describe as describe_kernels
 from ace_helpers.repro.machine import versions
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import verdict_summary
+from ace_helpers.repro.scorecard import verdict_summary
 from ace_helpers.repro.style import set_style
 from ace_helpers.repro.thread_pools import set_threads
 from ace_helpers.toys.precision import describe as describe_precision

@@ -240,25 +240,30 @@ def test_a_new_run_clears_the_previous_results(tmp_path, capsys):
 
 
 def test_claim_records_and_the_scorecard_table(tmp_path):
-    from ace_helpers.repro.report import NOT_TESTED, Claims, not_tested_records, scorecard_markdown, scorecard_rows
+    from ace_helpers.repro.report import NOT_TESTED, Claims, not_tested_records
+    from ace_helpers.repro.paper_claims import PAPER_CLAIMS
+    from ace_helpers.repro.scorecard import scorecard_markdown, scorecard_rows, untested_records
 
     claims = Claims()
-    claims.check("holds | with a pipe", "paper 1", 1.0, True)
-    claims.check("fails", "paper 2", 0.5, False, known_gap="measured cause")
+    claims.check("holds | with a pipe", "paper 1", 1.0, True, id="markov.r2")
+    claims.check("fails", "paper 2", 0.5, False, known_gap="measured cause", id="markov.overlap")
     claims.check("weaker form", "all on the circle", 0.7, False, known_gap="short run", where="Fig. 1D",
-                 rule="share ≥ 0.9; partly: ≥ 0.5", partly=0.7 >= 0.5)
+                 rule="share ≥ 0.9; partly: ≥ 0.5", partly=0.7 >= 0.5, id="modadd.snap", short="share ≥ 0.9")
     assert "| all on the circle (Fig. 1D) | share ≥ 0.9; partly: ≥ 0.5 | 0.7 | partly: short run |" in claims.table()
     recs = claims.records("book run")
     assert [r["verdict"] for r in recs] == ["reproduced", "not reproduced", "partly"] and recs[1]["note"] == "measured cause"
-    assert recs[2]["where"] == "Fig. 1D" and recs[2]["rule"].startswith("share")
+    assert recs[2]["where"] == "Fig. 1D" and recs[2]["rule"] == "share ≥ 0.9" and recs[2]["details"].startswith("share")
+    assert [r["value"] for r in recs] == [1.0, 0.5, 0.7] and all(r["headline"] for r in recs)
 
     class Row:
-        claim, paper, ours, why = "late", "~60", 42, "needs 20 000 epochs"
+        claim, paper, ours, why, id = "late", "~60", 42, "needs 20 000 epochs", "inflation.grows"
 
     recs += not_tested_records([Row()], "book run")
-    assert recs[-1]["verdict"] == NOT_TESTED
-    table = scorecard_markdown(scorecard_rows({"01_x": {"claims": recs}}))
-    assert "| [01_x](../notebooks/01_x.ipynb) | 1 | 1 | 1 | 1 |" in table and "holds \\| with a pipe" in table
+    assert recs[-1]["verdict"] == NOT_TESTED and recs[-1]["id"] == "inflation.grows"
+    rows = scorecard_rows({"01_x": {"claims": recs}})
+    table = scorecard_markdown(rows + untested_records(rows, why=dict.fromkeys(PAPER_CLAIMS, "not built")))
+    assert "1 reproduced, 1 partly, 1 not reproduced, 0 inconclusive, 42 not tested" in table
+    assert "holds \\| with a pipe" in table or "`markov.r2`" in table
     with pytest.raises(ValueError, match="verdict 'maybe'"):
         scorecard_rows({"01_x": {"claims": [dict(recs[0], verdict="maybe")]}})
     path = artifacts.write_results(tmp_path, {"x": 1}, {"SEED": 0}, claims=recs)

@@ -34,6 +34,12 @@ principal_angles       per seed pair: principal angles in degrees, ascending
 cca                    per seed pair: top n − 1 canonical correlations of the core coordinates
                        (``cca_paper``: top 3, the paper's choice)
 weight_cosine          per seed pair: cosine of the flattened parameter vectors (tail-free)
+init_weight_cosine     per seed pair: the same cosine at initialisation (baseline)
+pca_overlap            per seed pair: projector overlap of the seeds' top n − 1 PCA subspaces (baseline)
+pca_cca, random_cca    per seed pair: top n − 1 canonical correlations of the coordinates in the seeds'
+                       PCA subspaces, and in seeded random (n − 1)-dim subspaces (baselines)
+random_overlap_q05     5 %, 50 % and 95 % quantiles of the projector overlap of two random
+ .._q50, .._q95        (n − 1)-dim subspaces of R^D (seeded Monte Carlo; its mean is ``random_overlap``)
 true_eigs              the chain's n − 1 non-unit eigenvalues, [re, im]
 core_eigs              per seed: eigenvalues of the fitted core operator, [re, im]
 eig_max_error          per seed: max ``|true − fitted|`` after optimal matching from the true set
@@ -73,6 +79,7 @@ from __future__ import annotations
 from typing import Any
 
 from ace_helpers.chapters.markov_cores.claims import KNOWN_GAPS, build_claims, eigen_summary, r2_ratios
+from ace_helpers.chapters.toy_models.markov_baselines import baseline_results
 from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter's pipeline
     ABLATIONS,
     ALL_VARIANTS,
@@ -244,6 +251,9 @@ PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 
 
 def run(cfg: Params) -> dict[str, Any]:
-    """The chapter's flat results (keys above): the main chain, then each of ``EXTRA_CHAINS``
-    (:func:`run_chains`, which also returns the runs themselves)."""
-    return run_chains(cfg)[0]
+    """The chapter's flat results (keys above): the main chain with its baselines
+    (:func:`~ace_helpers.chapters.toy_models.markov_baselines.baseline_results`), then each of
+    ``EXTRA_CHAINS`` (:func:`run_chains`, which also returns the runs themselves)."""
+    results, main, _ = run_chains(cfg)
+    results.update(baseline_results(main))
+    return results

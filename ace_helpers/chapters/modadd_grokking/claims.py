@@ -30,6 +30,7 @@ from ace_helpers.chapters.modadd.stats import (
 from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims
+from ace_helpers.repro.verdicts import bootstrap_interval
 
 #: Test accuracy below which a checkpoint counts as "before grokking" (memorisation phase) for
 #: the claims about the pre-grokking spectrum: 0.1 is ~5x chance at p = 53 and below every
@@ -47,6 +48,12 @@ OFF_PAPER_TASK = "off the paper task p = 53 / 50 %"
 #: Where the paper's unit-circle share comes from in the official code.
 CODE_SHARE = "code release joshseth/cores, src/cores/modular_addition_analysis.py (OLS on all class means, ε = sin(π/p))"
 CODE_CLOCKS = "code release joshseth/cores, src/cores/plot_mod_add.py (Fig. 1C clocks: ridge 1, block-edge holdout)"
+
+#: Our own claims and diagnosis rows: ``ours.modadd_grokking.<name>``.
+OURS = "ours.modadd_grokking."
+
+#: Keep-only shortfall (base − core-only accuracy) the sufficiency rule allows (ours).
+KEEP_TOL = 0.01
 
 
 def _gap(cfg: Params, key: str, measured: str) -> str | None:
@@ -108,16 +115,17 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
     if paper_task:
         claims.check("grok epoch (all models ≥ 0.99 test acc) in [500, 1200]", "grokking at epoch ~800", grok,
                      grok is not None and 500 <= grok <= 1200, where="§3 ('At grokking (epoch 800)'), Fig. 1A",
-                     rule=f"{grok_rule}, within [500, 1200]: our window around ~800 (other seeds grok at other epochs)")  # fmt: skip
+                     rule=f"{grok_rule}, within [500, 1200]: our window around ~800 (other seeds grok at other epochs)",
+                     id="modadd.grok_epoch", short="first epoch with every model ≥ 0.99 test acc in [500, 1200]")  # fmt: skip
     else:
         claims.check(f"groks (all models ≥ 0.99) by FORK_EPOCH = {cfg['FORK_EPOCH']}, not in [500, 1200]{relaxed}",
                      "grokking at epoch ~800 (p = 53)", grok, grok is not None and grok <= cfg["FORK_EPOCH"],
-                     where="§3, Fig. 1A",
+                     where="§3, Fig. 1A", id="modadd.grok_epoch", short="every model ≥ 0.99 test acc by FORK_EPOCH (relaxed)",
                      rule=f"{grok_rule}, by FORK_EPOCH: the paper's epoch window is for p = 53 at a 50 % split")  # fmt: skip
     _pre_grok_claims(claims, wd, grok, nums)
     if grok is None:
         why = f"the run does not grok: no checkpoint up to epoch {int(epochs[-1])} has every model at ≥ 0.99 test accuracy"
-        not_tested += [ClaimRow(c, paper, "no grokking", why, where, rule) for c, paper, where, rule in _AFTER_GROK_ROWS]
+        not_tested += [ClaimRow(c, paper, "no grokking", why, where, rule, id=i) for c, paper, where, rule, i in _AFTER_GROK_ROWS]
         return claims
     gi = wd.index(grok)
     post = epochs >= grok
@@ -126,6 +134,7 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
     nums["core_dim_at_grok"] = dim_at.tolist()
     claims.check(f"core dim at grokking in [{lo}, 25] (every model){'' if paper_task else ', not [10, 25]' + relaxed}",
                  "cores ~15-D at grokking", dim_at.tolist(), bool(((dim_at >= lo) & (dim_at <= 25)).all()),
+                 id="modadd.core_at_grok", per_seed=dim_at.tolist(), short=f"every model: necessary dim at grokking in [{lo}, 25]",
                  where="Fig. 1A, §3 results", rule=f"necessary dim at the grok checkpoint, every model, in [{lo}, 25]: our window "
                  "around ~15"
                  + ("" if paper_task else f"; lower bound 4, not 10, off the paper's task (p = {p} has {p // 2} harmonics)"))  # fmt: skip
@@ -135,17 +144,21 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
     return claims
 
 
-#: The claims about "at / after grokking", as (claim, paper, where, rule): not tested when the run never groks.
-_AFTER_GROK_ROWS: tuple[tuple[str, str, str, str], ...] = (
-    ("core dim at grokking in [10, 25]", "cores ~15-D at grokking", "Fig. 1A", "necessary dim at the grok checkpoint"),
+#: The claims about "at / after grokking", as (claim, paper, where, rule, id): not tested when the run never groks.
+_AFTER_GROK_ROWS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("core dim at grokking in [10, 25]", "cores ~15-D at grokking", "Fig. 1A", "necessary dim at the grok checkpoint",
+     "modadd.core_at_grok"),
     ("at grokking: eigenvalues on the unit circle (OLS)", "'eigenvalues snap onto the unit circle'", "§3, Fig. 1C",
-     "share within sin(π/p) at the grok checkpoint ≥ 0.8"),
-    ("from grokking on: eigenvalues on the unit circle (OLS)", "on the circle", "Fig. 1C, Fig. 2C", "every checkpoint ≥ 0.8"),
-    ("from grokking on: R_h² ≈ 1", "R_h² ≈ 1", "Fig. 1C", "every checkpoint ≥ 0.9"),
-    ("from grokking on: core-only acc = base", "core only keeps the accuracy", "Fig. 1B", "shortfall ≤ 0.01"),
+     "share within sin(π/p) at the grok checkpoint ≥ 0.8", "modadd.snap"),
+    ("from grokking on: eigenvalues on the unit circle (OLS)", "on the circle", "Fig. 1C, Fig. 2C", "every checkpoint ≥ 0.8",
+     "modadd.stays_on_circle"),
+    ("from grokking on: R_h² ≈ 1", "R_h² ≈ 1", "Fig. 1C", "every checkpoint ≥ 0.9", "modadd.r2_jump"),
+    ("from grokking on: keeping only the 0.99-energy core keeps the accuracy", "core only keeps the accuracy", "Fig. 1B",
+     "shortfall ≤ 0.01", "modadd.sufficient"),
     ("at grokking: removing the 0.99-energy core drops accuracy to ≤ 2/p", "core removed → chance", "Fig. 1B",
-     "remove-acc at the energy rank ≤ 2/p"),
-    ("from grokking on: necessary dim ≤ 2 × energy rank", "core removed → chance", "Fig. 1B, Fig. 2B", "ratio ≤ 2"),
+     "remove-acc at the energy rank ≤ 2/p", "modadd.necessary"),
+    ("from grokking on: necessary dim ≤ 2 × energy rank", "core removed → chance", "Fig. 1B, Fig. 2B", "ratio ≤ 2",
+     OURS + "necessary_within_twice_energy_rank"),
 )  # fmt: skip
 
 
@@ -159,13 +172,17 @@ def _pre_grok_claims(claims: Claims, wd: ArmResult, grok: int | None, nums: dict
     nums["pre_grok_max_median_abs_eig_ols"] = float(np.max(wd["median_abs_eig_ols"][:, pre])) if med.size else None
     nums["pre_grok_max_r2_holdout"] = float(np.max(r2h)) if r2h.size else None
     where = "Fig. 1C (clocks at epochs 0 and 300: 'eigenvalues scatter inside the unit circle')"
+    per_model = lambda a: a.max(axis=1).tolist() if a.size else None  # noqa: E731 - each model's largest value
     claims.check(f"before grokking (test acc < {PRE_GROK_ACC}): median |λ| < 0.8 at every checkpoint", "inside the disk",
                  nums["pre_grok_max_median_abs_eig"] if med.size else "no such checkpoint", bool(med.size) and bool((med < 0.8).all()),
-                 where=where, rule="max over models and pre-grokking checkpoints of the median |λ| of the ridge-1, block-holdout "
+                 id="modadd.pre_grok_disk", per_seed=per_model(med), threshold=0.8, op="<",
+                 short="every model, every pre-grokking checkpoint: median |λ| (ridge fit) < 0.8", where=where, rule="max over models and pre-grokking checkpoints of the median |λ| of the ridge-1, block-holdout "
                  "fit (the fit the code release draws in the Fig. 1C clocks) < 0.8, our bound; the in-sample OLS fit is "
                  "not used here: it fits ~40 dims to p points and pushes |λ| up (printed in the chapter)")  # fmt: skip
     claims.check("before grokking: R_h² < 0.6 at every checkpoint", "R_h² ≈ 0", nums["pre_grok_max_r2_holdout"] if r2h.size
                  else "no such checkpoint", bool(r2h.size) and bool((r2h < 0.6).all()), where="Fig. 1C (R_h² annotations), §3",
+                 id="modadd.pre_grok_r2", per_seed=per_model(r2h), threshold=0.6, op="<",
+                 short="every model, every pre-grokking checkpoint: holdout R_h² < 0.6",
                  rule="max over models and pre-grokking checkpoints of the holdout R_h² (ridge 1, the last 4 classes held "
                  "out, as the code release's clocks) < 0.6: our bound between '≈ 0' and the post-grokking values")  # fmt: skip
 
@@ -183,7 +200,8 @@ def _unit_circle_claims(
     at_ok = bool((at >= SHARE_MIN).all())
     claims.check("at grokking: ≥ 80 % of the shift operator's eigenvalues within sin(π/p) of the unit circle (OLS, every model)",
                  "'At grokking (epoch 800), eigenvalues snap onto the unit circle'", [round(float(v), 3) for v in at],
-                 at_ok, _gap(cfg, "at_grok_unit_circle", f"shares {[round(float(v), 3) for v in at]}"),
+                 at_ok, _gap(cfg, "at_grok_unit_circle", f"shares {[round(float(v), 3) for v in at]}"), id="modadd.snap",
+                 per_seed=at.tolist(), threshold=SHARE_MIN, op=">=", short=f"every model: OLS share on the circle at grokking ≥ {SHARE_MIN}",
                  where=f"§3, Fig. 1C; the share as computed in the {CODE_SHARE}",
                  rule=f"share of the OLS eigenvalues with ||λ| − 1| ≤ sin(π/p) at the grok checkpoint ≥ {SHARE_MIN}, every "
                  "model: the fit and band of the code release; 'snap onto' states no share, 0.8 is ours")  # fmt: skip
@@ -196,13 +214,17 @@ def _unit_circle_claims(
     rule = (f"every post-grokking checkpoint of every model has a share ≥ {SHARE_MIN} (ours: the paper shows the circle "
             f"at epochs 2000 and 20 000); partly: at least {PARTLY_SHARE:.0%} of those checkpoints do")
     gap = _gap(cfg, "post_grok_unit_circle", f"{_fails(head)}, {_dims_at(wd, *head.argmin)}")
+    n_post = int(post.sum())
     claims.check("from grokking on: ≥ 80 % of the eigenvalues within sin(π/p) of the circle (OLS, share of checkpoints)",
                  "on the circle after grokking", head.text(), head.all_ok, gap, rule=rule, partly=head.share >= PARTLY_SHARE,
+                 id="modadd.stays_on_circle", value=head.share, per_seed=[k / n_post for k in head.per_model],
+                 short=f"every post-grokking checkpoint of every model: OLS share ≥ {SHARE_MIN}; partly: ≥ {PARTLY_SHARE:.0%} of them",
                  where=f"Fig. 1C (epoch 2000), Fig. 2C (epoch 20 000); {CODE_SHARE}")  # fmt: skip
     claims.check("our variant, from grokking on: the same share with the clocks' ridge + holdout fit", "on the circle after grokking",
                  var.text(), var.all_ok, _gap(cfg, "post_grok_unit_circle_ridge", _fails(var)), where=f"Fig. 1C; {CODE_CLOCKS}",
                  rule=rule + "; eigenvalues of the ridge-1 fit with the last round(0.075·p) classes held out",
-                 partly=var.share >= PARTLY_SHARE)  # fmt: skip
+                 partly=var.share >= PARTLY_SHARE, id=OURS + "stays_on_circle_ridge", value=var.share,
+                 per_seed=[k / n_post for k in var.per_model], short="as the OLS row, on the ridge + holdout fit")  # fmt: skip
     if head.all_ok:
         return
     _diagnose_unit_circle(claims, not_tested, run, cfg, head, nums, long)
@@ -219,7 +241,8 @@ def _diagnose_at_grok(claims: Claims, wd: ArmResult, gi: int, nums: dict[str, An
     nums["diagnosis_at_grok_next"] = {"epoch": later, "models": low.tolist(), **pairs}
     claims.check(f"diagnosis, timing: the clock is still forming at the grok checkpoint (share and OLS R² higher at epoch {later})",
                  "–", f"models {low.tolist()}: share {pairs['share']}, OLS R² {pairs['r2']} (at grokking, then at {later})",
-                 rises, where="ours (diagnosis)",
+                 rises, where="ours (diagnosis)", id=OURS + "clock_still_forming_at_grok", explains="modadd.snap",
+                 short="every model below the share at grokking: share and OLS R² higher one checkpoint later",
                  rule=f"in every model below {SHARE_MIN} at the grok checkpoint (the first at which every model has ≥ 0.99 "
                  "test accuracy), the OLS share and the in-sample OLS R² of the shift fit are both higher one checkpoint "
                  "later: the checkpoint catches the clock while it forms")  # fmt: skip
@@ -236,7 +259,9 @@ def _diagnose_unit_circle(
     claims.check("diagnosis, the fit: the ridge + holdout fit does not lift the checkpoints below 0.8 either",
                  "the code release fits OLS for the share and ridge 1 + holdout for the clocks",
                  f"max ridge share there {ridge_there:.3g}",
-                 ridge_there < SHARE_MIN, where="ours (diagnosis)", rule=f"at every checkpoint where the OLS share is < {SHARE_MIN}, "
+                 ridge_there < SHARE_MIN, where="ours (diagnosis)", id=OURS + "fit_not_the_cause",
+                 explains="modadd.stays_on_circle", threshold=SHARE_MIN, op="<",
+                 short=f"max ridge share at the OLS failures < {SHARE_MIN}", rule=f"at every checkpoint where the OLS share is < {SHARE_MIN}, "
                  f"the ridge-fit share is < {SHARE_MIN} too: the choice of fit is not the cause")  # fmt: skip
     wide = [wide_band_share(wd, m, i, p, WIDE_BAND) for m, i in cells]
     inside = max(float(np.abs(z).max()) if z.size else 0.0 for z in (_off_circle(wd, m, i, p) for m, i in cells))
@@ -246,10 +271,13 @@ def _diagnose_unit_circle(
                  "ε = sin(π/p), half the spacing of the p-th roots of unity", f"max share within {WIDE_BAND}·sin(π/p) there "
                  f"{max(wide):.3g}; off-circle |λ| ≤ {inside:.2f}", max(wide) < SHARE_MIN,
                  _gap(cfg, "diagnosis_threshold", f"max share {max(wide):.3g}"), where="ours (diagnosis)",
+                 id=OURS + "band_not_the_cause", explains="modadd.stays_on_circle", value=max(wide), threshold=SHARE_MIN,
+                 op="<", short=f"max share within {WIDE_BAND}·sin(π/p) at the OLS failures < {SHARE_MIN}",
                  rule=f"at those checkpoints the share of the stored eigenvalues (the ridge fit's: the OLS eigenvalues are not "
                  f"stored) within {WIDE_BAND}·sin(π/p) of the circle is < {SHARE_MIN}: the off-circle eigenvalues lie too far "
                  "inside the disk for a wider band to count them, so the band's width is not the cause")  # fmt: skip
     found = late_arm(run, cfg) if long is True else (long or None)
+    late_id = OURS + "recovers_late"
     text = f"diagnosis, training length: late in a 20 000-epoch run (epochs ≥ {_epoch(LATE_EPOCH)}) every checkpoint is back ≥ 0.8"
     paper = "Fig. 2C: the operator's eigenvalues on the circle at epoch 20 000"
     rule = (f"min over models and checkpoints from epoch {_epoch(LATE_EPOCH)} on (the second half of the paper's run) of the OLS "
@@ -257,7 +285,8 @@ def _diagnose_unit_circle(
     if found is None:
         why = (f"no stored run of this protocol reaches epoch {_epoch(LATE_EPOCH)} (the stored long runs are the paper "
                "preset's, p = 53 with its seeds and knobs)")
-        not_tested.append(ClaimRow(text, paper, "no late run", why, "ours (diagnosis)", rule))
+        not_tested.append(ClaimRow(text, paper, "no late run", why, "ours (diagnosis)", rule, id=late_id,
+                                   explains="modadd.stays_on_circle"))
         return
     arm, source = found
     late = arm.epochs >= LATE_EPOCH
@@ -265,7 +294,9 @@ def _diagnose_unit_circle(
     m, c = np.unravel_index(int(np.argmin(vals)), vals.shape)
     nums["diagnosis_late_min_frac_unit_circle_ols"] = float(vals.min())
     claims.check(text, paper, f"{source}: min {vals.min():.3g} (model {m}, epoch {int(arm.epochs[late][c])}) over "
-                 f"{vals.size} checkpoints", bool((vals >= SHARE_MIN).all()), where="ours (diagnosis)", rule=rule)  # fmt: skip
+                 f"{vals.size} checkpoints", bool((vals >= SHARE_MIN).all()), where="ours (diagnosis)", rule=rule,
+                 id=late_id, explains="modadd.stays_on_circle", value=float(vals.min()), per_seed=vals.min(axis=1).tolist(),
+                 threshold=SHARE_MIN, op=">=", short=f"every model, every checkpoint from epoch {_epoch(LATE_EPOCH)}: OLS share ≥ {SHARE_MIN}")  # fmt: skip
 
 
 def _off_circle(wd: ArmResult, m: int, i: int, p: int) -> np.ndarray:

@@ -1,0 +1,151 @@
+"""The scorecard: the paper's claims counted once each, by id, from the chapters' stored claim records.
+
+Every chapter writes its claim records (:meth:`ace_helpers.repro.report.Claims.records`) into its
+``results.json``; at the ``book`` preset they are stored in ``book/results/<notebook>.json``.  A
+record of kind ``"paper"`` with ``headline: true`` carries its paper claim's verdict; the same id from
+another run (a stored long run, a variant) is evidence shown beside it, never counted again.
+Our own claims are counted apart, and a diagnosis is never counted: it hangs under the claim it
+explains.  Every id of :data:`~ace_helpers.repro.paper_claims.PAPER_CLAIMS` that no chapter tests
+gets a "not tested" record with the reason from :data:`~ace_helpers.repro.paper_claims.NOT_TESTED_WHY`
+(:func:`untested_records`), stored beside the chapters' results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ace_helpers.repro.paper_claims import NOT_TESTED_WHY, PAPER_CLAIMS
+from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS
+from ace_helpers.repro.tables import markdown_table
+
+#: The section of the records of paper claims that no chapter tests.
+UNTESTED_SECTION = "no chapter"
+
+
+def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per claim record over chapters: ``results`` maps a notebook stem to its stored ``results.json``.
+
+    Each row carries ``chapter`` (the stem) and ``trained``: the trainer and precision of the
+    chapter's run (its ``TRAINER`` / ``PRECISION`` knobs, e.g. ``"loop, fp32"``; empty for chapters
+    that have neither), shown in the scorecard's run column.
+
+    Raises ``ValueError`` for a record with an unknown verdict or without an id and kind (a stored
+    file edited by hand, or written before records had them).
+    """
+    rows = []
+    for stem in sorted(results):
+        knobs = results[stem].get("params", {})
+        trained = ", ".join(str(knobs[k]) for k in ("TRAINER", "PRECISION") if k in knobs)
+        for rec in results[stem].get("claims", []):
+            if rec.get("verdict") not in VERDICTS:
+                raise ValueError(f"{stem}: claim {rec.get('claim')!r} has verdict {rec.get('verdict')!r}; allowed: {VERDICTS}")
+            if not rec.get("id") or not rec.get("kind"):
+                raise ValueError(f"{stem}: claim {rec.get('claim')!r} has no id or kind: re-run the chapter")
+            rows.append({"chapter": stem, "trained": rec.get("trained", trained), **rec})
+    return rows
+
+
+def headlines(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{paper id: its headline row}`` over ``rows`` (:func:`scorecard_rows`); ``ValueError`` when an id
+    has two headline rows (two chapters, or two rows of one run, claiming the same verdict)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["kind"] == "paper" and r.get("headline"):
+            if r["id"] in out:
+                first = out[r["id"]]
+                raise ValueError(f"paper claim {r['id']!r} has two headline rows: {first['chapter']} "
+                                 f"{first['claim']!r} and {r['chapter']} {r['claim']!r}")  # fmt: skip
+            out[r["id"]] = r
+    return out
+
+
+def untested_records(rows: list[dict[str, Any]], why: Mapping[str, str] = NOT_TESTED_WHY) -> list[dict[str, Any]]:
+    """A "not tested" record for each paper claim id that no row of ``rows`` carries as a headline, with
+    the reason ``why`` gives (default :data:`NOT_TESTED_WHY`; ``ValueError`` when it gives none)."""
+    carried = headlines(rows)
+    missing = [cid for cid in PAPER_CLAIMS if cid not in carried]
+    unexplained = [cid for cid in missing if cid not in why]
+    if unexplained:
+        raise ValueError(f"paper claims no chapter tests, without a reason in NOT_TESTED_WHY: {unexplained}")
+    return [
+        {"section": UNTESTED_SECTION, "id": cid, "kind": "paper", "claim": PAPER_CLAIMS[cid], "paper": PAPER_CLAIMS[cid],
+         "where": "", "rule": "—", "details": "", "ours": "—", "value": None, "verdict": NOT_TESTED, "headline": True,
+         "evidence": False, "note": why[cid]}
+        for cid in missing
+    ]  # fmt: skip
+
+
+def paper_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Verdict counts of the paper's claims, each id once (its headline row; ``rows`` must include the
+    :func:`untested_records` for the counts to cover every id)."""
+    heads = headlines(rows)
+    return {v: sum(r["verdict"] == v for r in heads.values()) for v in VERDICTS}
+
+
+def ours_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Verdict counts of our own claims (kind ``"ours"``) in the chapters' headline runs."""
+    own = [r for r in rows if r["kind"] == "ours" and not r.get("evidence")]
+    return {v: sum(r["verdict"] == v for r in own) for v in VERDICTS}
+
+
+def counts_line(counts: Mapping[str, int]) -> str:
+    """``"4 reproduced, 1 partly, 0 not reproduced, 2 inconclusive, 3 not tested"``."""
+    return ", ".join(f"{counts[v]} {v}" for v in (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED))
+
+
+def _run(r: Mapping[str, Any]) -> str:
+    return r["section"] + (f" ({t})" if (t := r.get("trained")) else "")
+
+
+def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
+    """The scorecard page's tables (markdown; MyST renders them): the paper's claims by id, each with
+    its headline verdict, the evidence of other runs and the diagnoses that explain it; the counts
+    per chapter; then our own claims.  ``rows``: :func:`scorecard_rows` plus :func:`untested_records`."""
+    heads = headlines(rows)
+    paper = []
+    for cid in PAPER_CLAIMS:
+        h = heads[cid]
+        others = [r for r in rows if r["kind"] == "paper" and r["id"] == cid and r is not h]
+        diagnoses = [r for r in rows if r.get("explains") == cid and not r.get("evidence")]
+        evidence = "; ".join(f"{r['verdict']} ({_run(r)}: {r['claim']})" for r in others)
+        paper.append((f"`{cid}`", PAPER_CLAIMS[cid], f"**{h['verdict']}**", h["chapter"][:2] if "chapter" in h else "—",
+                      h["rule"], h["ours"], h["note"], evidence, "; ".join(r["claim"] for r in diagnoses)))  # fmt: skip
+    header = ("id", "the paper's claim", "verdict", "ch.", "our rule", "ours", "note", "other runs (evidence)", "diagnoses")
+    stems = sorted({r["chapter"] for r in rows if "chapter" in r})
+    per_chapter = []
+    for stem in stems:
+        mine = [r for r in rows if r.get("chapter") == stem]
+        per_chapter.append((f"[{stem}](../notebooks/{stem}.ipynb)", counts_line(paper_counts(mine)), counts_line(ours_counts(mine))))
+    per_chapter.append(("**all chapters**", f"**{counts_line(paper_counts(rows))}** (of {len(PAPER_CLAIMS)} ids)",
+                        f"**{counts_line(ours_counts(rows))}**"))  # fmt: skip
+    ours = [(r["chapter"][:2], f"`{r['id']}`", r["claim"], f"**{r['verdict']}**", r["rule"], r["ours"], _run(r), r["note"])
+            for r in rows if r["kind"] == "ours"]  # fmt: skip
+    return (markdown_table(header, paper) + "\n\n"
+            + markdown_table(("chapter", "paper claims (headline run)", "our own claims"), per_chapter) + "\n\n"
+            + markdown_table(("ch.", "id", "our claim", "verdict", "our rule", "ours", "run", "note"), ours) + "\n")  # fmt: skip
+
+
+def verdict_summary(records: list[dict[str, Any]]) -> str:
+    """One markdown paragraph for a chapter's summary box, from its claim ``records``
+    (:meth:`~ace_helpers.repro.report.Claims.records`): the paper's claims it carries, counted once
+    each by id; our own claims apart; the other runs' evidence named; which claims did not reproduce."""
+    rows = [dict(r, chapter="") for r in records]
+    heads = headlines(rows)
+    own = [r for r in rows if r["kind"] == "ours" and not r.get("evidence")]
+    parts = []
+    if heads:
+        parts.append(f"Paper claims ({len(heads)}, one verdict each): {counts_line(paper_counts(rows))}")
+    if own:
+        parts.append(f"our own claims ({len(own)}): {counts_line(ours_counts(rows))}")
+    evidence = list(dict.fromkeys(r["section"] for r in rows if r.get("evidence")))
+    if evidence:
+        parts.append("evidence beside them, not counted again: " + "; ".join(evidence))
+    text = "; ".join(parts) + "."
+    for verdict, label in ((PARTLY, "Partly reproduced"), (NOT_REPRODUCED, "Not reproduced"), (INCONCLUSIVE, "Inconclusive")):
+        missed = list(dict.fromkeys(r["claim"] for r in heads.values() if r["verdict"] == verdict))
+        if missed:
+            text += f" {label}: " + "; ".join(missed) + "."
+    if any(r["verdict"] in (PARTLY, NOT_REPRODUCED, INCONCLUSIVE) for r in heads.values()):
+        text += " The measured causes are in the claims tables below."
+    return text

@@ -1,0 +1,75 @@
+"""Verdicts judged on all seeds: k of N, a seeded bootstrap interval, and ``inconclusive`` on a knife edge."""
+
+import pytest
+
+from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, Claims
+from ace_helpers.repro.verdicts import bootstrap_interval, interval_side, k_of_n
+
+
+def test_k_of_n_counts_the_seeds_that_meet_the_rule():
+    assert k_of_n([0.99, 0.97, 0.995], ">=", 0.98) == (2, 3)
+    assert k_of_n([1, 2], "<", 2) == (1, 2)
+
+
+def test_bootstrap_interval_is_seeded_and_brackets_the_mean():
+    samples = [0.70, 0.74, 0.78, 0.66, 0.81, 0.69]
+    first, again = bootstrap_interval(samples, seed=3), bootstrap_interval(samples, seed=3)
+    assert first == again and first[0] < sum(samples) / len(samples) < first[1]
+    assert bootstrap_interval([0.5]) == (0.5, 0.5)
+
+
+@pytest.mark.parametrize("interval, side", [((0.81, 0.9), True), ((0.6, 0.79), False), ((0.79, 0.81), None)])
+def test_interval_side(interval, side):
+    assert interval_side(interval, ">=", 0.8) is side
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(values=[], op=">=", threshold=1), "empty"),
+    (dict(values=[float("nan")], op=">=", threshold=1), "NaN"),
+    (dict(values=[1.0], op="=>", threshold=1), "not a comparison"),
+])  # fmt: skip
+def test_bad_input_is_refused(bad, message):
+    with pytest.raises(ValueError, match=message):
+        k_of_n(bad["values"], bad["op"], bad["threshold"])
+
+
+def test_one_seed_across_the_threshold_makes_a_per_seed_rule_inconclusive():
+    claims = Claims()
+    claims.check("every seed > 0.98", "R² ratio > 0.98", [0.99, 0.99], True, id="markov.r2",
+                 per_seed=[0.99, 0.99], threshold=0.98, op=">")
+    claims.check("every seed > 0.98", "R² ratio > 0.98", [0.99, 0.97], False, id="markov.r2",
+                 per_seed=[0.99, 0.97], threshold=0.98, op=">", headline=False)
+    claims.check("every seed > 0.98", "R² ratio > 0.98", [0.97, 0.96], False, id="markov.r2",
+                 per_seed=[0.97, 0.96], threshold=0.98, op=">", headline=False, partly=True)
+    assert [r.verdict for r in claims.rows] == [REPRODUCED, INCONCLUSIVE, PARTLY]
+    assert not claims.rows[1].unexpected and claims.rows[2].unexpected
+
+
+def test_an_interval_straddling_the_threshold_is_inconclusive():
+    claims = Claims()
+    claims.check("R² ≥ 0.8", "log law", 0.81, True, id="scaling.log_law", interval=[0.79, 0.84], threshold=0.8, op=">=")
+    claims.check("R² ≥ 0.8", "log law", 0.9, True, id="scaling.log_law", interval=[0.85, 0.95], threshold=0.8, op=">=",
+                 headline=False)  # fmt: skip
+    claims.check("R² ≥ 0.8", "log law", 0.7, False, id="scaling.log_law", interval=[0.6, 0.75], threshold=0.8, op=">=",
+                 headline=False)  # fmt: skip
+    assert [r.verdict for r in claims.rows] == [INCONCLUSIVE, REPRODUCED, NOT_REPRODUCED]
+    rec = claims.records("s")[0]
+    assert rec["interval"] == [0.79, 0.84] and rec["method"] == "percentile bootstrap" and rec["threshold"] == 0.8
+
+
+def test_combine_makes_one_headline_row_per_paper_claim():
+    claims = Claims()
+    claims.check("model a keeps", "keep", 0.9, True, id="sva.keep")
+    claims.check("model b keeps", "keep", 0.5, False, id="sva.keep", known_gap="measured")
+    assert not claims.combine("sva.keep", "keeping the axis keeps agreement", "keep", unit="models")
+    recs = claims.records("s")
+    assert [r["headline"] for r in recs] == [False, False, True]
+    assert recs[-1]["verdict"] == PARTLY and recs[-1]["ours"].startswith("1 of 2 models")
+    with pytest.raises(ValueError, match="no checked row has id"):
+        claims.combine("sva.flip", "x", "y")
+
+
+def test_evidence_runs_carry_no_headline():
+    claims = Claims()
+    claims.check("r", "p", 1.0, True, id="markov.r2")
+    assert [r["headline"] for r in claims.records("long run", evidence=True)] == [False]
