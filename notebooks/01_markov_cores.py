@@ -156,13 +156,16 @@ pairs = plots.seed_pairs(n_seeds)
 plots.plot_weight_cosine(plots.pair_matrix(results["weight_cosine"], n_seeds, pairs))
 plt.show()
 print("weight cosine per pair:", np.round(results["weight_cosine"], 4).tolist())
+print("the same pairs at initialisation:", np.round(results["init_weight_cosine"], 4).tolist())
 
 # %% [markdown]
 # *Panel A (paper): cosine similarity of the seeds' flattened parameter vectors — look at the
 # off-diagonal cells: near 0, far from the diagonal's 1.*
 #
-# The seeds end up with nearly orthogonal weight vectors. Training did not carry them to one
-# shared solution.
+# The seeds end up with nearly orthogonal weight vectors. Independent initialisations are nearly
+# orthogonal to begin with (the shared LayerNorm gains put a floor of a few hundredths), so the
+# test that can fail is whether training brings them together: the second line gives the same
+# pairs before training, and the claims table compares the two.
 #
 # ## B. The core is necessary and sufficient
 #
@@ -239,13 +242,17 @@ plots.plot_projector_overlap(plots.pair_matrix(results["projector_overlap"], n_s
 plt.show()
 for (i, j), ov, ang in zip(pairs, results["projector_overlap"], results["principal_angles"]):
     print(f"seeds {i + 1}–{j + 1}: overlap {ov:.4f}, principal angles {np.round(ang, 1).tolist()}°")
+print(f"two random {n - 1}-dim subspaces: 5–95 % of overlaps in [{results['random_overlap_q05']:.3f}, "
+      f"{results['random_overlap_q95']:.3f}]; the seeds' top {n - 1} PCA subspaces:",
+      np.round(results["pca_overlap"], 4).tolist())
 
 # %% [markdown]
 # *Panel C (paper): projector overlap between the seeds' cores — look at the off-diagonal cells
 # against the random level r/D in the title.*
 #
-# The overlap is at or below the level of random subspaces and all principal angles are large.
-# Geometrically the cores are unrelated.
+# The overlap is at the level of random subspaces and all principal angles are large: geometrically
+# the cores are as unrelated as two random subspaces (the claim fails if a pair's overlap is above
+# 95 % of random pairs). The seeds' top PCA subspaces of the same dimension are as unrelated.
 #
 # ## D. Core coordinates are the same up to a linear map
 #
@@ -260,6 +267,8 @@ plots.plot_cca(plots.pair_matrix(cca_mean, n_seeds, pairs), results["cca"])
 plt.show()
 for (i, j), c in zip(pairs, results["cca"]):
     print(f"seeds {i + 1}–{j + 1}: CCA {np.round(c, 4).tolist()}")
+for (i, j), r, pc in zip(pairs, results["random_cca"], results["pca_cca"]):
+    print(f"seeds {i + 1}–{j + 1}, baselines: random subspaces {np.round(r, 4).tolist()}, PCA subspaces {np.round(pc, 4).tolist()}")
 
 # %% [markdown]
 # *Panel D (paper): mean of the top n − 1 canonical correlations between the seeds' core
@@ -269,6 +278,12 @@ for (i, j), c in zip(pairs, results["cca"]):
 # big ones, carrying the rotation pair 0.75 ± 0.25i. The third, the weak λ = 0.5 mode, matches less
 # well ({glue:md}`cca_third`; the paper: 0.929) but is still strongly correlated. The seeds compute
 # the same thing in different coordinates.
+#
+# Two baselines of the same dimension, on the same activations, read this: coordinates in a random
+# subspace of each seed correlate far less (the last lines above), so the alignment is not what any
+# low-dimensional view gives. The seeds' top PCA subspaces, though, align as well as the cores: on
+# this chain the activity's main directions carry the state, so CCA alignment alone does not single
+# the core out. What does is the keep/remove test of panel B.
 #
 # ## E. The core operator has the chain's spectrum
 #

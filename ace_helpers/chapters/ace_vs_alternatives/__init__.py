@@ -22,8 +22,9 @@ Subject–verb agreement in the LLMs (no ground truth; causal metrics only) is r
 ``base_acc``, ``chance_acc``, ``overlap``/``keep``/``remove`` {method: per rank, None where the
 method has fewer directions}, ``ns_rank`` {method: minimal N&S rank or None}, ``seconds``
 {method: wall time of all its bases}; ``modadd`` also ``key_freqs`` (the ground truth's
-frequencies), ``key_amp`` (each one's amplitude in the class means) and ``key_share`` (the share
-of each one's plane inside ACE's rank-``gt_rank`` subspace); ``llm`` (see
+frequencies), ``key_amp`` (each one's amplitude in the class means), ``key_share`` (the share
+of each one's plane inside ACE's rank-``gt_rank`` subspace) and ``gt_overlap_interval`` / ``gt_overlap_method``
+(the interval of ACE's ground-truth overlap: :func:`overlap_bootstrap`); ``llm`` (see
 :mod:`ace_helpers.chapters.ace_vs_alternatives.llm`; None when LLM_MODELS is empty); top level ``wall_s``.
 """
 
@@ -80,6 +81,11 @@ NOTEBOOK = "06_ace_vs_alternatives"
 FREQ_POWER = 0.9
 #: Activation rows each learned (DAS) basis is trained on (a seeded subsample; ours, for speed).
 DAS_ROWS = 8000
+#: Resamples and level of the mod-add ground-truth overlap's interval (:func:`overlap_bootstrap`).
+GT_BOOT, GT_LEVEL = 200, 0.9
+GT_BOOT_METHOD = (f"basic (reverse-percentile) bootstrap, {GT_LEVEL:.0%}, over the test pairs resampled within each answer "
+                  f"class, the ground truth and ACE's basis refitted on each of {GT_BOOT} resamples (the percentile "
+                  "interval sits low: resampled class means are noisier, which lowers the overlap)")
 
 _COMMON = {"N_SAMPLES": 4000, "DIM": 32, "R_CORE": 3, "PLANTED_R_MAX": 9, "T": PAPER_CHAIN, "D_MODEL": 64,
            "SEQ_LEN": 32, "N_TRAIN": 1000, "N_TEST": 1000, "EPOCHS": 8, "LR": 1e-3, "R_MAX": 8, "ENERGY": 0.999,
@@ -249,6 +255,25 @@ def frequency_shares(basis: np.ndarray, h: np.ndarray, answers: np.ndarray, p: i
     return amps, shares
 
 
+def overlap_bootstrap(
+    h: np.ndarray, answers: np.ndarray, p: int, keys: list[int], weight: np.ndarray, energy: float, rank: int,
+    point: float, *, n_boot: int = GT_BOOT, level: float = GT_LEVEL, seed: int = 0,
+) -> list[float]:  # fmt: skip
+    """Interval of the overlap ``point`` of ACE's rank-``rank`` basis of ``h`` (N, D) with the Fourier truth of
+    ``keys``: seeded basic bootstrap over the rows, resampled within each answer class (every class keeps its
+    count), both subspaces refitted per resample; ``[2·point − q_high, 2·point − q_low]`` clipped to [0, 1]."""
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(answers == c) for c in range(p)]
+    stats = []
+    for _ in range(n_boot):
+        idx = np.concatenate([rng.choice(g, size=len(g)) for g in groups if len(g)])
+        u, _, _ = np.linalg.svd(frequency_directions(h[idx], answers[idx], p, keys), full_matrices=False)
+        q = extract_core(h[idx], weight, energy=energy).full_basis[:, :rank]
+        stats.append(projector_overlap(q, u[:, :rank]))
+    low, high = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
+    return [float(np.clip(2 * point - high, 0.0, 1.0)), float(np.clip(2 * point - low, 0.0, 1.0))]
+
+
 def run_modadd(cfg: Params) -> dict[str, Any]:
     """One grokked mod-add model (chapter 7's training), last token of layer 2."""
     data = modadd_dataset(cfg["P"], cfg["TRAIN_FRACTION"], seed=42)
@@ -262,8 +287,14 @@ def run_modadd(cfg: Params) -> dict[str, Any]:
     ace_basis = lambda: extract_core(view.h_test, w, energy=cfg["MODADD_ENERGY"]).full_basis  # noqa: E731
     out = compare_methods(view.h_train, data.train_targets[:, -1].numpy(), view.h_test, answers, w, b, ace_basis, truth,
                           list(range(1, cfg["MODADD_R_MAX"] + 1)), 1.0 / data.p, cfg)
-    amps, shares = frequency_shares(ace_basis()[:, : truth.shape[1]], view.h_test, answers, data.p, keys)
+    g = truth.shape[1]
+    amps, shares = frequency_shares(ace_basis()[:, :g], view.h_test, answers, data.p, keys)
     out.update(ace_rank=view.core.rank, key_freqs=keys, key_amp=amps, key_share=shares, grok_step=grok[0])
+    if g in out["ranks"]:
+        point = out["overlap"]["ace"][out["ranks"].index(g)]
+        out["gt_overlap_interval"] = overlap_bootstrap(view.h_test, answers, data.p, keys, w, cfg["MODADD_ENERGY"], g,
+                                                       point, seed=cfg["SEED"])
+        out["gt_overlap_method"] = GT_BOOT_METHOD
     return out
 
 

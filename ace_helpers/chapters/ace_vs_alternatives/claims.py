@@ -10,11 +10,22 @@ from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part
 from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps
+from ace_helpers.repro.verdicts import BOOTSTRAP_METHOD
 from ace_helpers.repro.tables import markdown_table
 
 METHODS = ("ace", "pca", "jacobian", "probe", "class_means", "random", "das")
 TASKS = ("planted", "markov", "modadd")
 KEEP_TOL, REMOVE_TOL = 0.01, 0.05
+#: The prefix of our claim ids in this chapter.
+ID = "ours.ace_vs_alternatives."
+#: Projector overlap with the ground truth that counts as "the ground truth" (ours).
+GT_MIN = 0.9
+#: The mod-add overlap's margin where a run stores no interval for it: about half the spread measured between
+#: trainings of the same setting on different CPUs (0.870 for chapter 2's stored demo model, 0.89 on an AMD EPYC,
+#: 0.909 on an Intel Xeon); the stored book results hold no samples to bootstrap (one model, one overlap).
+MODADD_GT_MARGIN = 0.02
+MARGIN_METHOD = (f"± {MODADD_GT_MARGIN:g}, the measured spread of this overlap between trainings of the setting on "
+                 "different CPUs (no bootstrap stored with this run)")
 
 
 # -------------------- claims ------------------------------------------------------------------
@@ -65,6 +76,18 @@ def _inf(r: int | None) -> float:
     return float("inf") if r is None else float(r)
 
 
+def ground_truth_interval(task: str, s: dict[str, Any], ov: float | None) -> tuple[list[float] | None, str]:
+    """(interval, method) of ACE's ground-truth overlap ``ov``: the run's bootstrap where it stores one
+    (``gt_overlap_interval``, ``gt_overlap_method``), else for mod-add ``ov`` ± :data:`MODADD_GT_MARGIN`, else none."""
+    if ov is None:
+        return None, ""
+    if s.get("gt_overlap_interval") is not None:
+        return [float(v) for v in s["gt_overlap_interval"]], s.get("gt_overlap_method", "")
+    if task == "modadd":
+        return [ov - MODADD_GT_MARGIN, ov + MODADD_GT_MARGIN], MARGIN_METHOD
+    return None, ""
+
+
 def ns_table_rows(res: dict[str, Any]) -> dict[str, dict[str, int | None]]:
     """{task: {method: minimal N&S rank}} for the tasks that ran."""
     return {t: res[t]["ns_rank"] for t in TASKS if res.get(t) is not None}
@@ -88,33 +111,55 @@ def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
             gap += ("" if i is None else f" (measured: {first} at rank {int(best)} keeps {s['keep'][first][i]:.3f} and "
                     f"removed leaves {s['remove'][first][i]:.3f}; base {s['base_acc']:.3f}, chance {s['chance_acc']:.3f})")
         claims.check(f"{task}: ACE reaches N&S at the smallest rank of all methods", PAPER, [ns["ace"], others], wins,
-                     gap, where=WHERE, rule=NS_RULE)
+                     gap, where=WHERE, rule=NS_RULE, id=f"{ID}{task}_ns_smallest_rank", value=[_inf(ns["ace"]), best],
+                     short="ACE's minimal N&S rank ≤ every other method's (value: [ACE, best other]; none: never)")
         if not wins and best < float("inf") and int(best) in s["ranks"] and s["gt_rank"] in s["ranks"]:
             first = min(others, key=lambda m: _inf(others[m]))
             won = s["overlap"][first][s["ranks"].index(int(best))]
             ace_g = s["overlap"]["ace"][s["ranks"].index(s["gt_rank"])]
+            ceiling = float(np.sqrt(int(best) / s["gt_rank"]))
             claims.check(f"{task} (diagnosis): the smaller N&S basis ({first}, rank {int(best)}) is not the ground truth; "
-                         f"ACE's rank-{s['gt_rank']} subspace is", "—", [won, ace_g], won < 0.9 <= ace_g,
-                         where="ours (diagnosis)", rule="overlap with the ground truth: < 0.9 for the smaller basis, ≥ 0.9 "
-                         "for ACE at the ground-truth rank; the answers (an argmax) need fewer dimensions than the "
-                         "ground-truth subspace (ours)")
+                         f"ACE's rank-{s['gt_rank']} subspace is", "—", [won, ace_g], won < GT_MIN <= ace_g,
+                         where="ours (diagnosis)", rule=f"overlap with the ground truth: < {GT_MIN:g} for the smaller basis, "
+                         f"≥ {GT_MIN:g} for ACE at the ground-truth rank; the answers (an argmax) need fewer dimensions than "
+                         f"the ground-truth subspace (ours). A rank-{int(best)} basis reaches at most √({int(best)}/"
+                         f"{s['gt_rank']}) = {ceiling:.3f} against a rank-{s['gt_rank']} truth, so "
+                         + ("the first part holds by rank alone here and the row's test is ACE's part" if ceiling < GT_MIN
+                            else "both parts can fail here"),
+                         id=f"{ID}{task}_smaller_basis_not_truth",
+                         short=f"smaller N&S basis < {GT_MIN:g} overlap (rank ceiling {ceiling:.2f}), ACE at the truth's rank ≥ {GT_MIN:g}")
         g = s["gt_rank"]
         ov = s["overlap"]["ace"][s["ranks"].index(g)] if g in s["ranks"] else None
-        is_truth = claims.check(f"{task}: ACE's rank-{g} subspace is the ground truth", PAPER, ov, ov is not None and ov >= 0.9,
-                                KNOWN_GAPS.reason(cfg, f"{task}_ground_truth"), where=WHERE,
-                                rule="projector overlap with the ground-truth subspace at its rank ≥ 0.9 (ours)")
+        interval, method = ground_truth_interval(task, s, ov)
+        rand = s["overlap"]["random"][s["ranks"].index(g)] if g in s["ranks"] else None
+        is_truth = claims.check(
+            f"{task}: ACE's rank-{g} subspace is the ground truth", PAPER,
+            "not swept" if ov is None else f"{ov:.4g}" + ("" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
+            + ("" if rand is None else f" (a random rank-{g} subspace: {rand:.3f})"),
+            ov is not None and ov >= GT_MIN, KNOWN_GAPS.reason(cfg, f"{task}_ground_truth"), where=WHERE,
+            rule=f"projector overlap with the ground-truth subspace at its rank ≥ {GT_MIN:g} (ours); inconclusive when "
+                 "the overlap's interval straddles it (where the run has one: a bootstrap over the test pairs, or for "
+                 f"mod-add without one, ± {MODADD_GT_MARGIN:g}, the spread measured between trainings on different CPUs)",
+            id=f"{ID}{task}_ground_truth", value=ov, interval=interval, threshold=GT_MIN if ov is not None else None,
+            op=">=" if ov is not None else None, method=method or BOOTSTRAP_METHOD,
+            short=f"overlap of ACE's rank-g subspace with the ground truth ≥ {GT_MIN:g} (interval not straddling)")
         if not is_truth and s.get("key_share"):
-            claims.check(*_weak_frequency_diagnosis(s, g), where="ours (diagnosis)", rule=WEAK_FREQ_RULE)
+            claims.check(*_weak_frequency_diagnosis(s, g), where="ours (diagnosis)", rule=WEAK_FREQ_RULE,
+                         id=f"{ID}{task}_weak_frequencies",
+                         short="ACE's rank-g subspace holds every strong key frequency ≥ 0.95 and the weak ones less")
     pl = res["planted"]
     r = cfg["R_CORE"]
     fails = {m: [pl["overlap"][m][r - 1], pl["ns_rank"][m]] for m in ("pca", "jacobian")}
     claims.check("planted: PCA and the Jacobian Gram fail on the distractors", PAPER, fails,
                  all(v[0] <= 0.1 and _inf(v[1]) > r for v in fails.values()), where=WHERE,
-                 rule=f"overlap with the planted core at rank {r} ≤ 0.1 and no N&S at rank {r} (ours)")
+                 rule=f"overlap with the planted core at rank {r} ≤ 0.1 and no N&S at rank {r} (ours)",
+                 id=ID + "planted_distractors", value=[fails["pca"][0], fails["jacobian"][0]],
+                 short=f"PCA and Jacobian: overlap with the planted core ≤ 0.1 and not N&S at rank {r}")
     not_tested = [] if res.get("modadd") is not None else [
         ClaimRow(f"modadd: {c}", PAPER, "—", "MODADD is off at this preset (training the model takes minutes)", where=WHERE,
-                 rule=rule) for c, rule in (("ACE reaches N&S at the smallest rank of all methods", NS_RULE),
-                                            ("ACE's subspace is the ground truth", "overlap ≥ 0.9 (ours)"))]
+                 rule=rule, id=ID + name)
+        for c, rule, name in (("ACE reaches N&S at the smallest rank of all methods", NS_RULE, "modadd_ns_smallest_rank"),
+                              ("ACE's subspace is the ground truth", f"overlap ≥ {GT_MIN:g} (ours)", "modadd_ground_truth"))]
     models = list(dict.fromkeys([*cfg["LLM_MODELS"], *llm_part.LAYER]))
     not_tested += llm_part.add_claims(claims, res.get("llm"), models, ClaimRow)
     claims.not_tested = not_tested

@@ -29,6 +29,7 @@ has fewer directions}, ``flip_shift`` {method: per rank}, ``ns_rank`` {method: r
 from __future__ import annotations
 
 import gc
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -49,6 +50,7 @@ from ace_helpers.method.subspaces import (  # fmt: skip
     probe_basis,
     random_basis,
 )
+from ace_helpers.repro.verdicts import bootstrap_interval
 
 METHODS = ("ace", "pca", "jacobian", "probe", "class_means", "random", "das")
 #: The layer per model: the one chapter 5's rule (lowest flip AUC over all layers) chose at its
@@ -215,10 +217,31 @@ def claim_specs(name: str) -> list[tuple[str, str]]:
     return [
         (f"{name}: ACE's 1-D core is necessary and sufficient at r = 1", NS_RULE),
         (f"{name}: flipping ACE's 1-D core flips the verb number",
-         f"share of test prompts whose flipped margin still has the right sign ≤ {FLIP_MAX} (ours)"),
+         f"share of test prompts whose flipped margin still has the right sign ≤ {FLIP_MAX} (ours); inconclusive when "
+         "its percentile-bootstrap interval over the test prompts straddles it"),
         (f"{name}: ACE reaches N&S at the smallest rank of all methods (ties count)", NS_RULE + "; ties count as a win"),
         (f"{name}: activity alone (PCA) is not N&S at r = 1", NS_RULE),
     ]
+
+
+#: The name part of each LLM claim's id (:func:`claim_ids`), in the order of :func:`claim_specs`, and its short rule.
+CLAIM_NAMES = ("ns_at_rank1", "flip", "ns_smallest_rank", "pca_not_ns_at_rank1")
+SHORT = (f"ACE at r = 1: keep ≥ base − {KEEP_TOL}, remove ≤ 0.5 + {REMOVE_TOL}",
+         f"ACE's 1-D flip: share of prompts keeping the right number ≤ {FLIP_MAX}",
+         "ACE's minimal N&S rank ≤ every other method's (ties count)", "PCA at r = 1 is not N&S")
+
+
+def claim_ids(name: str) -> list[str]:
+    """The ids of model ``name``'s claims (:func:`claim_specs` order): ``ours.ace_vs_alternatives.llm_<model>_<claim>``."""
+    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "model"
+    return [f"ours.ace_vs_alternatives.llm_{slug}_{c}" for c in CLAIM_NAMES]
+
+
+def rate_interval(rate: float, n: int) -> tuple[float, float]:
+    """Percentile-bootstrap interval (:func:`~ace_helpers.repro.verdicts.bootstrap_interval`, seed 0) of a share
+    ``rate`` of ``n`` prompts: its per-prompt outcomes are round(rate·n) ones and the rest zeros."""
+    k = int(round(rate * n))
+    return bootstrap_interval([1.0] * k + [0.0] * (n - k), np.mean, seed=0)
 
 
 def add_claims(claims: Any, res_llm: dict[str, Any] | None, models: Sequence[str], row_cls: Any) -> list[Any]:
@@ -226,22 +249,27 @@ def add_claims(claims: Any, res_llm: dict[str, Any] | None, models: Sequence[str
     ok = _ok(res_llm)
     not_tested = []
     for name in models:
-        specs = claim_specs(name)
+        specs, ids = claim_specs(name), claim_ids(name)
         if name not in ok:
             why = (res_llm or {}).get(name, {}).get("unavailable") or "LLM_MODELS does not list it at this preset (off at ci)"
-            not_tested += [row_cls(c, PAPER, "—", why, where=WHERE, rule=rule) for c, rule in specs]
+            not_tested += [row_cls(c, PAPER, "—", why, where=WHERE, rule=rule, id=i) for (c, rule), i in zip(specs, ids)]
             continue
         s = ok[name]
         ns = s["ns_rank"]
         others = {m: ns[m] for m in METHODS if m != "ace"}
         best = min(float("inf") if v is None else v for v in others.values())
         one = {m: [s["keep"][m][0], s["remove"][m][0]] for m in ("ace", "pca")}
-        claims.check(specs[0][0], PAPER, [s["base_acc"], one["ace"]], ns["ace"] == 1, where=WHERE, rule=specs[0][1])
+        claims.check(specs[0][0], PAPER, [s["base_acc"], one["ace"]], ns["ace"] == 1, where=WHERE, rule=specs[0][1],
+                     id=ids[0], short=SHORT[0])
         flip = s["flip"]["ace"][0]
-        claims.check(specs[1][0], PAPER, [flip, s["flip_shift"]["ace"][0]], flip <= FLIP_MAX, where=WHERE, rule=specs[1][1])
+        claims.check(specs[1][0], PAPER, [flip, s["flip_shift"]["ace"][0]], flip <= FLIP_MAX, where=WHERE, rule=specs[1][1],
+                     id=ids[1], value=flip, interval=rate_interval(flip, s["n_test"]), threshold=FLIP_MAX, op="<=",
+                     short=SHORT[1])
         claims.check(specs[2][0], PAPER, [ns["ace"], others], ns["ace"] is not None and ns["ace"] <= best, where=WHERE,
-                     rule=specs[2][1])
-        claims.check(specs[3][0], PAPER, one["pca"], ns["pca"] != 1, where=WHERE, rule=specs[3][1])
+                     rule=specs[2][1], id=ids[2], value=[float("inf") if ns["ace"] is None else ns["ace"], best],
+                     short=SHORT[2])
+        claims.check(specs[3][0], PAPER, one["pca"], ns["pca"] != 1, where=WHERE, rule=specs[3][1], id=ids[3],
+                     short=SHORT[3])
     return not_tested
 
 

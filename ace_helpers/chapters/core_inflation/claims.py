@@ -65,6 +65,9 @@ KNOWN_GAPS = KnownGaps(
     runs={config.PAPER_ENSEMBLE: config.PAPER_ENSEMBLE_RUN, **config.LOOP_RUNS},
 )
 
+#: Our own claims and diagnosis rows: ``ours.core_inflation.<name>``.
+OURS = "ours.core_inflation."
+
 #: Necessary-dim growth after grokking that this chapter calls inflation (and the smallest
 #: WD vs WD-off contrast in dimensions): ours, a margin above the checkpoint-to-checkpoint
 #: scatter of the necessary dim (a few dimensions) and a fraction of the paper's ~45.
@@ -111,30 +114,37 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
     why = f"needs 20 000 epochs at p = 53 (this run: {horizon} at p = {p})"
     gap = lambda key: KNOWN_GAPS.reason(cfg, key)  # noqa: E731
 
-    def late(text: str, paper: str, ours: Any, ok: bool, where: str, rule: str, partly: bool = False, key: str | None = None) -> bool:
-        """Check a claim that needs the paper's 20 000 epochs; returns whether it was checked."""
+    def late(text: str, paper: str, ours: Any, ok: bool, where: str, rule: str, partly: bool = False, key: str | None = None,
+             **tags: Any) -> bool:  # fmt: skip
+        """Check a claim that needs the paper's 20 000 epochs; returns whether it was checked.  ``tags``: the
+        row's ``id`` and the other keywords of :meth:`Claims.check` (a row not tested keeps its ``id``)."""
         if full_run or (paper_task and ok):
-            claims.check(text, paper, ours, ok, None if ok or key is None else gap(key), where=where, rule=rule, partly=partly)
+            claims.check(text, paper, ours, ok, None if ok or key is None else gap(key), where=where, rule=rule, partly=partly,
+                         **tags)  # fmt: skip
             return True
-        not_tested.append(ClaimRow(text, paper, str(ours), why, where=where, rule=rule))
+        not_tested.append(ClaimRow(text, paper, str(ours), why, where=where, rule=rule, id=tags["id"]))
         return False
 
     # --- Fig. 2A: the core inflates with weight decay --------------------------------------
     checked = late(f"with WD: core dim ~60 by epoch 20 000 (every model; ours at epoch {last})", "~60", dim_last.tolist(),
                    bool((dim_last >= 48).all()), "Fig. 2A; § core inflation",
                    "every model ≥ 48 (the paper's ~60 read as within 20 %); partly: every model ≥ 40 (two-thirds of it, "
-                   "the bound this chapter used before)", bool((dim_last >= 40).all()), "dim_60")  # fmt: skip
+                   "the bound this chapter used before)", bool((dim_last >= 40).all()), "dim_60", id="inflation.grows",
+                   per_seed=dim_last.tolist(), short="every model's core dim at the last epoch ≥ 48; partly: ≥ 40")  # fmt: skip
     if checked and not (dim_last >= 48).all():
         half = int(wd.epochs[np.abs(wd.epochs - last / 2).argmin()])
         short = np.flatnonzero(dim_last < 48)
         change = (dim_last - per_model_at(wd, "core_dim", half))[short].tolist()
         claims.check(f"with WD: the cores below 48 have stopped growing (epoch {half} → {last}, change of models "
                      f"{short.tolist()})", "–", change, bool((np.abs(change) <= 5).all()), where="ours (diagnosis)",
+                     id=OURS + "short_cores_stopped_growing", explains="inflation.grows", per_seed=np.abs(change).tolist(),
+                     threshold=5, op="<=", short="every core ending below 48: |change over the second half| ≤ 5 dims",
                      rule="|change| ≤ 5 dims over the second half of the run in every model whose core ends below 48 "
                      "(reaching ~60 would need ≥ 15 more)")  # fmt: skip
     if grok is None or grok > cfg["FORK_EPOCH"]:
         claims.check("the run groks before the fork (needed for the WD-off comparison)", "grok 800 < fork 900", grok, False,
-                     where="§ core inflation (setting)", rule="grok epoch (all models ≥ 0.99 test acc) ≤ FORK_EPOCH")  # fmt: skip
+                     where="§ core inflation (setting)", rule="grok epoch (all models ≥ 0.99 test acc) ≤ FORK_EPOCH",
+                     id=OURS + "groks_before_fork", short="grok epoch ≤ FORK_EPOCH")  # fmt: skip
         return claims
     g_dim = per_model_at(wd, "core_dim", grok)
     growth = wd["core_dim"][:, -1] - g_dim
@@ -142,21 +152,25 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
     late(f"with WD: the core grows from its size at grokking by ~45 dims (last − grok, epoch {last})", "~15 → ~60",
          growth.tolist(), bool((growth >= 36).all()), "Fig. 2A; § core inflation",
          f"growth ≥ 36 in every model (80 % of the paper's ~45); partly: ≥ {MIN_GROWTH} (the smallest growth this "
-         "chapter calls inflation)", bool((growth >= MIN_GROWTH).all()), "growth_45")  # fmt: skip
+         "chapter calls inflation)", bool((growth >= MIN_GROWTH).all()), "growth_45", id=OURS + "growth_since_grok",
+         per_seed=growth.tolist(), short=f"every model's core dim growth since grokking ≥ 36; partly: ≥ {MIN_GROWTH}")  # fmt: skip
 
     # --- Fig. 2A: no inflation without weight decay -----------------------------------------
     ratio = (nowd["core_dim"] / g_dim[:, None]).max(axis=1)
     nums["nowd_max_ratio_to_grok_dim"] = ratio.tolist()
     claims.check("WD-off arm: core dim stays ≤ 1.5× its grokking dim (max ratio per model)", "no inflation",
                  [round(float(r), 3) for r in ratio], bool((ratio <= 1.5).all()), gap("nowd_no_inflation"),
-                 where="Fig. 2A; § core inflation",
+                 where="Fig. 2A; § core inflation", id="inflation.no_wd", per_seed=ratio.tolist(), threshold=1.5, op="<=",
+                 short="every model: WD-off core dim ≤ 1.5 × its grokking dim at every checkpoint",
                  rule="max over the WD-off checkpoints of core dim / the WD arm's core dim at grokking ≤ 1.5 in every "
                  "model (ours: the paper gives no number for 'no inflation')")  # fmt: skip
     er_ratio = (nowd["energy_rank"] / nowd["energy_rank"][:, :1]).max(axis=1)
     nums["nowd_energy_rank_max_ratio_to_fork"] = er_ratio.tolist()
     claims.check("WD-off arm: energy rank stays ≤ 1.5× its value at the fork (max ratio per model)", "no inflation",
                  [round(float(r), 3) for r in er_ratio], bool((er_ratio <= 1.5).all()),
-                 where="Fig. 2A; on the 0.99-energy rank instead of the core dim: ours",
+                 where="Fig. 2A; on the 0.99-energy rank instead of the core dim: ours", id=OURS + "nowd_energy_rank_flat",
+                 explains="inflation.no_wd", per_seed=er_ratio.tolist(), threshold=1.5, op="<=",
+                 short="every model: WD-off energy rank ≤ 1.5 × its value at the fork at every checkpoint",
                  rule="max over the WD-off checkpoints of energy rank / its value at the fork ≤ 1.5 in every model; the "
                  "energy rank is ACE's energy rule alone, without the necessity scan of the paper's core dim")  # fmt: skip
 
@@ -172,13 +186,15 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
              "~60 vs no inflation", d_er, bool((np.asarray(d_er) >= MIN_GROWTH).all()),
              "Fig. 2A, the WD vs WD-off contrast; on the 0.99-energy rank instead of the core dim: ours",
              f"WD − WD-off ≥ {MIN_GROWTH} dims in every model at the last epoch both arms reached (ours: the smallest "
-             "growth this chapter calls inflation; the paper's contrast is ~45 dims of core dim)")  # fmt: skip
+             "growth this chapter calls inflation; the paper's contrast is ~45 dims of core dim)", id=OURS + "energy_rank_contrast",
+             per_seed=d_er, threshold=MIN_GROWTH, op=">=", short=f"every model: WD − WD-off energy rank ≥ {MIN_GROWTH}")  # fmt: skip
         late(f"WD vs WD-off: rotational modes (OLS) of the WD arm exceed the WD-off arm's (epoch {e_both}, difference per model)",
              "→ 27 vs no mode proliferation", d_m, bool((np.asarray(d_m) >= 10).all()),
              "Fig. 2D; code release joshseth/cores, src/cores/modular_addition_analysis.py, sweep_mode_spread: OLS on all class means",
              "WD − WD-off ≥ 10 bins in every model at the last epoch both arms reached (ours: over half the paper's ~18, "
              "27 against the ~9 at the fork); partly: WD > WD-off in every model", bool((np.asarray(d_m) >= 1).all()),
-             "modes_contrast")  # fmt: skip
+             "modes_contrast", id="inflation.no_wd_modes", per_seed=d_m,
+             short="every model: WD − WD-off OLS modes ≥ 10; partly: ≥ 1")  # fmt: skip
 
     # --- Fig. 2B: sufficient flat, necessary growing -----------------------------------------
     post = wd.epochs >= grok
@@ -188,6 +204,8 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
     flat = bool((spread <= 1.5).all())
     claims.check("with WD: sufficient dim stays flat after grokking (max/min ≤ 1.5 per model)", "flat",
                  [round(float(s), 3) for s in spread], flat, None if flat else gap("suff_flat"), where="Fig. 2B",
+                 id="inflation.sufficient_flat", per_seed=spread.tolist(), threshold=1.5, op="<=",
+                 short="every model: max/min of the sufficient dim after grokking ≤ 1.5",
                  rule="max/min of the sufficient dim over the post-grokking checkpoints ≤ 1.5 in every model (ours: the "
                  "paper shows it flat, without a number)")  # fmt: skip
     if not flat and "keep_curve" in wd.arrays:
@@ -195,25 +213,32 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
         s_loose = loose.max(axis=1) / np.maximum(loose.min(axis=1), 1)
         claims.check("with WD: the sufficient dim grows at a 1 % keep tolerance too (max/min per model)", "–",
                      [round(float(s), 3) for s in s_loose], bool((s_loose > 1.5).all()), where="ours (diagnosis)",
+                     id=OURS + "suff_grows_at_loose_tolerance", explains="inflation.sufficient_flat", per_seed=s_loose.tolist(),
+                     threshold=1.5, op=">", short="every model: max/min of the sufficient dim at a 1 % keep tolerance > 1.5",
                      rule="max/min > 1.5 in every model with keep acc ≥ base − 0.01 instead of base − 1e-3: the growth "
                      "is not the strict tolerance")  # fmt: skip
     gap_growth = ((wd["core_dim"] - wd["suff_dim"])[:, -1] - (g_dim - per_model_at(wd, "suff_dim", grok))).tolist()
     nums["redundancy_gap_growth_since_grok"] = gap_growth
     late(f"with WD: necessary and sufficient dims separate: their gap grows after grokking (epoch {last})",
          "the gap (redundancy) widens", gap_growth, bool((np.asarray(gap_growth) >= MIN_GROWTH).all()), "Fig. 2B",
-         f"gap growth ≥ {MIN_GROWTH} dims in every model (ours: the paper gives no number)")  # fmt: skip
+         f"gap growth ≥ {MIN_GROWTH} dims in every model (ours: the paper gives no number)", id="inflation.redundancy",
+         per_seed=gap_growth, threshold=MIN_GROWTH, op=">=",
+         short=f"every model: (necessary − sufficient dim) grows by ≥ {MIN_GROWTH} after grokking")  # fmt: skip
 
     # --- Fig. 2D: rotational modes (OLS, as the code release) --------------------------------
     checked = late(f"with WD: rotational modes (OLS) → 27 by epoch 20 000 (ours at epoch {last}, of {top})", "→ 27",
                    modes_last.tolist(), bool((modes_last >= top - 3).all()),
                    "Fig. 2D; code release joshseth/cores, src/cores/modular_addition_analysis.py, sweep_mode_spread: OLS on all class means",
                    f"every model ≥ {top - 3} of {top} (our reading of 'approaches': within 3 bins); partly: ≥ 20 (the "
-                   "bound this chapter used before)", bool((modes_last >= 20).all()), "modes_27")  # fmt: skip
+                   "bound this chapter used before)", bool((modes_last >= 20).all()), "modes_27", id="inflation.modes",
+                   per_seed=modes_last.tolist(), short=f"every model's OLS modes at the last epoch ≥ {top - 3}; partly: ≥ 20")  # fmt: skip
     if checked and not (modes_last >= top - 3).all():
         cap = np.asarray([mode_cap(int(d), p) for d in dim_last])
         claims.check(f"with WD: the modes fill the cap ⌊d/2⌋ + 1 of the core's dimension d (epoch {last}: modes, cap)", "–",
                      [[int(a), int(b)] for a, b in zip(modes_last, cap)], bool((modes_last >= cap - 2).all()),
-                     where="ours (diagnosis)", rule="modes ≥ cap − 2 in every model: the count is limited by the "
+                     where="ours (diagnosis)", id=OURS + "modes_fill_cap", explains="inflation.modes",
+                     per_seed=(modes_last - cap).tolist(), threshold=-2, op=">=", short="every model: modes − cap ≥ −2",
+                     rule="modes ≥ cap − 2 in every model: the count is limited by the "
                      "core's dimension, not by the fit")  # fmt: skip
     return claims
 
@@ -228,6 +253,8 @@ def long_run_claims(
     if shared:
         long_claims.check(f"reproduces the {cfg['PRESET']} run at the shared checkpoints (epochs ≤ {shared[-1]}; "
                           "largest difference ≤ 1e-9)", "–", f"{diff:.1e}", same, where="ours (reproducibility)",
+                          id=OURS + "long_run_reproduces_run", value=diff, threshold=1e-9, op="<=",
+                          short="every shared per-checkpoint number within 1e-9",
                           rule="every stored per-checkpoint number of both arms within 1e-9 (training segments are "
                           "seeded by their position)")  # fmt: skip
     return long_claims

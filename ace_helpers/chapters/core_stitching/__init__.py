@@ -26,7 +26,7 @@ pairs) and modular addition after grokking (two models).
 ``map_r2`` {condition: held-out R² of the fitted map}, ``ranks`` and ``sweep`` {condition:
 {acc, agree}} (crossed, per rank), ``wall_s``; ``markov`` also ``transfer`` and ``direct``
 (held-out pair: composed maps / maps fitted on it), ``bayes_acc``; ``modadd`` also ``grok_step``,
-``key_freqs`` (per model), ``freq_jaccard``; top level ``wall_s``.
+``key_freqs`` (per model), ``freq_jaccard``, ``p``; top level ``wall_s``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ from ace_helpers.chapters.core_stitching.claims import (  # noqa: F401 - the cha
     build_claims,
     first_working_rank,
     halfway,
+    jaccard_baseline,
     markov_claims,
+    merging_claim,
     modadd_claims,
 )
 from ace_helpers.chapters.modadd.grokked import train_modadd
@@ -256,8 +258,9 @@ def finding_text(res: dict[str, Any]) -> str:
              f"B agrees with its own predictions on A's input for {sa['core']['crossed']['agree']:.1%} of the test pairs "
              f"({sa['core']['same']['agree']:.1%} on the same input; B's own accuracy {ba:.3f}), and the held-out R² of "
              f"the core map is {a['map_r2']['core']:.2f}. The two models use the key frequencies {a['key_freqs'][0]} and "
-             f"{a['key_freqs'][1]} (Jaccard index {a['freq_jaccard']:.2f}; the frequencies holding {FREQ_POWER:.0%} of the "
-             f"Fourier power of the core's image W_U·Q). ")
+             f"{a['key_freqs'][1]} (Jaccard index {a['freq_jaccard']:.2f}, where two unrelated random sets of these sizes "
+             f"give {jaccard_baseline(a['key_freqs'], a['p'], a['freq_jaccard'])['mean']:.2f} on average; the frequencies "
+             f"holding {FREQ_POWER:.0%} of the Fourier power of the core's image W_U·Q). ")
     if not ok:
         text += ("A linear map cannot carry cos(k·c) onto cos(k′·c) for k ≠ k′, and indeed the whole activation through "
                  f"a full-rank map fails as well ({sa['full']['crossed']['agree']:.1%}). Both models compute a + b by "

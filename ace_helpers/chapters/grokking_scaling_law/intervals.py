@@ -8,6 +8,7 @@ The chapter's rules compare pooled statistics with thresholds, so each gets an i
   with one seed per setting there is nothing to resample and the interval is the point;
 * :func:`window_bound` — a fitted exponent's confidence interval against a two-sided window, as the
   one comparison that can decide it (:class:`~ace_helpers.repro.report.Claims` takes one threshold);
+* :func:`within_error` — whether every rise of a trend's means is within its standard error;
 * :func:`step_interval` — a monotone trend whose steps are measured to a resolution: the true
   largest step the measurement allows, so a step smaller than the resolution is a tie.
 
@@ -141,6 +142,18 @@ def window_bound(ci: Sequence[float], window: tuple[float, float]) -> tuple[floa
             return bound, op
     mid = (ci[0] + ci[1]) / 2
     return min(sides, key=lambda s: abs(s[0] - mid))
+
+
+def within_error(stats: dict[str, np.ndarray]) -> bool:
+    """Whether every rise between consecutive settings' mean τ is smaller than its standard error,
+    √(sd₁²/n₁ + sd₂²/n₂) over the seeds (False with fewer than 2 settings or 2 seeds)."""
+    if not stats or int((stats["n"] > 0).sum()) < 2:
+        return False
+    ok = stats["n"] > 0
+    mean, sd, n = stats["mean"][ok], stats["sd"][ok], stats["n"][ok]
+    se = np.sqrt(sd[:-1] ** 2 / n[:-1] + sd[1:] ** 2 / n[1:])
+    rise = np.diff(mean)
+    return bool(np.all((rise < 0) | (rise < se)))
 
 
 def step_interval(means: Sequence[float], resolution: float) -> tuple[float, float] | None:

@@ -116,7 +116,7 @@ from ace_helpers.toys.tasks.markov import PAPER_CHAIN, state_r2, validate_transi
 
 __all__ = [
     "ABLATIONS", "ALL_VARIANTS", "KNOWN_GAPS", "PAPER_ABLATION", "PAPER_TAIL", "PARAMS", "PRESETS", "TAILS", "ChainRun",
-    "SeedAnalysis", "TrainResult", "VariantResult", "activation_gramian", "analyse_model", "build_claims",
+    "SeedAnalysis", "TrainResult", "VariantResult", "activation_gramian", "analyse_model", "baseline_results", "build_claims",
     "capture_states", "chain_results", "eigen_summary", "hook_site",
     "model_seeds", "r2_ratios", "relative_eig_errors", "run", "run_chain", "run_chains", "sampling_floor",
     "state_mean_coords", "state_r2", "tail_jacobian", "toy_config", "train_models",

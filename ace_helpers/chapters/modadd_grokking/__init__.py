@@ -44,7 +44,6 @@ from ace_helpers.chapters.modadd.stats import (  # noqa: F401 - used by the note
 from ace_helpers.chapters.modadd_grokking.claims import (  # noqa: F401 - the chapter's claims
     CODE_CLOCKS,
     CODE_SHARE,
-    KNOWN_GAPS,
     OFF_PAPER_TASK,
     PRE_GROK_ACC,
     build_claims,
@@ -52,6 +51,8 @@ from ace_helpers.chapters.modadd_grokking.claims import (  # noqa: F401 - the ch
     r2_threshold,
     unit_circle_sentence,
 )
+from ace_helpers.chapters.modadd_grokking.keep_remove import KEEP_TOL, keep_at_energy_rank  # noqa: F401
+from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS  # noqa: F401
 from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.repro.report import ClaimRow, Claims, not_tested_table  # noqa: F401
 

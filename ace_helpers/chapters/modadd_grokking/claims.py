@@ -1,5 +1,7 @@
-"""Chapter 2's claims: grokking, the core at grokking, necessity and sufficiency, the cyclic mechanism, R_h²,
-with their known gaps, measured per run."""
+"""Chapter 2's claims: grokking, the core at grokking, necessity and sufficiency (in
+:mod:`~ace_helpers.chapters.modadd_grokking.keep_remove`), the cyclic mechanism, R_h², with their known
+gaps, measured per run.  Each row names the paper claim it tests (``modadd.*``) or is one of ours
+(``ours.modadd_grokking.*``; a diagnosis names the paper claim it explains)."""
 
 from __future__ import annotations
 
@@ -17,17 +19,16 @@ from ace_helpers.chapters.modadd.analysis import (
 )
 from ace_helpers.chapters.modadd.stats import (
     LATE_EPOCH,
-    NEC_FACTOR,
     PARTLY_SHARE,
     SHARE_MIN,
     WIDE_BAND,
     PostGrok,
     late_arm,
     post_grok,
-    remove_at_energy_rank,
     wide_band_share,
 )
-from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS
+from ace_helpers.chapters.modadd_grokking.keep_remove import OURS, keep_remove_claims
+from ace_helpers.chapters.modadd_grokking.known_gaps import measured_gap
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims
 from ace_helpers.repro.verdicts import bootstrap_interval
@@ -48,18 +49,6 @@ OFF_PAPER_TASK = "off the paper task p = 53 / 50 %"
 #: Where the paper's unit-circle share comes from in the official code.
 CODE_SHARE = "code release joshseth/cores, src/cores/modular_addition_analysis.py (OLS on all class means, ε = sin(π/p))"
 CODE_CLOCKS = "code release joshseth/cores, src/cores/plot_mod_add.py (Fig. 1C clocks: ridge 1, block-edge holdout)"
-
-#: Our own claims and diagnosis rows: ``ours.modadd_grokking.<name>``.
-OURS = "ours.modadd_grokking."
-
-#: Keep-only shortfall (base − core-only accuracy) the sufficiency rule allows (ours).
-KEEP_TOL = 0.01
-
-
-def _gap(cfg: Params, key: str, measured: str) -> str | None:
-    """The known gap ``key`` at this preset's exact run, with the measured values appended; else None."""
-    why = KNOWN_GAPS.reason(cfg, key)
-    return None if why is None else f"{why}; measured: {measured}"
 
 
 def _fails(stat: PostGrok) -> str:
@@ -140,7 +129,7 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
                  + ("" if paper_task else f"; lower bound 4, not 10, off the paper's task (p = {p} has {p // 2} harmonics)"))  # fmt: skip
     _unit_circle_claims(claims, not_tested, run, cfg, gi, post, nums, long)
     _r2_claims(claims, wd, cfg, post, paper_task, relaxed, nums)
-    _keep_remove_claims(claims, not_tested, wd, cfg, gi, post, nums)
+    keep_remove_claims(claims, wd, cfg, gi, post, nums)
     return claims
 
 
@@ -172,7 +161,7 @@ def _pre_grok_claims(claims: Claims, wd: ArmResult, grok: int | None, nums: dict
     nums["pre_grok_max_median_abs_eig_ols"] = float(np.max(wd["median_abs_eig_ols"][:, pre])) if med.size else None
     nums["pre_grok_max_r2_holdout"] = float(np.max(r2h)) if r2h.size else None
     where = "Fig. 1C (clocks at epochs 0 and 300: 'eigenvalues scatter inside the unit circle')"
-    per_model = lambda a: a.max(axis=1).tolist() if a.size else None  # noqa: E731 - each model's largest value
+    per_model = lambda a: a.max(axis=1).tolist() if a.size else None  # each model's largest value
     claims.check(f"before grokking (test acc < {PRE_GROK_ACC}): median |λ| < 0.8 at every checkpoint", "inside the disk",
                  nums["pre_grok_max_median_abs_eig"] if med.size else "no such checkpoint", bool(med.size) and bool((med < 0.8).all()),
                  id="modadd.pre_grok_disk", per_seed=per_model(med), threshold=0.8, op="<",
@@ -200,7 +189,7 @@ def _unit_circle_claims(
     at_ok = bool((at >= SHARE_MIN).all())
     claims.check("at grokking: ≥ 80 % of the shift operator's eigenvalues within sin(π/p) of the unit circle (OLS, every model)",
                  "'At grokking (epoch 800), eigenvalues snap onto the unit circle'", [round(float(v), 3) for v in at],
-                 at_ok, _gap(cfg, "at_grok_unit_circle", f"shares {[round(float(v), 3) for v in at]}"), id="modadd.snap",
+                 at_ok, measured_gap(cfg, "at_grok_unit_circle", f"shares {[round(float(v), 3) for v in at]}"), id="modadd.snap",
                  per_seed=at.tolist(), threshold=SHARE_MIN, op=">=", short=f"every model: OLS share on the circle at grokking ≥ {SHARE_MIN}",
                  where=f"§3, Fig. 1C; the share as computed in the {CODE_SHARE}",
                  rule=f"share of the OLS eigenvalues with ||λ| − 1| ≤ sin(π/p) at the grok checkpoint ≥ {SHARE_MIN}, every "
@@ -213,7 +202,7 @@ def _unit_circle_claims(
                 post_grok_min_frac_unit_circle=float(ridge[:, post].min()))  # fmt: skip
     rule = (f"every post-grokking checkpoint of every model has a share ≥ {SHARE_MIN} (ours: the paper shows the circle "
             f"at epochs 2000 and 20 000); partly: at least {PARTLY_SHARE:.0%} of those checkpoints do")
-    gap = _gap(cfg, "post_grok_unit_circle", f"{_fails(head)}, {_dims_at(wd, *head.argmin)}")
+    gap = measured_gap(cfg, "post_grok_unit_circle", f"{_fails(head)}, {_dims_at(wd, *head.argmin)}")
     n_post = int(post.sum())
     claims.check("from grokking on: ≥ 80 % of the eigenvalues within sin(π/p) of the circle (OLS, share of checkpoints)",
                  "on the circle after grokking", head.text(), head.all_ok, gap, rule=rule, partly=head.share >= PARTLY_SHARE,
@@ -221,7 +210,7 @@ def _unit_circle_claims(
                  short=f"every post-grokking checkpoint of every model: OLS share ≥ {SHARE_MIN}; partly: ≥ {PARTLY_SHARE:.0%} of them",
                  where=f"Fig. 1C (epoch 2000), Fig. 2C (epoch 20 000); {CODE_SHARE}")  # fmt: skip
     claims.check("our variant, from grokking on: the same share with the clocks' ridge + holdout fit", "on the circle after grokking",
-                 var.text(), var.all_ok, _gap(cfg, "post_grok_unit_circle_ridge", _fails(var)), where=f"Fig. 1C; {CODE_CLOCKS}",
+                 var.text(), var.all_ok, measured_gap(cfg, "post_grok_unit_circle_ridge", _fails(var)), where=f"Fig. 1C; {CODE_CLOCKS}",
                  rule=rule + "; eigenvalues of the ridge-1 fit with the last round(0.075·p) classes held out",
                  partly=var.share >= PARTLY_SHARE, id=OURS + "stays_on_circle_ridge", value=var.share,
                  per_seed=[k / n_post for k in var.per_model], short="as the OLS row, on the ridge + holdout fit")  # fmt: skip
@@ -270,7 +259,7 @@ def _diagnose_unit_circle(
     claims.check(f"diagnosis, the threshold: a band {WIDE_BAND}× as wide does not lift them",
                  "ε = sin(π/p), half the spacing of the p-th roots of unity", f"max share within {WIDE_BAND}·sin(π/p) there "
                  f"{max(wide):.3g}; off-circle |λ| ≤ {inside:.2f}", max(wide) < SHARE_MIN,
-                 _gap(cfg, "diagnosis_threshold", f"max share {max(wide):.3g}"), where="ours (diagnosis)",
+                 measured_gap(cfg, "diagnosis_threshold", f"max share {max(wide):.3g}"), where="ours (diagnosis)",
                  id=OURS + "band_not_the_cause", explains="modadd.stays_on_circle", value=max(wide), threshold=SHARE_MIN,
                  op="<", short=f"max share within {WIDE_BAND}·sin(π/p) at the OLS failures < {SHARE_MIN}",
                  rule=f"at those checkpoints the share of the stored eigenvalues (the ridge fit's: the OLS eigenvalues are not "
@@ -315,8 +304,10 @@ def _r2_claims(
     nums.update(post_grok_r2_holdout=stat.as_dict(), post_grok_min_r2_holdout=stat.min)
     claims.check(f"from grokking on: R_h² ≥ {r2_min}{'' if paper_task else ', not 0.9' + relaxed} (share of checkpoints)",
                  "R_h² jumps from ~0 to ~1 at grokking", stat.text(), stat.all_ok,
-                 _gap(cfg, "post_grok_r2_holdout", f"{_fails(stat)}; in-sample OLS R² there ≥ {r2_ols:.2f}"),
+                 measured_gap(cfg, "post_grok_r2_holdout", f"{_fails(stat)}; in-sample OLS R² there ≥ {r2_ols:.2f}"),
                  where=f"Fig. 1C (R_h² annotations), §3; {CODE_CLOCKS}", partly=stat.share >= PARTLY_SHARE,
+                 id="modadd.r2_jump", value=stat.share, per_seed=[k / int(post.sum()) for k in stat.per_model],
+                 short=f"every post-grokking checkpoint of every model: R_h² ≥ {r2_min}; partly: ≥ {PARTLY_SHARE:.0%} of them",
                  rule=f"every post-grokking checkpoint of every model has R_h² ≥ {r2_min} (ours for '≈ 1'"
                  + ("" if paper_task else f"; 0.5 off the paper's task: a ~14-dim operator on {cfg['P'] - 4} class pairs, scored on 4")
                  + f"); partly: at least {PARTLY_SHARE:.0%} of those checkpoints")  # fmt: skip
@@ -326,59 +317,20 @@ def _r2_claims(
     r2, dim = wd["r2_holdout"][:, post].ravel(), wd["core_dim"][:, post].ravel()
     rho = float(spearmanr(r2, dim)[0]) if np.ptp(r2) > 0 and np.ptp(dim) > 0 else float("nan")
     nums["diagnosis_rho_r2_holdout_core_dim"] = rho
+    ci = None if not np.isfinite(rho) else bootstrap_interval(
+        np.arange(r2.size), lambda i: _spearman(r2[i.astype(int)], dim[i.astype(int)]), seed=0)  # fmt: skip
     claims.check("diagnosis, R_h²: it falls as the core grows after grokking", "R_h² ≈ 1 on a ~15-D core",
                  f"Spearman ρ(R_h², necessary dim) = {rho:.2f} over {r2.size} post-grokking checkpoints", bool(rho < 0),
                  where="ours (diagnosis)", rule="Spearman correlation of R_h² with the necessary dim over the post-grokking "
-                 "checkpoints of every model < 0: the held-out block is predicted worse by a larger core")  # fmt: skip
+                 "checkpoints of every model < 0: the held-out block is predicted worse by a larger core; its 90 % interval "
+                 "resamples the (model, checkpoint) pairs", id=OURS + "r2_falls_as_core_grows", explains="modadd.r2_jump",
+                 value=rho, interval=ci, threshold=0.0, op="<", short="Spearman ρ(R_h², necessary dim) after grokking < 0")  # fmt: skip
 
 
-def _keep_remove_claims(
-    claims: Claims, not_tested: list[ClaimRow], wd: ArmResult, cfg: Params, gi: int, post: np.ndarray, nums: dict[str, Any]
-) -> None:
-    """Sufficiency (core only keeps the accuracy) and two necessity tests that can fail (removing the
-    energy core at grokking; the necessary dim within :data:`NEC_FACTOR` of the energy rank)."""
-    p = cfg["P"]
-    keep_gap = (wd["test_acc"] - wd["keep_acc"])[:, post]
-    nums["post_grok_max_keep_gap"] = float(keep_gap.max())
-    claims.check("from grokking on: core-only acc ≥ base − 0.01 (max shortfall)", "keeping only the core keeps the accuracy",
-                 nums["post_grok_max_keep_gap"], bool((keep_gap <= 0.01).all()), where="Fig. 1B 'Core is Necessary and Sufficient'",
-                 rule="max over models and post-grokking checkpoints of (base − core-only accuracy) ≤ 0.01, "
-                 "our tolerance")  # fmt: skip
-    rem_e = remove_at_energy_rank(wd)
-    rem_n = wd["remove_acc"][:, post]
-    at = rem_e[:, gi]
-    nums.update(at_grok_remove_acc_energy_rank=at.tolist(), post_grok_max_remove_acc=float(rem_n.max()),
-                post_grok_max_remove_acc_energy_rank=float(rem_e[:, post].max()))  # fmt: skip
-    claims.check("at grokking: removing the 0.99-energy core drops accuracy to ≤ 2/p (every model)",
-                 "removing the core drops accuracy to chance (1/p)",
-                 "[" + ", ".join(f"{v:.4f} = {v * p:.2f}/p" for v in at) + "]", bool((at <= 2.0 / p).all()),
-                 where="Fig. 1B (chance |V|⁻¹); the necessity floor 2/|V| of the code release (src/cores/extraction.py)",
-                 rule="remove-acc at the 0.99-energy rank at the grok checkpoint ≤ 2/p, the code's necessity floor (twice "
-                 "chance 1/p). The necessary dim is the first rank ≥ the energy rank whose removal reaches 2/p, so "
-                 "remove-acc at the necessary dim is ≤ 2/p by construction and tests nothing")  # fmt: skip
-    ratio = (wd["core_dim"] / np.maximum(wd["energy_rank"], 1))[:, post]
-    m, c = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-    nums["post_grok_max_necessary_over_energy"] = float(ratio.max())
-    worst = (int(m), int(wd.epochs[post][c]))
-    claims.check(f"from grokking on: necessary dim ≤ {NEC_FACTOR:g} × the 0.99-energy rank (every model)",
-                 "the core is necessary: removing it drops accuracy to chance", f"max {ratio.max():.3g} (model {worst[0]}, "
-                 f"epoch {worst[1]}); removing the energy core leaves ≤ {rem_e[:, post].max() * p:.1f}/p, the necessary "
-                 f"dim ≤ {rem_n.max() * p:.2f}/p", bool((ratio <= NEC_FACTOR).all()),
-                 _gap(cfg, "necessary_within_factor", f"{ratio.max():.3g} at model {worst[0]} epoch {worst[1]}"),
-                 where="Fig. 1B, Fig. 2B (necessary dim: remove → chance)",
-                 rule=f"at every post-grokking checkpoint the remove curve reaches the floor 2/p within {NEC_FACTOR:g}× the "
-                 f"0.99-energy rank (ours): the core ACE ranks first is (nearly) what must go")  # fmt: skip
-    if (ratio <= NEC_FACTOR).all():
-        return
-    bad = np.argwhere(ratio > NEC_FACTOR)
-    suff = wd["suff_dim"][:, post]
-    er = wd["energy_rank"][:, post]
-    worst_excess = max(int(suff[a, b] - er[a, b]) for a, b in bad)
-    claims.check(f"diagnosis, necessity: where the necessary dim exceeds {NEC_FACTOR:g}× the energy rank, the energy core "
-                 "alone is sufficient (redundancy)", "inflation is redundancy (Fig. 2B)",
-                 f"max sufficient dim − energy rank there: {worst_excess}", worst_excess <= 0, where="ours (diagnosis)",
-                 rule="at those checkpoints the sufficient dim (keep-only reaches base − 1e-3) ≤ the energy rank: copies of "
-                 "the solution outside the energy core, not a missing part of it, keep remove-acc above the floor")  # fmt: skip
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman correlation of ``x`` and ``y`` (n,) for a bootstrap resample: 0 when either is constant
+    (a resample with no ordering to correlate counts as no correlation)."""
+    return float(spearmanr(x, y)[0]) if np.ptp(x) > 0 and np.ptp(y) > 0 else 0.0
 
 
 def unit_circle_sentence(nums: Mapping[str, Any], p: int) -> str:

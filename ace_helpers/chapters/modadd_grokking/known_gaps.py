@@ -4,6 +4,7 @@ measured causes (each one tested by a diagnosis row of :mod:`ace_helpers.chapter
 from __future__ import annotations
 
 from ace_helpers.chapters.modadd import config
+from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import KnownGaps, seed_sensitive
 
 #: Claims measured *not* to reproduce with a preset's exact run (seeds and N_MODELS included),
@@ -85,3 +86,10 @@ KNOWN_GAPS = KnownGaps(
     run_knobs=(*config.RUN_KNOBS, "N_MODELS"),
     runs={config.PAPER_ENSEMBLE: config.PAPER_ENSEMBLE_RUN, **config.LOOP_RUNS},
 )
+
+
+def measured_gap(cfg: Params, key: str, measured: str) -> str | None:
+    """The known gap ``key`` at this preset's exact run (:data:`KNOWN_GAPS`), with the measured values
+    appended; else None."""
+    why = KNOWN_GAPS.reason(cfg, key)
+    return None if why is None else f"{why}; measured: {measured}"
