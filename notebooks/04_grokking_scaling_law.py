@@ -153,7 +153,7 @@ print(f"preset {cfg['PRESET']}: {cfg['N_SEEDS']} seeds per setting (paper: 12); 
 #
 # *What would falsify it.* (i) An ω exponent whose confidence interval excludes −1 by a wide
 # margin, or τ_grok insensitive to ω; (ii) τ_grok flat or *increasing* in p, or the log law doing
-# no better than a constant; (iii) small-p runs grokking quickly (no divergence near p_crit);
+# no better than its natural rival, a power law in p; (iii) small-p runs grokking quickly (no divergence near p_crit);
 # (iv) at p ≫ p_crit, a power of p far from −1; (v) p sweeps at two weight decays whose Ω do not
 # scale as 1/ω (with one p_crit: the theory's p_crit = m_th/m* does not involve ω).
 # A caveat we cannot remove: in the p sweep p also sets the number of training pairs (∝ p²) and of
@@ -205,7 +205,7 @@ plt.show()
 # **Is the mean delay monotone in ω?** The table gives each ω's mean delay, its change from the
 # previous ω, and ω · mean τ, which is constant when τ ∝ 1/ω. The change must be negative at every
 # step; a change smaller than the evaluation interval (`EVAL_EVERY` steps) is within the τ
-# resolution, and the claims table reports it as "partly".
+# resolution, so it decides nothing: the claims table reports such a step as "inconclusive".
 
 # %%
 display(Markdown(plots.omega_table(chapter.setting_rows(fits))))
@@ -226,8 +226,11 @@ p_fit, p_pow = fits.p_log, fits.p_pow
 if p_fit:
     print(f"at omega = {cfg['OMEGA_P']:g}: Omega = {p_fit.Omega:.4g} ± {p_fit.Omega_se:.2g}, "
           f"p_crit = {p_fit.p_crit:.4g} ± {p_fit.p_crit_se:.2g}, R² = {p_fit.r2:.3f} on {p_fit.n} uncensored runs")
-    print(f"SSE: log law {p_fit.sse:.4g}, constant {p_fit.sse_const:.4g}, 1/p asymptote {p_fit.sse_inv:.4g}; "
-          f"AIC law {p_fit.aic:.1f} vs constant {p_fit.aic_const:.1f}")
+    print(f"SSE: log law {p_fit.sse:.4g}, constant {p_fit.sse_const:.4g}, 1/p asymptote {p_fit.sse_inv:.4g}")
+lv = fits.log_vs_power
+if lv:
+    print(f"log law against a free power law p^{lv.b:.2f} (least squares in tau, 2 parameters each): "
+          f"ΔAIC = {lv.delta_aic:.2f} [{lv.interval[0]:.2f}, {lv.interval[1]:.2f}] (> 0: the log law fits better)")
 if p_pow:
     print(f"plain power law in p: exponent {p_pow.exponent:.2f} [{p_pow.ci[0]:.2f}, {p_pow.ci[1]:.2f}] (paper: -1 for p >> p_crit)")
 if not (p_fit and p_pow):

@@ -213,9 +213,15 @@ class Claims:
         mixed: str = "partly", short: str = "", known_gap: str | None = None,
     ) -> bool:  # fmt: skip
         """One headline row for paper claim ``id`` from the rows of it already checked once per model
-        (or seed): they become evidence (``headline=False``) and the new row holds when every one
-        holds, and says "k of N {unit}".  Where some hold and some do not, the verdict is ``mixed``:
-        ``"partly"`` (the claim holds in some models) or ``"inconclusive"`` (seeds of one protocol disagree).
+        (or seed, or part): they become evidence (``headline=False``) and the new row holds when every
+        one holds, and says "k of N {unit}".
+
+        Where it does not hold: ``inconclusive`` when no part fails outright (the failing ones cannot
+        tell); otherwise, with ``mixed="partly"`` (the claim holds in some models), ``partly`` when some
+        part holds or every part holds its weaker form, and with ``mixed="inconclusive"`` (seeds of one
+        protocol disagree) ``inconclusive`` when some part holds.  When every part that fails has a known
+        gap, the row carries them (``"<part>: <gap>"``, the part named by its claim's text before the
+        first colon), unless ``known_gap`` is given.
         """
         if mixed not in (PARTLY, INCONCLUSIVE):
             raise ValueError(f"mixed={mixed!r}; allowed: {[PARTLY, INCONCLUSIVE]}")
@@ -225,13 +231,16 @@ class Claims:
         for r in parts:
             r.headline = False
         k, n = sum(r.passed for r in parts), len(parts)
-        passed = k == n
+        failing = [r for r in parts if not r.passed and not r.inconclusive]
+        if known_gap is None and failing and all(r.known_gap for r in failing):
+            known_gap = "; ".join(f"{r.claim.split(':', 1)[0]}: {r.known_gap}" for r in failing)
+        inconclusive = k < n and (not failing or (mixed == INCONCLUSIVE and k > 0))
         self.rows.append(Claim(
-            claim, paper, f"{k} of {n} {unit} (" + "; ".join(f"{r.verdict}: {r.ours}" for r in parts) + ")", passed,
-            known_gap, where, rule, mixed == PARTLY and k > 0, id, claim_kind(id), value=k,
-            per_seed=[int(r.passed) for r in parts], threshold=n, op=">=", short=short or f"holds in all {n} {unit}",
-            inconclusive=mixed == INCONCLUSIVE and 0 < k < n))  # fmt: skip
-        return passed
+            claim, paper, f"{k} of {n} {unit} (" + "; ".join(f"{r.verdict}: {r.ours}" for r in parts) + ")", k == n,
+            known_gap, where, rule, mixed == PARTLY and any(r.passed or r.partly for r in parts), id, claim_kind(id),
+            value=k, per_seed=[int(r.passed) for r in parts], threshold=n, op=">=",
+            short=short or f"holds in every one of the {n} {unit}", inconclusive=inconclusive))  # fmt: skip
+        return k == n
 
     def table(self) -> str:
         """Markdown table of all claims (render with ``IPython.display.Markdown``; MyST renders tables).

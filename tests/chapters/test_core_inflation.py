@@ -391,3 +391,99 @@ def test_fig_2d_panels_show_both_fits_with_their_caps_and_the_reference():
     assert len(fig.axes) == 3 and all(ax.get_legend() is not None for ax in fig.axes)
     assert fig.axes[0].get_xlabel() == "subspace dimension d" and not math.isnan(fig.axes[0].get_ylim()[1])
     plt.close("all")
+
+
+# --- claim ids, kinds, headlines, k of N -----------------------------------------------------
+
+from ace_helpers.repro.paper_claims import PAPER_CLAIMS  # noqa: E402
+
+#: The paper claims chapter 3 tests (inflation.redistribution is not one of them).
+CH3_PAPER_IDS = {"inflation.grows", "inflation.no_wd", "inflation.sufficient_flat", "inflation.redundancy", "inflation.modes",
+                 "inflation.no_wd_modes"}  # fmt: skip
+
+
+def _check_ids(claims, section="x"):
+    """Every record (rows and claims not tested) has an id and a kind, our ids are the chapter's, a diagnosis
+    names the paper claim it explains, and each paper id has exactly one headline record in the run."""
+    records = claims.records(section)
+    assert records and all(r["id"] and r["kind"] in ("paper", "ours", "diagnosis") for r in records), records
+    assert all(r["id"].startswith("ours.core_inflation.") for r in records if r["kind"] != "paper")
+    assert all(r["explains"] in PAPER_CLAIMS for r in records if r["kind"] == "diagnosis")
+    heads = [r["id"] for r in records if r["kind"] == "paper" and r["headline"]]
+    assert sorted(heads) == sorted({r["id"] for r in records if r["kind"] == "paper"}), heads
+    return {r["id"] for r in records if r["kind"] == "paper"}
+
+
+def _headline(claims, claim_id):
+    """The verdict of the headline row of ``claim_id`` (``not tested`` when the run cannot test it)."""
+    rows = [r for r in claims.rows if r.id == claim_id and r.headline]
+    if not rows:
+        assert any(r.id == claim_id for r in claims.not_tested), claim_id
+        return report.NOT_TESTED
+    assert len(rows) == 1, claim_id
+    return rows[0].verdict
+
+
+FULL = PARAMS.resolve(PRESET="paper", EPOCHS=20000)
+
+
+@pytest.mark.parametrize("final_dim, final_modes, cfg", [(55, 25, FULL), (42, 21, FULL), (30, 12, FULL),
+                                                         (30, 12, PARAMS.resolve(PRESET="paper", EPOCHS=1400))])  # fmt: skip
+def test_every_claim_row_has_an_id_and_each_paper_claim_one_headline(final_dim, final_modes, cfg):
+    assert _check_ids(chapter.build_claims(_run(final_dim, final_modes), cfg)) == CH3_PAPER_IDS
+
+
+def test_the_stored_runs_claims_carry_ids_and_one_headline_per_paper_claim():
+    """The book run, the stored long run and the dimension-matched reference (all ours), each on its own."""
+    cfg = PARAMS.resolve(PRESET="book")
+    run = chapter.run(cfg, log=None)
+    assert _check_ids(chapter.build_claims(run, cfg), "book preset") == CH3_PAPER_IDS
+    long_cfg, lrun, through = chapter.stored_long_run(cfg)
+    long_claims = chapter.long_run_claims(cfg, long_cfg, lrun, through, chapter.compare_with_long_run(cfg, run, long_cfg, lrun))
+    assert _check_ids(long_claims, "long") == CH3_PAPER_IDS
+    ref_cfg, ref_run = chapter.reference_source(cfg, run)
+    ref = chapter.stored_reference(ref_cfg)
+    ref_claims = chapter.reference_claims(ref, ref_run, chapter.reference_rows(ref, ref_cfg.P))
+    assert _check_ids(ref_claims, "reference") == set() and all(r.kind == "ours" for r in ref_claims.rows)
+    assert all(r.interval is not None for r in ref_claims.rows[1:])  # the random draws' median, with its interval
+
+
+def _variant(suff=None, core=None, modes=None, core_nowd=None, modes_nowd=5):
+    """:func:`_run` (55 dims, 25 modes) with some arrays replaced."""
+    return _synthetic_run(core or [[40, 15, 25, 55], [40, 16, 26, 55]], suff or [[1, 8, 8, 9], [1, 9, 9, 9]],
+                          modes or [[0, 8, 15, 25]] * 2, core_nowd or [[15, 16], [16, 17]], EPOCHS, fork=2000,
+                          modes_nowd=modes_nowd)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "claim_id, wrong",
+    [
+        ("inflation.grows", lambda: _variant(core=[[40, 15, 20, 25], [40, 16, 21, 26]])),  # a core that stays ~15-25
+        ("inflation.no_wd", lambda: _variant(core_nowd=[[15, 40], [16, 41]])),  # the WD-off arm inflates as well
+        ("inflation.sufficient_flat", lambda: _variant(suff=[[1, 8, 16, 30], [1, 9, 18, 32]])),  # it grows 4×
+        ("inflation.redundancy", lambda: _variant(suff=[[1, 8, 18, 48], [1, 9, 19, 48]])),  # sufficient grows as necessary
+        ("inflation.modes", lambda: _variant(modes=[[0, 8, 10, 12]] * 2)),  # a flat mode count
+        ("inflation.no_wd_modes", lambda: _variant(modes_nowd=25)),  # as many modes without weight decay
+    ],
+)
+def test_each_paper_claim_can_fail(claim_id, wrong):
+    assert _headline(chapter.build_claims(wrong(), FULL), claim_id) not in ("reproduced", report.NOT_TESTED)
+    assert _headline(chapter.build_claims(_variant(), FULL), claim_id) == "reproduced"
+
+
+@pytest.mark.parametrize(
+    "claim_id, suff",
+    [
+        # gap growth 39 in model 0, (55 − 40) − (16 − 9) = 8 < 10 in model 1
+        ("inflation.redundancy", [[1, 8, 8, 9], [1, 9, 9, 40]]),
+        # max/min of the sufficient dim 9/8 in model 0, 14/9 = 1.56 > 1.5 in model 1
+        ("inflation.sufficient_flat", [[1, 8, 8, 9], [1, 9, 9, 14]]),
+    ],
+)
+def test_one_model_across_its_threshold_makes_the_claim_inconclusive(claim_id, suff):
+    """Per-model rules are judged k of N: one model pushed across the threshold makes the models disagree."""
+    assert _headline(chapter.build_claims(_variant(), FULL), claim_id) == "reproduced"
+    row = next(r for r in chapter.build_claims(_variant(suff=suff), FULL).rows if r.id == claim_id and r.headline)
+    assert row.verdict == report.INCONCLUSIVE and not row.unexpected and len(row.per_seed) == 2
+    both = [suff[1], suff[1]]  # both models across it: not reproduced
+    assert _headline(chapter.build_claims(_variant(suff=both), FULL), claim_id) == report.NOT_REPRODUCED

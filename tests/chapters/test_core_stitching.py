@@ -16,7 +16,8 @@ from ace_helpers.chapters.toy_models import markov
 from ace_helpers.method import stitching as st
 from ace_helpers.method.core import Core
 from ace_helpers.repro.artifacts import to_plain
-from ace_helpers.repro.report import NOT_REPRODUCED, REPRODUCED
+from ace_helpers.repro.paper_claims import PAPER_CLAIMS
+from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, claim_kind
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "book" / "results" / f"{chapter.NOTEBOOK}.json"
@@ -128,7 +129,7 @@ def test_run_gives_every_condition_regime_and_rank(small_run) -> None:
     assert set(res["markov"]["transfer"]) == {"core", "random", "full"}
     claims = chapter.build_claims(res, cfg)
     not_tested = claims.not_tested
-    assert len(claims.rows) == 10 + 7 and not not_tested  # the untrained mod-add models fail their claims
+    assert len(claims.rows) == 10 + 7 + 1 and not not_tested  # the untrained mod-add models fail their claims; + merging
     assert "Markov chain" in chapter.finding_text(res) and "Modular addition" in chapter.finding_text(res)
     json.dumps(to_plain(res))  # results.json can hold it
 
@@ -169,7 +170,7 @@ def test_without_modadd_its_claims_are_not_tested(small_run) -> None:
     res, cfg = small_run
     claims = chapter.build_claims(dict(res, modadd=None), cfg)
     not_tested = claims.not_tested
-    assert len(claims.rows) == 10 and len(not_tested) == 3
+    assert len(claims.rows) == 10 + 1 and len(not_tested) == 3
     assert "not run at this preset" in chapter.finding_text(dict(res, modadd=None))
 
 
@@ -198,3 +199,94 @@ def test_an_edited_stored_number_fails_the_rebuild() -> None:
     rows = {r.claim: r.verdict for r in chapter.build_claims(edited, cfg).rows}
     assert rows["Markov: the core-mapped swap carries A's computation into B (B on another input)"] == NOT_REPRODUCED
     assert rows["Markov: the core-mapped swap keeps B's accuracy (same input)"] == REPRODUCED
+
+
+# -------------------- claim ids, baselines, verdicts that can fail ---------------------------
+def _ids_are_valid(claims) -> None:
+    """Every row (tested or not) has an id whose kind follows; ids are unique per run; each paper id
+    has exactly one headline row."""
+    recs = claims.records("run")
+    assert all(r["id"] and r["kind"] == claim_kind(r["id"], r.get("explains")) for r in recs)
+    assert len({r["id"] for r in recs}) == len(recs)
+    heads = [r["id"] for r in recs if r["kind"] == "paper" and r["headline"]]
+    assert sorted(heads) == sorted({r["id"] for r in recs if r["kind"] == "paper"})
+    assert set(heads) <= set(PAPER_CLAIMS)
+
+
+def test_every_row_has_an_id_and_each_paper_id_one_headline(small_run) -> None:
+    res, cfg = small_run
+    for variant in (res, dict(res, modadd=None)):
+        _ids_are_valid(chapter.build_claims(variant, cfg))
+    stored, book = _stored()
+    claims = chapter.build_claims(stored, book)
+    _ids_are_valid(claims)
+    merging = [r for r in claims.rows if r.id == "implication.merging"]
+    assert len(merging) == 1 and merging[0].verdict == PARTLY  # Markov stitches, mod-add (other frequencies) does not
+
+
+def test_random_jaccard_is_the_hypergeometric_distribution() -> None:
+    values, probs = chapter.claims.random_jaccard(15, 6, 5)
+    assert probs.sum() == pytest.approx(1.0) and np.all(np.diff(values) > 0)
+    rng = np.random.default_rng(0)
+    sims = [len(set(rng.choice(15, 6, replace=False)) & set(rng.choice(15, 5, replace=False))) for _ in range(20000)]
+    mc = np.mean([k / (11 - k) for k in sims])
+    assert values @ probs == pytest.approx(mc, abs=0.005)
+    with pytest.raises(ValueError, match="set sizes"):
+        chapter.claims.random_jaccard(5, 0, 3)
+
+
+def test_the_frequency_row_compares_with_two_random_sets() -> None:
+    """The stored book models share 2 of 9 frequencies (J = 0.22): what two unrelated sets of 6 and 5 out of
+    1..15 give on average (0.236), well under the 95th percentile (0.375); identical sets fail, sets sharing
+    more than chance are only "partly" different."""
+    stored, cfg = _stored()
+    a = stored["modadd"]
+    base = chapter.jaccard_baseline(a["key_freqs"], a["p"], a["freq_jaccard"])
+    assert base["mean"] == pytest.approx(0.2357, abs=1e-3) and base["q95"] == pytest.approx(0.375)
+    assert base["q05"] == pytest.approx(0.1) and base["p_shared"] == pytest.approx(0.7063, abs=1e-3)
+
+    def verdict(freqs: list[list[int]]) -> str:
+        edited = copy.deepcopy(stored)
+        edited["modadd"]["key_freqs"] = freqs
+        edited["modadd"]["freq_jaccard"] = len(set(freqs[0]) & set(freqs[1])) / len(set(freqs[0]) | set(freqs[1]))
+        rows = {r.id: r for r in chapter.build_claims(edited, cfg).rows}
+        return rows["ours.core_stitching.modadd_different_key_frequencies"].verdict
+
+    assert verdict(a["key_freqs"]) == REPRODUCED
+    assert verdict([[2, 5, 6], [2, 5, 6]]) == NOT_REPRODUCED  # the same frequencies
+    assert verdict([[2, 5, 6, 8, 9, 12], [2, 5, 6, 8, 10]]) == PARTLY  # 4 of 7 shared: more than chance
+
+
+def test_the_merging_implication_can_fail(small_run) -> None:
+    """Read on the Markov task alone: an aligned-core swap that does not stitch, or unaligned coordinates that
+    stitch as well, is not the paper's merging implication."""
+    res, cfg = small_run
+    good = copy.deepcopy(dict(res, modadd=None))
+    m = good["markov"]
+    m["swap"]["core"]["crossed"] = {"acc": m["base_acc"][1], "agree": 1.0}
+    m["swap"]["unmapped"] = {g: {"acc": 0.25, "agree": 0.25} for g in chapter.REGIMES}
+    m["floor"] = {"acc": 0.25, "agree": 0.25}
+
+    def verdict(results: dict) -> str:
+        return next(r.verdict for r in chapter.build_claims(results, cfg).rows if r.id == "implication.merging")
+
+    assert verdict(good) == REPRODUCED
+    broken = copy.deepcopy(good)
+    broken["markov"]["swap"]["core"]["crossed"] = {"acc": 0.3, "agree": 0.3}  # an untrained pair: nothing stitches
+    assert verdict(broken) == NOT_REPRODUCED
+    naive = copy.deepcopy(good)
+    naive["markov"]["swap"]["unmapped"] = {g: {"acc": m["base_acc"][1], "agree": 1.0} for g in chapter.REGIMES}
+    assert verdict(naive) == NOT_REPRODUCED
+
+
+def test_one_model_across_the_grokking_threshold_makes_the_row_inconclusive() -> None:
+    stored, cfg = _stored()
+    rows = {r.id: r for r in chapter.build_claims(stored, cfg).rows}
+    assert rows["ours.core_stitching.modadd_grokked"].verdict == REPRODUCED
+    edited = copy.deepcopy(stored)
+    edited["modadd"]["grok_step"][1] = None  # the second model never reached the test accuracy
+    rows = {r.id: r for r in chapter.build_claims(edited, cfg).rows}
+    assert rows["ours.core_stitching.modadd_grokked"].verdict == INCONCLUSIVE
+    edited["modadd"]["grok_step"][0] = None
+    rows = {r.id: r for r in chapter.build_claims(edited, cfg).rows}
+    assert rows["ours.core_stitching.modadd_grokked"].verdict == NOT_REPRODUCED

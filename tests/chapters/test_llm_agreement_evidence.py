@@ -208,3 +208,93 @@ def test_known_gaps_apply_only_to_the_presets_own_run():
     ci = A.PARAMS.resolve(PRESET="ci")
     assert A.KNOWN_GAPS.reason(ci, "smollm2-135m:remove") is not None
     assert A.KNOWN_GAPS.reason(ci.replace(N_RANDOM=4), "smollm2-135m:remove") is None
+
+
+# ----------------------------------------------------------------------------- claim ids, headlines, intervals
+SVA_PER_MODEL = ("sva.keep", "sva.remove", "sva.flip", "sva.knob", "sva.generation")
+
+
+def _headline(claims, claim_id: str):
+    """The one headline row of ``claim_id``."""
+    rows = [r for r in claims.rows if r.id == claim_id and r.headline]
+    assert len(rows) == 1, [(r.id, r.claim, r.headline) for r in claims.rows]
+    return rows[0]
+
+
+def test_every_row_has_an_id_and_each_paper_claim_one_headline(book):
+    from collections import Counter
+
+    from ace_helpers.repro.paper_claims import PAPER_CLAIMS
+
+    stored, cfg = book
+    claims = A.flat_claims(stored, cfg)
+    records = claims.records("book preset")
+    assert all(r["id"] and r["kind"] for r in records), [r["claim"] for r in records if not r["id"]]
+    heads = Counter(r["id"] for r in records if r["kind"] == "paper" and r["headline"])
+    assert all(n == 1 for n in heads.values()) and set(heads) <= set(PAPER_CLAIMS), heads
+    assert {r["id"] for r in records if r["kind"] == "paper"} == set(heads)
+    assert all(r["explains"] in PAPER_CLAIMS for r in records if r["kind"] == "diagnosis")
+    assert all(r["id"].startswith("ours.llm_agreement.") for r in records if "control" in r["claim"])
+    # the per-model rows are evidence; one combined row per paper claim counts the models
+    for claim_id in SVA_PER_MODEL:
+        per_model = [r for r in claims.rows if r.id == claim_id and not r.headline and r.claim.startswith(tuple(cfg.MODELS))]
+        assert len(per_model) >= 2 and "of 2 models" in _headline(claims, claim_id).ours, claim_id
+    generation = [r for r in records if r["id"] == "sva.generation" and not r["headline"]]
+    assert all(r["method"].startswith("Wilson score interval") and r["threshold"] == 0.7 for r in generation)
+
+
+def test_the_generation_rate_is_judged_on_its_wilson_interval(book):
+    """Measured 0.65–0.78 over 17–23 generations: an interval straddling 0.70 is inconclusive, not a verdict."""
+    from ace_helpers.chapters.llm_agreement.combined import wilson_interval
+
+    assert wilson_interval(0.5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)  # the textbook 5 of 10
+    assert wilson_interval(0.0, 5)[0] == 0.0 and wilson_interval(1.0, 5)[1] == 1.0
+    stored, cfg = book
+    assert _headline(A.flat_claims(stored, cfg), "sva.generation").verdict == "inconclusive"
+    edited = copy.deepcopy(stored)
+    for m in cfg.MODELS:
+        edited[f"{m}.generation_official_rate"], edited[f"{m}.generation_official_scored"] = 0.9, 200
+    assert _headline(A.flat_claims(edited, cfg), "sva.generation").verdict == "reproduced"
+    # one model's rate moved to the threshold: its interval straddles 0.70, and the combined row cannot tell
+    edited["gemma3-270m.generation_official_rate"] = 0.72
+    row = _headline(A.flat_claims(edited, cfg), "sva.generation")
+    assert row.verdict == "inconclusive" and "1 of 2 models" in row.ours
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "wrong"),
+    [
+        ("sva.keep", {"auc_keep": 0.55}),  # the core alone keeps no more than a random direction
+        ("sva.remove", {"auc_remove": 0.92}),  # removal leaves agreement as it was
+        ("sva.flip", {"auc_flip": 0.5}),  # the flip only erases
+        ("sva.knob", {"knob_r2": 0.05, "knob_p_label_preserving": 0.4}),  # the coordinate predicts nothing
+        ("sva.generation", {"generation_official_rate": 0.1}),  # steered texts keep their number
+    ],
+)  # fmt: skip
+def test_each_per_model_paper_claim_fails_on_a_plausible_wrong_input(book, claim_id, wrong):
+    stored, cfg = book
+    edited = copy.deepcopy(stored)
+    for m in cfg.MODELS:
+        edited.update({f"{m}.{k}": v for k, v in wrong.items()})
+    row = _headline(A.flat_claims(edited, cfg), claim_id)
+    assert row.verdict not in ("reproduced", "inconclusive") and "0 of 2 models" in row.ours, row
+
+
+def test_the_cross_model_claims_fail_on_a_plausible_wrong_input(book):
+    stored, cfg = book
+    edited = copy.deepcopy(stored)
+    edited["demo_fisher_p_base_vs_flipped"] = 0.5  # the flip does not lower the demo score
+    edited["pairwise_p_label_preserving"] = {k: 0.4 for k in stored["pairwise_p_label_preserving"]}  # the label null
+    claims = A.flat_claims(edited, cfg)
+    for claim_id in ("sva.flip_demo_tests", "sva.alignment"):
+        assert _headline(A.flat_claims(stored, cfg), claim_id).verdict == "reproduced"
+        assert _headline(claims, claim_id).verdict == "not reproduced"
+
+
+def test_one_model_across_its_threshold_changes_the_combined_verdict(book):
+    stored, cfg = book
+    assert _headline(A.flat_claims(stored, cfg), "sva.flip").verdict == "reproduced"
+    edited = copy.deepcopy(stored)
+    edited["smollm2-135m.auc_flip"] = 0.40  # one model's flip no longer half way to a full inversion
+    row = _headline(A.flat_claims(edited, cfg), "sva.flip")
+    assert row.verdict == "partly" and "1 of 2 models" in row.ours and row.unexpected

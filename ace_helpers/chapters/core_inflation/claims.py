@@ -1,7 +1,10 @@
 """Chapter 3's claims: inflation under weight decay, none without it, the contrasts between the
 arms, sufficient against necessary dimension (Fig. 2A, 2B, 2D), with the diagnosis rows of the
 gaps measured at the book and paper presets (:data:`KNOWN_GAPS`), on one run
-(:func:`build_claims`) or on the stored long run (:func:`long_run_claims`)."""
+(:func:`build_claims`) or on the stored long run (:func:`long_run_claims`).  Each row names the paper
+claim it tests (``inflation.*``) or is one of ours (``ours.core_inflation.*``; a diagnosis names the
+paper claim it explains); a rule that every model must meet is judged k of N models (models that
+disagree: inconclusive)."""
 
 from __future__ import annotations
 

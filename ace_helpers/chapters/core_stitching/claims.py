@@ -1,4 +1,4 @@
-"""Chapter 7's claims, from the results dict alone (so a stored results.json checks the same): when a stitch works, when it fails, and the rules."""
+"""Chapter 7's claims, from the results dict alone (so a stored results.json checks the same): when a stitch works, when it fails, the rules, and the paper's merging implication read on activations."""
 
 from __future__ import annotations
 

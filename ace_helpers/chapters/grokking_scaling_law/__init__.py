@@ -5,7 +5,8 @@ The chapter protocol: :data:`PARAMS` (the knobs), :func:`run` (both sweeps and t
 :func:`results` gives ``results.json``.  The artifact cache of the paper-preset sweeps is
 :class:`Sweeps`; the runs (:mod:`.runs`: :func:`grok_times`, :func:`run_grok_sweep`, the two
 sweeps) and the fits and claims of any set of sweeps (:mod:`.claims`: :func:`fit_sweeps`,
-:func:`fit_claims`, known gaps in :data:`KNOWN_GAPS`) are re-exported here.  :class:`Sweeps` reads the ω and p sweeps of one run from the stored
+:func:`fit_claims`, known gaps in :data:`KNOWN_GAPS`; the intervals the rules are judged on: :mod:`.intervals`)
+are re-exported here.  :class:`Sweeps` reads the ω and p sweeps of one run from the stored
 paper-preset artifact ``book/artifacts/04_grokking_scaling_law/sweeps`` when its knobs match,
 and trains them otherwise (a paper-preset run stores what it trained).
 

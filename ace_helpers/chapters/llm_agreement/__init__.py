@@ -18,7 +18,8 @@ The pipeline lives in the submodules and is re-exported here:
   (:func:`run`, over the models :func:`run_models`), the cross-model alignment and the flat ``results.json`` entries
   (:func:`flat_results`; keys listed in :mod:`~ace_helpers.chapters.llm_agreement.pipeline`).
 * :mod:`.claims` — the claims from the flat results (:func:`flat_claims`, known gaps in
-  :data:`KNOWN_GAPS`), so that a stored ``results.json`` rebuilds the same verdicts.
+  :data:`KNOWN_GAPS` from :mod:`.gaps`, one headline row over the models from :mod:`.combined`), so that a
+  stored ``results.json`` rebuilds the same verdicts.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 :func:`flat_claims` reads only the flat results dict (:func:`~.pipeline.flat_results`), so a
 stored ``results.json`` gives the same verdicts. The paper states its agreement results in words
 (per-model numbers were not given), so most numeric lines are ours; each rule says what it asks
-and why. A weaker form that still means something is reported as ``partly``.
+and why. A weaker form that still means something is reported as ``partly``. A paper claim checked once
+per model (or pair) gets one headline row over the models (:data:`COMBINED`); controls are ``ours.`` rows.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ from typing import Any
 
 import numpy as np
 
+from ace_helpers.chapters.llm_agreement.combined import WILSON_METHOD, wilson_interval
+from ace_helpers.chapters.llm_agreement.gaps import GAP_CAUSES, KNOWN_GAPS  # noqa: F401 - re-exported
 from ace_helpers.chapters.llm_agreement.pipeline import OFFICIAL_RULE
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive
+from ace_helpers.repro.report import Claims
 
 PANEL = "SVA figure"  # the paper's subject–verb agreement figure: A layer sweep, B knob, C flip demo
 CODE = "code release joshseth/cores, SVA_uni.py"
 OURS, CONTROL, DIAGNOSIS = "ours (beyond the paper)", "ours (control, beyond the paper)", "ours (diagnosis)"
+ID = "ours.llm_agreement."  # the prefix of the chapter's own claim ids
 
 BASE_MIN = 0.85  # clean AUC: a model that does agreement on attractor prompts (chance 0.5)
 KEEP_TOL = 0.02  # core only: at the base AUC within about one standard error (200 test prompts)
@@ -34,51 +38,6 @@ P_MAX = 0.01  # permutation tests
 DEMO_P = 0.05  # flip demo, Fisher-combined Wilcoxon
 GEN_RATE, GEN_PARTLY = 0.70, 0.50
 PUSH_TOL, LANDED_MIN = 0.50, 0.90  # generation: achieved push within this of the target; share landing on the other side
-
-GAP_CAUSES = {
-    "remove": "removal inverts agreement instead of destroying it (AUC {auc_remove}): what the state keeps follows the "
-    "attractor, whose number is always the opposite one (diagnosis rows: the zero ablation gives {auc_ace_remove_zero}; "
-    "without an attractor the removed AUC is {auc_free_remove})",
-    "dom": "at ℓ = {chosen_layer} the supervised direction keeps more of agreement than the core (keep {auc_keep} against "
-    "{auc_dom_keep}); the flip matches ({auc_flip} against {auc_dom_flip})",
-    "knob_r2": "pooled R² {knob_r2} at ℓ = {chosen_layer}, the last block, where the label alone gives "
-    "{knob_r2_label_null}; within class {knob_r2_singular} (singular) and {knob_r2_plural} (plural): the plural prompts' "
-    "margins barely follow the core coordinate there",
-    "knob_within": "within the plural prompts R² {knob_r2_plural} (p {knob_p_plural}) at ℓ = {chosen_layer}: their "
-    "margins barely follow the core coordinate at the last block (singular prompts: R² {knob_r2_singular})",
-    "demo_flip": "demo prompts {stay} keep their own number (margin shifts {shifts} nats towards the other one): they sit "
-    "nearest the mean along the core, about which the flip reflects (diagnosis row)",
-    "generation_official": "{generation_official_rate} of the generations change: the official rule reaches its 1-nat "
-    "target (median push {generation_official_push} nats, on the other side at {generation_official_landed} of the "
-    "steps: diagnosis row), and at temperature 1 a 1-nat margin leaves each copula the clean number with probability "
-    "27 %; the refined rule changes {generation_refined_rate}",
-    "generation_refined": "{generation_refined_rate} of only {generation_refined_scored} scored generations change (this "
-    "preset samples few): the calibration itself works, landing on the other side at {generation_refined_landed} of the "
-    "steps with a median push of {generation_refined_push} nats (diagnosis row)",
-}
-"""Measured causes of the known gaps, as templates: ``{field}`` is the model's ``results.json`` value
-``<model>.<field>`` (``{stay}`` / ``{shifts}``: the demo prompts the flip leaves on their own number)."""
-
-
-def _gaps(preset_gaps: dict[str, list[str]]) -> dict[str, str]:
-    return {f"{model}:{claim}": GAP_CAUSES[claim] for model, keys in preset_gaps.items() for claim in keys}
-
-
-#: Claims measured not to reproduce at a preset's own run (every knob as the preset sets it), per
-#: model; the causes (:data:`GAP_CAUSES`) are filled with the run's numbers.
-KNOWN_GAPS = KnownGaps({
-    "ci": _gaps({"smollm2-135m": ["remove", "dom", "demo_flip", "generation_official", "generation_refined"]}) | {
-        "smollm2-135m:base": seed_sensitive(4, 5, "base AUC 0.862, 0.827, 0.918, 0.943, 0.895 against 0.85 on this "
-                                                  "preset's few prompts"),
-        "smollm2-135m:random_keep": seed_sensitive(2, 5, "the lowest random direction's keep AUC 0.423, 0.667, 0.338, "
-                                                         "0.744, 0.750, and their median 0.52–0.83, against ACE's 0.90–0.99"),
-    },
-    "book": _gaps({
-        "smollm2-135m": ["remove", "demo_flip", "generation_official"],
-        "gemma3-270m": ["remove", "knob_r2", "knob_within", "demo_flip", "generation_official"],
-    }),
-})
-
 
 def _f(x: Any, digits: int = 3) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
@@ -122,12 +81,14 @@ def _sweep_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         f"{name}: the model agrees (base AUC)",
         "GPT-2 Small / Medium / Large do subject–verb agreement on the attractor prompts (Base line; values not given)",
         _f(base), base >= BASE_MIN, _gap(cfg, f"{name}:base", get), where=f"{PANEL}, panel A",
+        id=ID + "base_agreement", value=base, threshold=BASE_MIN, op=">=", short=f"base AUC ≥ {BASE_MIN}",
         rule=f"ROC-AUC of the clean margin vs the plural label ≥ {BASE_MIN} (ours: the paper gives no value; chance is 0.5)",
     )  # fmt: skip
     claims.check(
         f"{name}: keeping only the core keeps agreement (ℓ = {ell})",
         "keeping only the 1-D core keeps agreement (Core Only (+))",
         f"{_f(keep)} (base {_f(base)})", keep >= base - KEEP_TOL, where=f"abstract; {PANEL}, panel A",
+        id="sva.keep", value=keep, threshold=base - KEEP_TOL, op=">=", short=f"core-only AUC ≥ base AUC − {KEEP_TOL}",
         rule=f"core-only AUC ≥ base AUC − {KEEP_TOL} at the chosen layer (the lowest flip AUC, as the official code "
         f"chooses it); as the paper states it (agreement kept), {KEEP_TOL} being about one standard error of the AUC",
     )  # fmt: skip
@@ -135,7 +96,7 @@ def _sweep_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         f"{name}: removing the core destroys agreement (AUC at chance)",
         "removing the core destroys agreement (Core Removed (−))",
         _f(remove), abs(remove - 0.5) <= CHANCE_TOL, _gap(cfg, f"{name}:remove", get),
-        where=f"abstract; {PANEL}, panel A",
+        where=f"abstract; {PANEL}, panel A", id="sva.remove", value=remove, short=f"core-removed AUC within {CHANCE_TOL} of 0.5",
         rule=f"|AUC − 0.5| ≤ {CHANCE_TOL} (destroyed = at chance, as the paper states it: an AUC well below 0.5 is "
         f"agreement reversed, not destroyed); partly: AUC ≤ {REMOVE_PARTLY} (no agreement left, but inverted or short "
         "of chance)",
@@ -145,6 +106,7 @@ def _sweep_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         f"{name}: flipping the core inverts agreement",
         "reflecting the core coordinate about the mean inverts grammatical number: AUC below 0.5 (Core Flipped (↔))",
         _f(flip), flip <= FLIP_MAX, where=f"abstract; {PANEL}, panel A",
+        id="sva.flip", value=flip, threshold=FLIP_MAX, op="<=", short=f"core-flipped AUC ≤ {FLIP_MAX}",
         rule=f"flip AUC ≤ {FLIP_MAX} (the paper: below 0.5; ours asks for half the way from chance to a full "
         "inversion, so that a weak push does not count)",
     )  # fmt: skip
@@ -170,7 +132,8 @@ def _control_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         claims.check(
             f"{name}: control: {text}", "— (ours: is the core's effect specific to its direction?)",
             f"ACE {_f(ace)}; random min {_f(lo)}, median {_f(med)}, max {_f(hi)}", better(ace, rand),
-            _gap(cfg, f"{name}:random_{mode}", get), where=CONTROL,
+            _gap(cfg, f"{name}:random_{mode}", get), where=CONTROL, id=f"{ID}random_{mode}", value=[ace, lo, med, hi],
+            short=f"ACE's {mode} AUC {side}{RANDOM_GAP}",
             rule=f"ACE's {mode} AUC {side}{RANDOM_GAP} ({same}, {how})",
         )  # fmt: skip
     dk, df, cos = get("auc_dom_keep"), get("auc_dom_flip"), get("cos_core_dom")
@@ -180,7 +143,8 @@ def _control_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         f"ACE keep {_f(keep)}, flip {_f(flip)}; difference of means keep {_f(dk)}, flip {_f(df)} "
         f"(remove {_f(get('auc_dom_remove'))}); |cos| {_f(cos)}",
         keep >= dk - DOM_TOL and flip <= df + DOM_TOL, _gap(cfg, f"{name}:dom", get),
-        where=CONTROL,
+        where=CONTROL, id=ID + "difference_of_means", value=[keep, flip, dk, df],
+        short=f"ACE keep ≥ difference of means' − {DOM_TOL}, ACE flip ≤ its + {DOM_TOL}",
         rule=f"ACE keep AUC ≥ the difference-of-means direction's − {DOM_TOL} and ACE flip AUC ≤ its + {DOM_TOL} (the "
         "unit direction between the plural and singular training means, edited as the core is); partly: one of the two",
         partly=keep >= dk - DOM_TOL or flip <= df + DOM_TOL,
@@ -196,7 +160,8 @@ def _removal_diagnosis(claims: Claims, get, name: str) -> None:
         f"mean ablation {_f(remove)}, zero ablation {_f(zero)}; mean margin (singular, plural): clean "
         f"({_f(mc[0], 2)}, {_f(mc[1], 2)}), mean ablation ({_f(mm[0], 2)}, {_f(mm[1], 2)}), zero ablation "
         f"({_f(mz[0], 2)}, {_f(mz[1], 2)})",
-        abs(zero - remove) <= ZERO_TOL, where=DIAGNOSIS,
+        abs(zero - remove) <= ZERO_TOL, where=DIAGNOSIS, id=ID + "zero_vs_mean_ablation", explains="sva.remove",
+        value=[remove, zero], short=f"|zero-ablation AUC − mean-ablation AUC| ≤ {ZERO_TOL}",
         rule=f"|AUC of the zero ablation h − qqᵀh − AUC of the mean ablation h − qqᵀ(h − μ)| ≤ {ZERO_TOL}: both set every "
         "prompt's coordinate to one value (0, or the mean's); where that value sits moves all margins to one side, "
         "but the AUC ranks prompts, so it cannot by itself invert them",
@@ -207,7 +172,8 @@ def _removal_diagnosis(claims: Claims, get, name: str) -> None:
         "— (ours: what does the state keep once the core is removed?)",
         f"attractor-free prompts: removed {_f(free)} (base {_f(fbase)}, flipped {_f(fflip)}); test prompts: removed "
         f"{_f(remove)}",
-        free >= remove + FREE_GAP and free >= FREE_MIN, where=DIAGNOSIS,
+        free >= remove + FREE_GAP and free >= FREE_MIN, where=DIAGNOSIS, id=ID + "removal_follows_attractor",
+        explains="sva.remove", value=[free, remove], short=f"attractor-free removed AUC ≥ test's + {FREE_GAP} and ≥ {FREE_MIN}",
         rule=f"on attractor-free prompts (the 18 heads in 4 frames, no second noun), the removed AUC is ≥ {FREE_GAP} "
         f"above the test prompts' and ≥ {FREE_MIN}: what is left after removal follows the attractor, whose number is "
         "always the opposite one",
@@ -220,8 +186,8 @@ def _knob_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         f"{name}: the knob: margin affine in the core coordinate (pooled R²)",
         "the margin follows the single core coordinate (affine fit, R² in the legend; values not given)",
         f"R² {_f(r2)} (label-only null median {_f(null)}, p {_p(p)})", r2 >= KNOB_R2 and p < P_MAX,
-        _gap(cfg, f"{name}:knob_r2", get),
-        where=f"{PANEL}, panel B",
+        _gap(cfg, f"{name}:knob_r2", get), where=f"{PANEL}, panel B", id="sva.knob", value=[r2, p],
+        short=f"pooled knob R² ≥ {KNOB_R2} and label-preserving p < {P_MAX}",
         rule=f"pooled R² of m ≈ a·z + b on the test prompts ≥ {KNOB_R2} (ours: no value given) and above the "
         f"label-preserving null (z permuted within each class, p < {P_MAX}); that null's median is what the label alone gives",
     )  # fmt: skip
@@ -231,8 +197,9 @@ def _knob_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         "the margin follows the single core coordinate (affine fit, R² in the legend; values not given)",
         f"singular R² {_f(get('knob_r2_singular'))} (p {_p(get('knob_p_singular'))}), plural R² "
         f"{_f(get('knob_r2_plural'))} (p {_p(get('knob_p_plural'))})",
-        all(ok), _gap(cfg, f"{name}:knob_within", get),
-        where=f"{PANEL}, panel B (our within-class reading)",
+        all(ok), _gap(cfg, f"{name}:knob_within", get), where=f"{PANEL}, panel B (our within-class reading)",
+        id=ID + "knob_within_class", value=[get("knob_r2_singular"), get("knob_r2_plural")],
+        short=f"within each class, knob permutation p < {P_MAX}",
         rule=f"in each number class separately, z correlates with m in the pooled slope's direction, one-sided "
         f"within-class permutation p < {P_MAX} (the pooled fit mixes this with the separation of the classes); "
         "partly: in one class",
@@ -258,7 +225,8 @@ def _demo_claims(claims: Claims, results: dict[str, Any], get, name: str, cfg: P
         "on the six demo prompts, flipping the core moves P(is / are / was / were) to the other number",
         f"{moved} of {len(share)} prompts; margin shift towards the other number per prompt "
         f"[{', '.join(_f(s, 1) for s in shifts)}] nats", moved == len(share), _gap(cfg, f"{name}:demo_flip", shift_get),
-        where=f"{PANEL}, panel C",
+        where=f"{PANEL}, panel C", id="sva.flip", headline=False, value=moved,
+        short="on every demo prompt the flip moves the mass to the other number",
         rule=f"after the flip, the prompt's own number holds < 0.5 of the four verbs' probability on every demo prompt "
         f"(as the panel shows it); partly: on ≥ {need} of {len(share)}",
         partly=moved >= need,
@@ -274,6 +242,7 @@ def _demo_claims(claims: Claims, results: dict[str, Any], get, name: str, cfg: P
         "— (ours: why the flip moves some demo prompts little)",
         f"coordinate towards the own class: prompts kept [{', '.join(_f(v, 1) for v in stay)}], moved "
         f"[{', '.join(_f(v, 1) for v in went)}]", not went or max(stay) < min(went), where=DIAGNOSIS,
+        id=ID + "demo_near_mean", explains="sva.flip", short="the prompts the flip leaves lie nearer the mean than those it moves",
         rule="each prompt that keeps ≥ 0.5 of its own number after the flip has a smaller core coordinate towards its "
         "own class (z, signed so that the own class's training mean is positive; the mean μ is at 0) than every prompt "
         "that moves: the flip reflects z about the mean, so a prompt near the mean moves little, and one on the other "
@@ -289,10 +258,11 @@ def _generation_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         "flipping the core inverts grammatical number throughout generation (examples; no rate given)",
         f"{_f(rate)} of {scored} generations (clean texts {_f(base)})", rate is not None and rate >= GEN_RATE,
         _gap(cfg, f"{name}:generation_official", get),
-        where=f"abstract; the calibration rule from {CODE} (generate_surgical)",
+        where=f"abstract; the calibration rule from {CODE} (generate_surgical)", id="sva.generation",
+        short=f"share of changed generations ≥ {GEN_RATE} over its Wilson interval", **_rate(rate, scored),
         rule=f"≥ {GEN_RATE} of the steered generations with a number-marked verb (is/are, was/were, has/have, does/do) "
         f"use mostly the form the clean model likes less in that context (ours: the paper gives examples); partly: ≥ "
-        f"{GEN_PARTLY}",
+        f"{GEN_PARTLY}; inconclusive where the rate's Wilson interval (95 %, over the scored generations) straddles {GEN_RATE}",
         partly=rate is not None and rate >= GEN_PARTLY,
     )  # fmt: skip
     refined = get("generation_refined_rate")
@@ -304,6 +274,8 @@ def _generation_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         "flipping the core inverts grammatical number throughout generation (examples; no rate given)",
         f"{_f(refined)} of {get('generation_refined_scored')} generations (clean texts {_f(base)})",
         refined is not None and refined >= GEN_RATE, _gap(cfg, f"{name}:generation_refined", get), where=OURS,
+        id=ID + "generation_refined", short=f"share of changed generations ≥ {GEN_RATE} over its Wilson interval",
+        **_rate(refined, get("generation_refined_scored")),
         rule=f"as the row above (≥ {GEN_RATE}), with our variant of the official rule: extra secant steps meet the "
         "target margin where one step undershoots, and a larger target leaves the clean number less chance at "
         "temperature 1 (a 1-nat margin leaves it 27 %)",
@@ -316,12 +288,21 @@ def _generation_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         f"median achieved margin towards the other number: official {_f(lo, 2)} nats (on the other side at "
         f"{_f(lo_land)} of steps), refined {_f(hi, 2)} nats ({_f(hi_land)})",
         abs(lo - OFFICIAL_RULE[1]) <= PUSH_TOL and abs(hi - cfg.GEN_EPS) <= PUSH_TOL and lo_land >= LANDED_MIN,
-        where=DIAGNOSIS,
+        where=DIAGNOSIS, id=ID + "official_rule_push", explains="sva.generation", value=[lo, hi, lo_land],
+        short=f"each rule's median push within {PUSH_TOL} nat of its target; official lands ≥ {LANDED_MIN}",
         rule=f"each rule's median achieved copula margin towards the other number lies within {PUSH_TOL} nat of its "
         f"target ({OFFICIAL_RULE[1]:g} and {cfg.GEN_EPS:g} nats) and the official rule lands on the other side at ≥ "
         f"{LANDED_MIN} of the steps: the rules differ in how far they push, not in whether they get there; at "
         f"temperature 1 a 1-nat margin leaves each copula the clean number with probability σ(−1) = 27 %",
     )  # fmt: skip
+
+
+def _rate(rate: float | None, scored: int | None) -> dict[str, Any]:
+    """The verdict keywords of a generation rate over ``scored`` generations: its Wilson interval against ``GEN_RATE``."""
+    if rate is None or not scored:
+        return {}
+    return {"value": rate, "interval": wilson_interval(rate, int(scored)), "threshold": GEN_RATE, "op": ">=",
+            "method": WILSON_METHOD}  # fmt: skip
 
 
 def _pair_claims(claims: Claims, results: dict[str, Any], key: str) -> None:
@@ -333,7 +314,8 @@ def _pair_claims(claims: Claims, results: dict[str, Any], key: str) -> None:
     claims.check(
         f"{a}–{b}: core coordinates aligned across models (pooled sign-aligned Spearman)", paper,
         f"ρ {_f(rho)} (label-only null median {_f(null)}, p {_p(p)}; random-pairing p {_p(get('p_value'))})",
-        p is not None and p < P_MAX, where=where,
+        p is not None and p < P_MAX, where=where, id="sva.alignment", value=[rho, p],
+        short=f"pooled alignment: label-preserving permutation p < {P_MAX}",
         rule=f"p < {P_MAX} against a label-preserving null (pairings within each number class: its median is what the two "
         "coordinates' separation of the labels alone gives; random pairings ignore it); the paper's 0.93 is its best "
         "pair of models, so no value is required",
@@ -343,6 +325,8 @@ def _pair_claims(claims: Claims, results: dict[str, Any], key: str) -> None:
         f"{a}–{b}: aligned within each number class", paper,
         f"singular ρ {_f(get('spearman_singular'))} (p {_p(get('p_singular'))}), plural ρ "
         f"{_f(get('spearman_plural'))} (p {_p(get('p_plural'))})", all(ok), where=f"{where} (our within-class reading)",
+        id=ID + "alignment_within_class", value=[get("spearman_singular"), get("spearman_plural")],
+        short=f"within each class, alignment permutation p < {P_MAX}",
         rule=f"in each class, Spearman in the pooled alignment's direction with a one-sided within-class permutation "
         f"p < {P_MAX}; partly: in one class",
         partly=any(ok),
@@ -371,12 +355,14 @@ def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None =
             _demo_claims(claims, results, get, name, cfg)
         if get("generation_official_scored") is not None:
             _generation_claims(claims, get, name, cfg)
+    _combine(claims, "models")
     p = results.get("demo_fisher_p_base_vs_flipped")
     if p is not None:
         claims.check(
             "flip demo: base > flipped (paired Wilcoxon, Fisher-combined over models)",
             "Base vs Flipped: the flip lowers the demo score log(P(correct number)/max of the four) (values not given)",
-            _p(p), p < DEMO_P, where=f"{PANEL}, panel C; the test from {CODE}",
+            _p(p), p < DEMO_P, where=f"{PANEL}, panel C; the test from {CODE}", id="sva.flip_demo_tests", value=p,
+            threshold=DEMO_P, op="<", short=f"Fisher-combined base > flipped p < {DEMO_P}",
             rule=f"Fisher-combined one-sided p < {DEMO_P} (ours; with six prompts one model's smallest p is 1/64)",
         )  # fmt: skip
     stored = results.get("pairwise_spearman", {})
@@ -384,4 +370,27 @@ def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None =
         for b in models[i + 1 :]:
             if f"{a}~{b}" in stored:
                 _pair_claims(claims, results, f"{a}~{b}")
+    _combine(claims, "model pairs")
     return claims
+
+
+#: The paper claims checked once per model (or pair of models), with the claim and where of their combined row.
+COMBINED = {
+    "sva.keep": ("keeping only the core keeps agreement, in every model", f"abstract; {PANEL}, panel A"),
+    "sva.remove": ("removing the core destroys agreement, in every model", f"abstract; {PANEL}, panel A"),
+    "sva.flip": ("flipping the core inverts agreement, in every model", f"abstract; {PANEL}, panel A"),
+    "sva.knob": ("the knob: margin affine in the core coordinate, in every model", f"{PANEL}, panel B"),
+    "sva.generation": ("steered generation changes verb number (official calibration), in every model", "abstract"),
+    "sva.alignment": ("core coordinates aligned across every pair of models", "Table 6 (subject–verb agreement core alignment)"),
+}
+
+
+def _combine(claims: Claims, unit: str) -> None:
+    """One headline row (:meth:`~ace_helpers.repro.report.Claims.combine`) for each paper claim of :data:`COMBINED` that has
+    more than one per-model (or per-pair, ``unit``) row; with one, that row is the headline."""
+    for claim_id, (claim, where) in COMBINED.items():
+        parts = [r for r in claims.rows if r.id == claim_id and r.headline]
+        if len(parts) > 1:
+            claims.combine(claim_id, claim, parts[0].paper, where=where, unit=unit,
+                           rule=f"the per-{unit[:-1]} rows' rule holds in every one of the {unit}; partly: in some, or its "
+                                "weaker form in every one; inconclusive: none fails it but some cannot tell")  # fmt: skip

@@ -284,8 +284,8 @@ def _diagnose_unit_circle(
     nums["diagnosis_late_min_frac_unit_circle_ols"] = float(vals.min())
     claims.check(text, paper, f"{source}: min {vals.min():.3g} (model {m}, epoch {int(arm.epochs[late][c])}) over "
                  f"{vals.size} checkpoints", bool((vals >= SHARE_MIN).all()), where="ours (diagnosis)", rule=rule,
-                 id=late_id, explains="modadd.stays_on_circle", value=float(vals.min()), per_seed=vals.min(axis=1).tolist(),
-                 threshold=SHARE_MIN, op=">=", short=f"every model, every checkpoint from epoch {_epoch(LATE_EPOCH)}: OLS share ≥ {SHARE_MIN}")  # fmt: skip
+                 id=late_id, explains="modadd.stays_on_circle", value=float(vals.min()), threshold=SHARE_MIN, op=">=",
+                 short=f"every model, every checkpoint from epoch {_epoch(LATE_EPOCH)}: OLS share ≥ {SHARE_MIN}")  # fmt: skip
 
 
 def _off_circle(wd: ArmResult, m: int, i: int, p: int) -> np.ndarray:

@@ -1,0 +1,24 @@
+"""Chapter 5's rate interval: :func:`wilson_interval`, the Wilson score interval of a share of ``n``
+binary outcomes (the generation rate: the share of scored generations whose verb number changes)."""
+
+from __future__ import annotations
+
+import math
+
+from scipy import stats
+
+
+#: The level of :func:`wilson_interval`, and how it is recorded beside the interval.
+WILSON_LEVEL = 0.95
+WILSON_METHOD = f"Wilson score interval ({WILSON_LEVEL:.0%}) of the share over the scored generations"
+
+
+def wilson_interval(rate: float, n: int, level: float = WILSON_LEVEL) -> tuple[float, float]:
+    """Wilson score interval ``(low, high)`` of a binomial share ``rate`` measured on ``n`` ≥ 1 outcomes."""
+    if n < 1 or not 0.0 <= rate <= 1.0:
+        raise ValueError(f"need n >= 1 and 0 <= rate <= 1, got n={n}, rate={rate}")
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    denom = 1 + z**2 / n
+    centre = (rate + z**2 / (2 * n)) / denom
+    half = z / denom * math.sqrt(rate * (1 - rate) / n + z**2 / (4 * n**2))
+    return max(0.0, centre - half), min(1.0, centre + half)
