@@ -91,6 +91,8 @@ def test_every_stored_record_has_an_id_a_kind_and_numbers(stem):
         assert isinstance(r["headline"], bool) and "details" in r and "value" in r, r["claim"]
         assert not isinstance(r["value"], str), f"{stem}: {r['claim']!r} stores its value as a string"
         assert not (r["headline"] and r.get("evidence")), f"{stem}: an evidence run's row is a headline: {r['claim']!r}"
+    heads = [(r["section"], r["id"]) for r in STORED[stem]["claims"] if r["headline"]]
+    assert len(heads) == len(set(heads)), f"{stem}: an id is the headline of two rows of one run"
 
 
 def test_no_headline_verdict_sits_within_its_interval_of_its_threshold():

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.llm_agreement.combined import WILSON_METHOD, wilson_interval
+from ace_helpers.chapters.llm_agreement.combined import OURS_PREFIX, WILSON_METHOD, name_model, wilson_interval
 from ace_helpers.chapters.llm_agreement.gaps import GAP_CAUSES, KNOWN_GAPS  # noqa: F401 - re-exported
 from ace_helpers.chapters.llm_agreement.pipeline import OFFICIAL_RULE
 from ace_helpers.repro.params import Params
@@ -23,7 +23,7 @@ from ace_helpers.repro.report import Claims
 PANEL = "SVA figure"  # the paper's subject–verb agreement figure: A layer sweep, B knob, C flip demo
 CODE = "code release joshseth/cores, SVA_uni.py"
 OURS, CONTROL, DIAGNOSIS = "ours (beyond the paper)", "ours (control, beyond the paper)", "ours (diagnosis)"
-ID = "ours.llm_agreement."  # the prefix of the chapter's own claim ids
+ID = OURS_PREFIX  # the prefix of the chapter's own claim ids
 
 BASE_MIN = 0.85  # clean AUC: a model that does agreement on attractor prompts (chance 0.5)
 KEEP_TOL = 0.02  # core only: at the base AUC within about one standard error (200 test prompts)
@@ -346,6 +346,7 @@ def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None =
     models = list(cfg.MODELS if models is None else models)
     for name in models:
         get = lambda k, name=name: results.get(f"{name}.{k}")  # noqa: E731
+        first = len(claims.rows)
         _sweep_claims(claims, get, name, cfg)
         if get("auc_random_keep"):
             _control_claims(claims, get, name, cfg)
@@ -355,6 +356,7 @@ def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None =
             _demo_claims(claims, results, get, name, cfg)
         if get("generation_official_scored") is not None:
             _generation_claims(claims, get, name, cfg)
+        name_model(claims.rows[first:], name)
     _combine(claims, "models")
     p = results.get("demo_fisher_p_base_vs_flipped")
     if p is not None:
@@ -369,7 +371,9 @@ def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None =
     for i, a in enumerate(models):  # pairs in the models' order (a stored file sorts its keys)
         for b in models[i + 1 :]:
             if f"{a}~{b}" in stored:
+                first = len(claims.rows)
                 _pair_claims(claims, results, f"{a}~{b}")
+                name_model(claims.rows[first:], f"{a}~{b}")
     _combine(claims, "model pairs")
     return claims
 

@@ -1,9 +1,12 @@
-"""Chapter 5's rate interval: :func:`wilson_interval`, the Wilson score interval of a share of ``n``
-binary outcomes (the generation rate: the share of scored generations whose verb number changes)."""
+"""Chapter 5's per-model helpers: :func:`wilson_interval`, the Wilson score interval of a share of ``n``
+binary outcomes (the generation rate: the share of scored generations whose verb number changes), and
+:func:`name_model`, which gives our own per-model rows ids that name their model."""
 
 from __future__ import annotations
 
 import math
+import re
+from typing import Any
 
 from scipy import stats
 
@@ -22,3 +25,20 @@ def wilson_interval(rate: float, n: int, level: float = WILSON_LEVEL) -> tuple[f
     centre = (rate + z**2 / (2 * n)) / denom
     half = z / denom * math.sqrt(rate * (1 - rate) / n + z**2 / (4 * n**2))
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+#: The prefix of the chapter's own claim ids.
+OURS_PREFIX = "ours.llm_agreement."
+
+
+def model_slug(name: str) -> str:
+    """``name`` (a model, or a pair ``"a~b"``) as an id part: lower case, runs of other characters as ``_``."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "model"
+
+
+def name_model(rows: list[Any], name: str) -> None:
+    """Make the ids of our own rows for model ``name`` stable and unique: ``ours.llm_agreement.<model>_<claim>``
+    (the paper's ids stay: their per-model rows are combined into one headline)."""
+    for r in rows:
+        if r.id.startswith(OURS_PREFIX):
+            r.id = OURS_PREFIX + model_slug(name) + "_" + r.id[len(OURS_PREFIX) :]
