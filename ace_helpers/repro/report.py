@@ -242,6 +242,16 @@ class Claims:
             short=short or f"holds in every one of the {n} {unit}", inconclusive=inconclusive))  # fmt: skip
         return k == n
 
+    def headline_verdict(self, claim_id: str) -> str:
+        """The verdict of the headline row of ``claim_id``: ``"not tested"`` when this run lists it as a claim it
+        cannot test; ``ValueError`` when it has neither."""
+        rows = [r for r in self.rows if r.id == claim_id and r.headline]
+        if rows:
+            return rows[0].verdict
+        if any(getattr(r, "id", "") == claim_id for r in self.not_tested):
+            return NOT_TESTED
+        raise ValueError(f"no headline row and no untested row has id {claim_id!r}")
+
     def table(self) -> str:
         """Markdown table of all claims (render with ``IPython.display.Markdown``; MyST renders tables).
 

@@ -46,6 +46,28 @@ def scorecard_rows(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
     return rows
 
 
+def check_records(records: list[dict[str, Any]], chapter: str | None = None) -> set[str]:
+    """Raise ``ValueError`` unless every claim record (:meth:`~ace_helpers.repro.report.Claims.records`) has an
+    id and a kind, our own ids are ``ours.<chapter>.`` ones (when ``chapter``, a chapter package name, is
+    given), a diagnosis names the paper claim it explains, and each id has at most one headline record per
+    run (section); every paper id of a run that is not evidence has exactly one.  Returns the paper ids."""
+    for r in records:
+        if not r.get("id") or r.get("kind") not in ("paper", "ours", "diagnosis"):
+            raise ValueError(f"claim {r.get('claim')!r} has id {r.get('id')!r} and kind {r.get('kind')!r}")
+        if chapter and r["kind"] != "paper" and not r["id"].startswith(f"ours.{chapter}."):
+            raise ValueError(f"claim {r['claim']!r}: our own ids in this chapter read ours.{chapter}.<name>, not {r['id']!r}")
+        if r["kind"] == "diagnosis" and r.get("explains") not in PAPER_CLAIMS:
+            raise ValueError(f"diagnosis {r['claim']!r} explains {r.get('explains')!r}, not a paper claim id")
+    for section in dict.fromkeys(r["section"] for r in records):
+        run = [r for r in records if r["section"] == section]
+        heads = [r["id"] for r in run if r["headline"]]
+        twice = sorted({i for i in heads if heads.count(i) > 1})
+        missing = sorted({r["id"] for r in run if r["kind"] == "paper" and not r.get("evidence")} - set(heads))
+        if twice or missing:
+            raise ValueError(f"{section}: ids with two headline rows {twice}; paper ids without one {missing}")
+    return {r["id"] for r in records if r["kind"] == "paper"}
+
+
 def headlines(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """``{paper id: its headline row}`` over ``rows`` (:func:`scorecard_rows`); ``ValueError`` when an id
     has two headline rows (two chapters, or two rows of one run, claiming the same verdict)."""

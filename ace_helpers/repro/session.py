@@ -21,7 +21,7 @@ from ace_helpers.repro.artifacts import clear_results, display_path, write_resul
 from ace_helpers.repro.kernels import describe as describe_kernels
 from ace_helpers.repro.machine import versions
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.scorecard import verdict_summary
+from ace_helpers.repro.scorecard import check_records, verdict_summary
 from ace_helpers.repro.style import set_style
 from ace_helpers.repro.thread_pools import set_threads
 from ace_helpers.toys.precision import describe as describe_precision
@@ -66,12 +66,13 @@ def start(chapter: ModuleType, namespace: Mapping[str, Any]) -> Params:
 
 
 def finish(cfg: Params, results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> None:
-    """A notebook's epilogue: glue the verdict summary of the claim ``records`` (shown at the top of the page
-    as ``{glue:md}`verdicts```) and write ``OUTPUT_DIR/results.json`` (:func:`write_results`); prints its
+    """A notebook's epilogue: check the claim ``records`` (:func:`~ace_helpers.repro.scorecard.check_records`),
+    glue their verdict summary (shown at the top of the page as ``{glue:md}`verdicts```) and write ``OUTPUT_DIR/results.json`` (:func:`write_results`); prints its
     path (and returns nothing, so that the notebook's last cell shows only that line)."""
     from IPython.display import Markdown  # load time: notebook-only libraries, imported when a notebook ends
     from myst_nb import glue  # load time: notebook-only libraries, imported when a notebook ends
 
+    check_records(list(records))  # ids, kinds and one headline per claim and run, before anything is written
     glue("verdicts", Markdown(verdict_summary(list(records))), display=False)
     path = write_results(cfg.OUTPUT_DIR, results, cfg, claims=list(records))
     print(f"wrote {path}")

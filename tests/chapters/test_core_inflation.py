@@ -261,7 +261,7 @@ def test_every_stored_section_rebuilds_from_the_stored_artifacts():
     sections = _records_by_section(result)
     long_section = f"stored paper-preset run, through epoch {through['wd']}"
     claims = chapter.long_run_claims(cfg, long_cfg, lrun, through, chapter.compare_with_long_run(cfg, run, long_cfg, lrun))
-    assert claims.records(long_section, chapter.how_trained(long_cfg)) == sections[long_section]
+    assert claims.records(long_section, chapter.how_trained(long_cfg), evidence=True) == sections[long_section]
     ref_cfg, ref_run = chapter.reference_source(cfg, run)
     assert ref_cfg["PRESET"] == "paper" and ref_cfg["TRAINER"] == "loop"  # the run the reference was retrained from
     ref = chapter.stored_reference(ref_cfg)
@@ -396,6 +396,7 @@ def test_fig_2d_panels_show_both_fits_with_their_caps_and_the_reference():
 # --- claim ids, kinds, headlines, k of N -----------------------------------------------------
 
 from ace_helpers.repro.paper_claims import PAPER_CLAIMS  # noqa: E402
+from ace_helpers.repro.scorecard import check_records  # noqa: E402
 
 #: The paper claims chapter 3 tests (inflation.redistribution is not one of them).
 CH3_PAPER_IDS = {"inflation.grows", "inflation.no_wd", "inflation.sufficient_flat", "inflation.redundancy", "inflation.modes",
@@ -403,25 +404,13 @@ CH3_PAPER_IDS = {"inflation.grows", "inflation.no_wd", "inflation.sufficient_fla
 
 
 def _check_ids(claims, section="x"):
-    """Every record (rows and claims not tested) has an id and a kind, our ids are the chapter's, a diagnosis
-    names the paper claim it explains, and each paper id has exactly one headline record in the run."""
-    records = claims.records(section)
-    assert records and all(r["id"] and r["kind"] in ("paper", "ours", "diagnosis") for r in records), records
-    assert all(r["id"].startswith("ours.core_inflation.") for r in records if r["kind"] != "paper")
-    assert all(r["explains"] in PAPER_CLAIMS for r in records if r["kind"] == "diagnosis")
-    heads = [r["id"] for r in records if r["kind"] == "paper" and r["headline"]]
-    assert sorted(heads) == sorted({r["id"] for r in records if r["kind"] == "paper"}), heads
-    return {r["id"] for r in records if r["kind"] == "paper"}
+    """The run's records pass :func:`~ace_helpers.repro.scorecard.check_records`; returns its paper ids."""
+    return check_records(claims.records(section), "core_inflation")
 
 
 def _headline(claims, claim_id):
     """The verdict of the headline row of ``claim_id`` (``not tested`` when the run cannot test it)."""
-    rows = [r for r in claims.rows if r.id == claim_id and r.headline]
-    if not rows:
-        assert any(r.id == claim_id for r in claims.not_tested), claim_id
-        return report.NOT_TESTED
-    assert len(rows) == 1, claim_id
-    return rows[0].verdict
+    return claims.headline_verdict(claim_id)
 
 
 FULL = PARAMS.resolve(PRESET="paper", EPOCHS=20000)

@@ -694,6 +694,7 @@ def test_the_readme_states_the_stored_paper_runs_grokking():
 from dataclasses import replace as _replace  # noqa: E402
 
 from ace_helpers.repro.paper_claims import PAPER_CLAIMS  # noqa: E402
+from ace_helpers.repro.scorecard import check_records  # noqa: E402
 
 #: The paper claims chapter 2 tests on a run that groks (modadd.invariant is not one of them).
 CH2_PAPER_IDS = {"modadd.grok_epoch", "modadd.pre_grok_disk", "modadd.pre_grok_r2", "modadd.core_at_grok", "modadd.snap",
@@ -701,25 +702,13 @@ CH2_PAPER_IDS = {"modadd.grok_epoch", "modadd.pre_grok_disk", "modadd.pre_grok_r
 
 
 def _check_ids(claims, section="x"):
-    """Every record (rows and claims not tested) has an id and a kind, our ids are the chapter's, a diagnosis
-    names the paper claim it explains, and each paper id has exactly one headline record in the run."""
-    records = claims.records(section)
-    assert records and all(r["id"] and r["kind"] in ("paper", "ours", "diagnosis") for r in records), records
-    assert all(r["id"].startswith("ours.modadd_grokking.") for r in records if r["kind"] != "paper")
-    assert all(r["explains"] in PAPER_CLAIMS for r in records if r["kind"] == "diagnosis")
-    heads = [r["id"] for r in records if r["kind"] == "paper" and r["headline"]]
-    assert sorted(heads) == sorted({r["id"] for r in records if r["kind"] == "paper"}), heads
-    return {r["id"] for r in records if r["kind"] == "paper"}
+    """The run's records pass :func:`~ace_helpers.repro.scorecard.check_records`; returns its paper ids."""
+    return check_records(claims.records(section), "modadd_grokking")
 
 
 def _headline(claims, claim_id):
     """The verdict of the headline row of ``claim_id`` (``not tested`` when the run cannot test it)."""
-    rows = [r for r in claims.rows if r.id == claim_id and r.headline]
-    if not rows:
-        assert any(r.id == claim_id for r in claims.not_tested), claim_id
-        return NOT_TESTED
-    assert len(rows) == 1, claim_id
-    return rows[0].verdict
+    return claims.headline_verdict(claim_id)
 
 
 @pytest.mark.parametrize("case", ["clean", "failing", "never groks", "no holdout (R_h² NaN)", "user prime"])

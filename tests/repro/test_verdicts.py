@@ -73,3 +73,22 @@ def test_evidence_runs_carry_no_headline():
     claims = Claims()
     claims.check("r", "p", 1.0, True, id="markov.r2")
     assert [r["headline"] for r in claims.records("long run", evidence=True)] == [False]
+
+
+def test_check_records_refuses_what_the_scorecard_cannot_count():
+    from ace_helpers.repro.scorecard import check_records
+
+    claims = Claims()
+    claims.check("r", "p", 1.0, True, id="markov.r2")
+    claims.check("own", "—", 1.0, True, id="ours.markov_cores.extra")
+    good = claims.records("s")
+    assert check_records(good, "markov_cores") == {"markov.r2"}
+    with pytest.raises(ValueError, match="two headline rows"):
+        check_records(good + [dict(good[0])])
+    with pytest.raises(ValueError, match="paper ids without one"):
+        check_records([dict(good[0], headline=False)])
+    assert check_records([dict(good[0], headline=False, evidence=True)]) == {"markov.r2"}  # evidence: no headline needed
+    with pytest.raises(ValueError, match="ours.core_stitching.<name>"):
+        check_records(good, "core_stitching")
+    with pytest.raises(ValueError, match="kind"):
+        check_records([dict(good[0], id="")])
