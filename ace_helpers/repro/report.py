@@ -33,11 +33,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ace_helpers.repro.paper_claims import check_id
 from ace_helpers.repro.tables import markdown_table
-from ace_helpers.repro.verdicts import BOOTSTRAP_METHOD, check_op, interval_side, k_of_n
+from ace_helpers.repro.verdicts import BOOTSTRAP_METHOD, as_numbers, check_op, interval_side, is_flat_numbers, k_of_n
 
 #: The columns of every claims table.
 CLAIMS_HEADER = ("claim", "paper", "our rule", "ours", "verdict")
@@ -95,25 +93,6 @@ REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED = (
     "reproduced", "partly", "not reproduced", "inconclusive", "not tested")  # fmt: skip
 #: Verdicts a claim record may carry (the scorecard counts them per chapter).
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
-
-
-def _numbers(value: Any) -> Any:
-    """``value`` as JSON numbers: a number, a (nested) list of numbers, or ``None`` when it is not numeric
-    (a non-finite number becomes ``None``)."""
-    if isinstance(value, (bool, np.bool_)):
-        return int(value)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return float(value) if np.isfinite(value) else None
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, (list, tuple)) and value:
-        out = [_numbers(v) for v in value]
-        return out if all(v is not None or isinstance(x, float) for v, x in zip(out, value)) else None
-    return None
-
-
-def _flat_numbers(values: Any) -> bool:
-    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values)
 
 
 def _fmt(value: Any) -> str:
@@ -196,14 +175,14 @@ class Claims:
             check_op(op)
             if interval is not None:
                 inconclusive = interval_side(interval, op, threshold) is None
-            elif per_seed is not None and _flat_numbers(per_seed):
+            elif per_seed is not None and is_flat_numbers(per_seed):
                 k, n = k_of_n(per_seed, op, threshold)
                 inconclusive = 0 < k < n
         self.rows.append(Claim(
             claim, paper, _fmt(ours), bool(passed) and not inconclusive, known_gap, where, rule, bool(partly), id, kind,
-            explains, value=_numbers(ours) if value is None else _numbers(value),
-            per_seed=None if per_seed is None else _numbers(list(per_seed)),
-            interval=None if interval is None else [float(v) for v in interval], threshold=_numbers(threshold), op=op,
+            explains, value=as_numbers(ours) if value is None else as_numbers(value),
+            per_seed=None if per_seed is None else as_numbers(list(per_seed)),
+            interval=None if interval is None else [float(v) for v in interval], threshold=as_numbers(threshold), op=op,
             short=short or claim, inconclusive=inconclusive, headline=headline,
             method=method if interval is not None else ""))  # fmt: skip
         return bool(passed) and not inconclusive

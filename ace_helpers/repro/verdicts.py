@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -74,3 +75,23 @@ def _finite(values: Sequence[float], name: str) -> list[float]:
     if not all(np.isfinite(vals)):
         raise ValueError(f"{name} holds a NaN or infinity: {vals}")
     return vals
+
+
+def as_numbers(value: Any) -> Any:
+    """``value`` as JSON numbers: a number, a (nested) list of numbers, or ``None`` when it is not numeric
+    (a non-finite number becomes ``None``)."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and value:
+        out = [as_numbers(v) for v in value]
+        return out if all(v is not None or isinstance(x, float) for v, x in zip(out, value)) else None
+    return None
+
+
+def is_flat_numbers(values: Any) -> bool:
+    """Whether ``values`` is a flat sequence of (non-boolean) numbers."""
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values)
