@@ -160,7 +160,7 @@ def step_interval(means: Sequence[float], resolution: float) -> tuple[float, flo
     """The largest step d between consecutive ``means`` as the open interval (d − r, d + r), r the τ
     resolution (the evaluation interval; returned with its ends pulled in by 1e-9·r): it lies wholly
     below 0 when every step falls by r or more, wholly above 0 when some step rises by r or more, and
-    straddles 0 when the decisive step is a tie, |d| < r (None with fewer than 2 means)."""
+    straddles 0 when the decisive step is a tie, ``|d| < r`` (None with fewer than 2 means)."""
     if len(means) < 2:
         return None
     d, r = float(np.max(np.diff(np.asarray(means, float)))), float(resolution) * (1 - 1e-9)
