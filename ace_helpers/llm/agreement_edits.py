@@ -1,4 +1,5 @@
-"""Subject-verb agreement under core edits: test margins under keep / remove / flip at every layer, and the flip demo.
+"""Subject-verb agreement under core edits: test margins under keep / remove / flip at every layer, and the flip
+demo's verb probabilities (its scores and tests: :mod:`ace_helpers.llm.agreement_demo`).
 
 The sweep runs each batch's prompt minus its last token **once** (KV cache); every edit then
 recomputes only the last token (the only position an edit at the last token can change in a
@@ -16,8 +17,9 @@ import torch
 
 from ace_helpers import llm
 from ace_helpers.llm.agreement import VERBS, margin, verb_token_ids
+from ace_helpers.llm.agreement_demo import demo_scores, demo_tests  # noqa: F401 - the demo's statistics, re-exported
 from ace_helpers.llm.agreement_states import verb_head
-from ace_helpers.method import interventions, stats
+from ace_helpers.method import interventions
 from ace_helpers.method.core import Core
 
 MODES = ("keep", "remove", "flip")
@@ -202,20 +204,3 @@ def last_token_probs(
     logits = interventions.run_with_core(lm, batch, path, core, mode, positions=-1, centered=True, **kw)[:, -1]
     probs = torch.softmax(logits.double(), -1)
     return probs[:, [ids[v] for v in VERBS]].numpy()
-
-
-def demo_scores(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """log(P(correct pair) / max of the four verb probabilities), per prompt: (N,).
-
-    The correct pair is {is, was} for singular (label 0) and {are, were} for plural (label 1);
-    0 or above means the top verb has the right number.
-    """
-    probs, labels = np.asarray(probs), np.asarray(labels)
-    correct = np.where(labels[:, None] == 1, probs[:, [1, 3]], probs[:, [0, 2]]).sum(1)
-    return np.log(correct) - np.log(probs.max(1))
-
-
-def demo_tests(scores: dict[str, np.ndarray]) -> dict[str, float]:
-    """One-sided paired Wilcoxon p-values: base > removed, base > flipped, removed > flipped."""
-    return {f"{a}_vs_{b}": stats.wilcoxon_greater(scores[a], scores[b])
-            for a, b in (("base", "removed"), ("base", "flipped"), ("removed", "flipped"))}
