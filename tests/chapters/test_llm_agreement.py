@@ -402,6 +402,11 @@ def test_analyse_model_end_to_end(tiny):
     assert flat["tiny.auc_flip"] == min(flat["tiny.auc_flip_per_layer"])
     assert len(flat["tiny.auc_random_matched_flip"]) == 3 and len(flat["tiny.demo_share_base"]) == 6
     assert set(res.demo_probs) == {"base", "removed", "flipped"} and res.demo_probs["base"].shape == (6, 4)
+    # the flip demo's tests: per model and Fisher-combined (one model: the same p), one- and two-sided
+    for key in ("base_vs_removed", "base_vs_flipped", "removed_vs_flipped"):
+        assert flat[f"demo_fisher_p_{key}"] == pytest.approx(flat[f"tiny.demo_p_{key}"]) == pytest.approx(res.demo_p[key])
+        assert flat[f"demo_fisher_p_two_sided_{key}"] == pytest.approx(flat[f"tiny.demo_p_two_sided_{key}"])
+    assert flat["tiny.demo_score_base"] == pytest.approx(A.demo_scores(res.demo_probs["base"], np.array(flat["demo_labels"])))
     assert set(res.generations) == {"official", "refined"}
     assert flat["pairwise_spearman"] == {}
     # the controls' own ACE edits equal the sweep's at the chosen layer

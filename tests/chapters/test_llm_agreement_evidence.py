@@ -283,12 +283,17 @@ def test_each_per_model_paper_claim_fails_on_a_plausible_wrong_input(book, claim
 def test_the_cross_model_claims_fail_on_a_plausible_wrong_input(book):
     stored, cfg = book
     edited = copy.deepcopy(stored)
-    edited["demo_fisher_p_base_vs_flipped"] = 0.5  # the flip does not lower the demo score
+    for key in ("base_vs_removed", "base_vs_flipped", "removed_vs_flipped"):
+        edited[f"demo_fisher_p_{key}"] = 0.5  # neither removal nor the flip lowers the demo score
     edited["pairwise_p_label_preserving"] = {k: 0.4 for k in stored["pairwise_p_label_preserving"]}  # the label null
     claims = A.flat_claims(edited, cfg)
     for claim_id in ("sva.flip_demo_tests", "sva.alignment"):
         assert _headline(A.flat_claims(stored, cfg), claim_id).verdict == "reproduced"
         assert _headline(claims, claim_id).verdict == "not reproduced"
+    edited = copy.deepcopy(stored)
+    edited["demo_fisher_p_removed_vs_flipped"] = 0.3  # the flip lowers the score no further than removal
+    row = _headline(A.flat_claims(edited, cfg), "sva.flip_demo_tests")
+    assert row.verdict == "partly" and row.unexpected and len(row.value) == 3 and len(row.per_seed) == len(cfg.MODELS)
 
 
 def test_one_model_across_its_threshold_changes_the_combined_verdict(book):

@@ -7,7 +7,10 @@ The pipeline lives in the submodules and is re-exported here:
 * :mod:`ace_helpers.llm.agreement_states` — last-token block outputs ``H`` and margin gradients ``G = ∂m/∂h`` for all layers
   from one backward pass per batch (:func:`collect_states`), one 1-D core per layer
   (:func:`layer_cores`).
-* :mod:`~ace_helpers.llm.agreement_edits` — test margins under keep / remove / flip (:func:`sweep_margins`) and the flip demo.
+* :mod:`~ace_helpers.llm.agreement_edits` — test margins under keep / remove / flip (:func:`sweep_margins`) and the flip demo's
+  probabilities (:func:`last_token_probs`); :mod:`~ace_helpers.llm.agreement_demo` — the demo's scores and paired Wilcoxon
+  tests per model, Fisher-combined over models (:func:`combined_demo_tests`).
+* :mod:`.flip_demo` — those tests as ``results.json`` entries, the ``sva.flip_demo_tests`` claim row and its table.
 * :mod:`.controls` — random-direction and difference-of-means controls, zero vs mean ablation and
   attractor-free prompts at the chosen layer (:func:`run_controls`).
 * :mod:`.within_class` — the knob fit and the cross-model alignment pooled and within each number
@@ -40,6 +43,13 @@ from ace_helpers.chapters.llm_agreement.controls import (
     run_controls,
     unit_core,
 )
+from ace_helpers.chapters.llm_agreement.flip_demo import (
+    DEMO_P,
+    demo_test_entries,
+    demo_tests_reading,
+    demo_tests_table,
+    flip_demo_claim,
+)
 from ace_helpers.chapters.llm_agreement.generation import (
     Generation,
     copula_disagreements,
@@ -63,6 +73,7 @@ from ace_helpers.chapters.llm_agreement.pipeline import (
 )
 from ace_helpers.chapters.llm_agreement.within_class import CLASSES, knob_tests, pairwise_alignment
 from ace_helpers.llm.agreement import GENERATION_PROMPTS, PromptsFile, read_prompts_file, split, synthetic_prompts
+from ace_helpers.llm.agreement_demo import COMPARISONS, DemoTests, combined_demo_tests, paired_wilcoxon_p
 from ace_helpers.llm.agreement_edits import (
     MODES,
     demo_scores,
@@ -268,6 +279,8 @@ __all__ = [
     "PARAMS", "PRESETS", "check", "KNOWN_GAPS", "MODES", "hook_site",
     "States", "collect_states", "layer_cores", "layer_list", "spectral_gap", "verb_head",
     "sweep_margins", "edit_margins", "last_token_probs", "demo_scores", "demo_tests",
+    "COMPARISONS", "DemoTests", "combined_demo_tests", "paired_wilcoxon_p",
+    "DEMO_P", "demo_test_entries", "demo_tests_reading", "demo_tests_table", "flip_demo_claim",
     "RANDOM_MODES", "Controls", "run_controls", "attractor_free_prompts", "unit_core", "random_directions",
     "mean_difference_direction", "CLASSES", "knob_tests", "pairwise_alignment",
     "Generation", "generate_with_flip", "sample_top_k", "steered_generate", "steered_generations", "copula_disagreements",

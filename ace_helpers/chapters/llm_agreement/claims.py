@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.chapters.llm_agreement.combined import OURS_PREFIX, WILSON_METHOD, name_model, wilson_interval
+from ace_helpers.chapters.llm_agreement.flip_demo import DEMO_P, flip_demo_claim  # noqa: F401 - DEMO_P re-exported
 from ace_helpers.chapters.llm_agreement.gaps import GAP_CAUSES, KNOWN_GAPS  # noqa: F401 - re-exported
 from ace_helpers.chapters.llm_agreement.pipeline import OFFICIAL_RULE
 from ace_helpers.repro.params import Params
@@ -35,7 +36,6 @@ ZERO_TOL = 0.05  # zero vs mean ablation: the same AUC within this
 FREE_GAP, FREE_MIN = 0.30, 0.60  # attractor-free removal: this far above the test prompts' removal, and above this
 KNOB_R2 = 0.50
 P_MAX = 0.01  # permutation tests
-DEMO_P = 0.05  # flip demo, Fisher-combined Wilcoxon
 GEN_RATE, GEN_PARTLY = 0.70, 0.50
 PUSH_TOL, LANDED_MIN = 0.50, 0.90  # generation: achieved push within this of the target; share landing on the other side
 
@@ -339,7 +339,7 @@ def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None =
     Per model (``models``, default ``cfg.MODELS``, in that order): the sweep (base, keep, remove,
     flip), the controls and the removal diagnoses (when the run had controls), the knob pooled and
     within class, the flip demo, steered generation under the official rule (and our refined one
-    with its diagnosis, when it differs); over models, the flip demo's Wilcoxon test; per pair of
+    with its diagnosis, when it differs); over models, the flip demo's Wilcoxon tests (:mod:`.flip_demo`); per pair of
     models, the alignment pooled and within class.
     """
     claims = Claims()
@@ -358,15 +358,7 @@ def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None =
             _generation_claims(claims, get, name, cfg)
         name_model(claims.rows[first:], name)
     _combine(claims, "models")
-    p = results.get("demo_fisher_p_base_vs_flipped")
-    if p is not None:
-        claims.check(
-            "flip demo: base > flipped (paired Wilcoxon, Fisher-combined over models)",
-            "Base vs Flipped: the flip lowers the demo score log(P(correct number)/max of the four) (values not given)",
-            _p(p), p < DEMO_P, where=f"{PANEL}, panel C; the test from {CODE}", id="sva.flip_demo_tests", value=p,
-            threshold=DEMO_P, op="<", short=f"Fisher-combined base > flipped p < {DEMO_P}",
-            rule=f"Fisher-combined one-sided p < {DEMO_P} (ours; with six prompts one model's smallest p is 1/64)",
-        )  # fmt: skip
+    flip_demo_claim(claims, results, models, KNOWN_GAPS.reason(cfg, "demo_tests"))
     stored = results.get("pairwise_spearman", {})
     for i, a in enumerate(models):  # pairs in the models' order (a stored file sorts its keys)
         for b in models[i + 1 :]:

@@ -28,7 +28,9 @@ calibration rule and our refined one (:mod:`.generation`); then the cross-model 
 * flip demo: ``<m>.demo_margin_<cond>`` and ``<m>.demo_share_<cond>`` for ``cond`` in base, removed,
   flipped (per demo prompt: the logit margin m and the share of the prompt's own number among the
   four verbs' probability), ``<m>.demo_coord`` (core coordinate z per demo prompt),
-  ``<m>.demo_p_base_vs_removed`` / ``_base_vs_flipped`` / ``_removed_vs_flipped`` (one-sided Wilcoxon)
+  ``<m>.demo_score_<cond>`` (per demo prompt: log(P(correct number)/max of the four)),
+  ``<m>.demo_p_base_vs_removed`` / ``_base_vs_flipped`` / ``_removed_vs_flipped`` (one-sided paired Wilcoxon) and
+  ``<m>.demo_p_two_sided_<cmp>`` (the code release's two-sided test; :mod:`.flip_demo`)
 * generation, per rule ``g`` in ``official`` (the code release's one secant step to 1 nat) and
   ``refined`` (GEN_REFINE steps to GEN_EPS nats; None when it is the same rule):
   ``<m>.generation_<g>_rate`` (share of steered generations, among those with a number-marked verb,
@@ -36,7 +38,8 @@ calibration rule and our refined one (:mod:`.generation`); then the cross-model 
   ``<m>.generation_<g>_landed`` (share of steps whose achieved copula margin is on the other side),
   ``<m>.generation_<g>_push`` (median achieved copula margin towards the other number, nats);
   ``<m>.generation_baseline_rate`` (the same statistic for the clean texts)
-* ``demo_prompts``, ``demo_labels``; ``demo_fisher_p_*`` (Fisher-combined over models); ``pairwise_<f>``:
+* ``demo_prompts``, ``demo_labels``; ``demo_fisher_p_<cmp>`` and ``demo_fisher_p_two_sided_<cmp>`` (Fisher-combined
+  over models); ``pairwise_<f>``:
   ``{"<a>~<b>": value}`` for ``f`` in :data:`~.within_class.PAIR_FIELDS`; ``claims_failed``; ``wall_s``.
 """
 
@@ -53,6 +56,7 @@ import torch
 
 from ace_helpers import llm
 from ace_helpers.chapters.llm_agreement.controls import Controls, run_controls
+from ace_helpers.chapters.llm_agreement.flip_demo import demo_test_entries
 from ace_helpers.chapters.llm_agreement.generation import Generation, steered_generations
 from ace_helpers.chapters.llm_agreement.within_class import flat_pairs, knob_tests, pairwise_alignment
 from ace_helpers.llm.agreement import DEMO_PROMPTS, GENERATION_PROMPTS, AgreementSplit, agreement_split, margin, verb_token_ids
@@ -300,9 +304,7 @@ def flat_results(models: dict[str, ModelResult], pairs: Sequence[dict[str, Any]]
     out.update(flat_pairs(pairs))
     out["demo_prompts"] = [p for p, _ in DEMO_PROMPTS]
     out["demo_labels"] = [lab for _, lab in DEMO_PROMPTS]
-    demo = [r.demo_p for r in models.values() if r.demo_p]
-    for key in ("base_vs_removed", "base_vs_flipped", "removed_vs_flipped"):
-        out[f"demo_fisher_p_{key}"] = stats.fisher_combine([d[key] for d in demo]) if demo else None
+    out.update(demo_test_entries({n: r.demo_scores for n, r in models.items() if r.demo_scores}))
     return to_plain(out)
 
 
