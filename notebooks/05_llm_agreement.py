@@ -136,6 +136,7 @@ demo_texts = [p for p, _ in agreement.DEMO_PROMPTS]
 shifts = {n: chapter.demo_shifts(out, n) for n in models}
 for key, text in plots.readings(out, models, demo_texts, shifts).items():
     glue(key, Markdown(text), display=False)  # numbers quoted in the prose below
+glue("demo_tests", Markdown(chapter.demo_tests_reading(out)), display=False)
 
 
 # %% [markdown]
@@ -260,15 +261,17 @@ fig = plots.plot_knob({n: {"z": r.knob.z, "m": r.knob.m, "labels": data.test_lab
 # ## C. Flip demo: the six prompts of the official code release's flip demo
 #
 # **Paper (SVA figure, panel C).** P(is / are / was / were) at the chosen layer under clean / core
-# removed / core flipped, with the score log(P(correct pair)/max of the four) and one-sided paired
-# Wilcoxon tests (base > removed, base > flipped, removed > flipped), Fisher-combined over models.
-# With six prompts the smallest possible one-sided p-value is 1/64 ≈ 0.016. The table adds the
-# margin m and how far the flip moves it towards the other number (the shift, in nats).
+# removed / core flipped, with the score log(P(correct pair)/max of the four) and paired Wilcoxon
+# tests per model, Fisher-combined over models, for Base vs Removed, Base vs Flipped and Removed vs
+# Flipped. The code release runs scipy's default, the two-sided test; the claim has a direction
+# (removal lowers the score, the flip lowers it below removal), so we judge it one-sided (base >
+# removed, base > flipped, removed > flipped) and show the two-sided p-values in brackets. With six
+# prompts the smallest one-sided p-value of one model is 1/64 ≈ 0.016 (two-sided 1/32). The first
+# table adds the margin m and how far the flip moves it towards the other number (the shift, in nats).
 
 # %%
 display(Markdown(plots.demo_table(out, models, demo_texts, shifts)))
-for name, r in results.items():
-    print(f"{name} Wilcoxon p:", {k: round(v, 4) for k, v in r.demo_p.items()})
+display(Markdown(chapter.demo_tests_table(out, models)))
 fig = plots.plot_flip_demo({n: r.demo_probs for n, r in results.items()}, demo_texts)
 
 # %% [markdown]
@@ -278,7 +281,8 @@ fig = plots.plot_flip_demo({n: r.demo_probs for n, r in results.items()}, demo_t
 #
 # Flipping moves the probability mass to the other number's verbs on {glue:md}`demo_moved`. The
 # prompts whose own number keeps half of the mass or more after the flip, with the flip's shift
-# of the margin: {glue:md}`demo_stay`.
+# of the margin: {glue:md}`demo_stay`. The paired tests over the six prompts, Fisher-combined over
+# the models (one-sided): {glue:md}`demo_tests`.
 
 # %% [markdown]
 # ## D. Steered generation (panel D is ours)
