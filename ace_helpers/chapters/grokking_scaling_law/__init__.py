@@ -21,15 +21,17 @@ and trains them otherwise (a paper-preset run stores what it trained).
 * p fit at ω = ``OMEGA_P``: ``Omega``, ``Omega_se``, ``p_crit``, ``p_crit_se``, ``p_r2``, ``p_sse``,
   ``p_sse_const``, ``p_sse_inv`` (1/p asymptote), ``p_aic``, ``p_aic_const``, ``p_n_fit``,
   ``p_exponent``, ``p_exponent_ci`` (plain power law in p), ``p_log_secant`` (the fitted law's
-  mean log-log slope between the smallest and largest prime), ``large_primes`` and
-  ``p_exponent_large`` (slope over the primes ≥ their median);
+  mean log-log slope between the smallest and largest prime), and the law's limits
+  (:func:`limit_numbers`): ``large_primes`` (p ≥ 61), ``p_exponent_large`` and ``p_exponent_large_ci``,
+  ``p_large_law_secant``, ``p_large_excess``, ``p_large_excess_ci``, ``p_log_secant_all``,
+  ``Omega_exponent_omega_sweep``, ``Omega_exponent_omega_sweep_ci``, ``omega_Omega_omega_sweep``;
 * Ω law over every p-sweep ω (``None`` with one ω): ``omega_law_b``, ``omega_law_b_ci``,
   ``omega_law_p_crit``, ``omega_law_r2``;
 * ``n_censored``, ``eval_every``, ``from_artifact``, ``omega_sweep_wall_s``, ``p_sweep_wall_s``,
   ``claims_passed``, ``claims_total``, ``wall_s``;
 * ``paper_settings``: the stored runs at the paper's settings shown beside a shorter preset
   (:func:`paper_results`: ``n_runs``, ``seeds``, ``omega_exponent``, ``omega_exponent_ci``,
-  ``omega_r2``, ``cpu_hours``, ``trained``, ``runs``), or ``None``.
+  ``omega_r2``, ``p_crit``, the keys of :func:`limit_numbers`, ``cpu_hours``, ``trained``, ``runs``), or ``None``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from ace_helpers.chapters.grokking_scaling_law.paper_store import (
     paper_claims,
     stored_paper_sweeps,
     sweeps_from_runs,
+    with_paper_evidence,
 )
 from ace_helpers.chapters.grokking_scaling_law.runs import (
     ACC_THRESHOLD,
@@ -87,6 +90,7 @@ __all__ = [
     "ScalingRun", "Sweeps", "build_claims", "fit_claims", "fit_sweeps", "gap_numbers", "grok_times", "not_tested", "p_sweep_omegas", "p_sweep_rows",
     "paper_claims", "records_from_dicts", "results", "run", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
     "setting_stats", "stored_paper_sweeps", "StoredSweeps", "sweeps_from_runs", "sweep_config", "uncensored",
+    "limit_numbers", "with_paper_evidence",
 ]  # fmt: skip
 
 
@@ -230,6 +234,24 @@ def linked_redundancy() -> str:
             f"mean over models, at its last checkpoint (epoch {gap['epoch']}): {gap['mean_gap']:.1f}")
 
 
+def limit_numbers(fits: SweepFits) -> dict[str, Any]:
+    """The law's limits for ``results.json`` (``None`` / ``[]`` where not fitted): ``large_primes`` (p ≥ LARGE_P),
+    ``p_exponent_large`` and ``p_exponent_large_ci`` (slope over them, seed bootstrap), ``p_large_law_secant``
+    (the fitted log law's secant over them), ``p_large_excess`` and ``p_large_excess_ci`` (slope − secant),
+    ``p_log_secant_all`` (the law's secant over every prime); ``Omega_exponent_omega_sweep`` and its ``_ci``
+    (Ω's exponent from the ω sweep with the p sweep's p_crit) and ``omega_Omega_omega_sweep`` (ω·Ω per ω)."""
+    lg, om = fits.large, fits.omega_Omega
+    return {
+        "large_primes": list(lg.primes) if lg else [], "p_exponent_large": lg.slope if lg else None,
+        "p_exponent_large_ci": list(lg.interval) if lg else None, "p_large_law_secant": lg.secant if lg else None,
+        "p_large_excess": lg.excess if lg else None, "p_large_excess_ci": list(lg.excess_interval) if lg else None,
+        "p_log_secant_all": lg.secant_all if lg else None,
+        "Omega_exponent_omega_sweep": om.exponent if om else None,
+        "Omega_exponent_omega_sweep_ci": list(om.interval) if om else None,
+        "omega_Omega_omega_sweep": list(om.omega_Omega) if om else None,
+    }  # fmt: skip
+
+
 def paper_results(paper: StoredSweeps | None) -> dict[str, Any] | None:
     """The stored paper-settings runs for ``results.json``: per sweep the runs stored and the seeds
     per setting, the ω fit, the CPU-hours, and the runs themselves (``None`` when none is stored)."""
@@ -240,7 +262,7 @@ def paper_results(paper: StoredSweeps | None) -> dict[str, Any] | None:
     return {
         "n_runs": {k: len(v) for k, v in paper.runs.items()}, "seeds": {k: list(paper.seeds(k)) for k in paper.runs},
         "omega_exponent": w.exponent if w else None, "omega_exponent_ci": list(w.ci) if w else None,
-        "omega_r2": w.r2 if w else None, "cpu_hours": paper.wall_s / 3600, "trained": paper.trained,
+        "omega_r2": w.r2 if w else None, "p_crit": fits.p_log.p_crit if fits.p_log else None, **limit_numbers(fits), "cpu_hours": paper.wall_s / 3600, "trained": paper.trained,
         "runs": [r.to_dict() for k in paper.runs for r in paper.runs[k]],
     }  # fmt: skip
 
@@ -263,8 +285,7 @@ def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps 
         "p_sse_inv": lf.sse_inv if lf else None, "p_aic": lf.aic if lf else None,
         "p_aic_const": lf.aic_const if lf else None, "p_n_fit": len(uncensored(runs, "p", fits.omega_p)[2]),
         "p_exponent": pf.exponent if pf else None, "p_exponent_ci": list(pf.ci) if pf else None,
-        "p_log_secant": gap_numbers(fits).get("secant"), "large_primes": list(fits.large_primes),
-        "p_exponent_large": fits.p_large,
+        "p_log_secant": gap_numbers(fits).get("secant"), **limit_numbers(fits),
         "omega_law_b": ol.b if ol else None, "omega_law_b_ci": list(ol.b_ci) if ol else None,
         "omega_law_p_crit": ol.p_crit if ol else None, "omega_law_r2": ol.r2 if ol else None,
         "runs": [r.to_dict() for r in runs],

@@ -18,8 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from ace_helpers.chapters.grokking_scaling_law.claims_limits import (
+    check_omega_sweep_Omega,
+    check_p_limit,
+    p_limit_untested,
+)
 from ace_helpers.chapters.grokking_scaling_law.intervals import (
     SEED_BOOTSTRAP,
+    WINDOW,
     LogVsPower,
     law_r2,
     log_r2,
@@ -28,6 +34,13 @@ from ace_helpers.chapters.grokking_scaling_law.intervals import (
     step_interval,
     window_bound,
     within_error,
+)
+from ace_helpers.chapters.grokking_scaling_law.law_checks import (
+    LARGE_P,
+    LargePrimeSlope,
+    OmegaFromSweep,
+    large_prime_slope,
+    omega_from_sweep,
 )
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, setting_stats, uncensored
 from ace_helpers.method.fits import (
@@ -38,7 +51,6 @@ from ace_helpers.method.fits import (
     fit_log_law_omega,
     fit_power_law,
     log_law_secant,
-    log_slope,
 )
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps, seed_sensitive
@@ -51,8 +63,6 @@ OURS, DIAGNOSIS = "ours (beyond the paper)", "ours (diagnosis)"
 #: The prefix of the chapter's own claim ids, and how a fitted exponent's interval is computed.
 ID, T_CI = "ours.grokking_scaling_law.", "t interval of the fitted exponent (95 %)"
 
-#: Exponent window: the theory's −1 within a factor 1.25 either way (the paper's −1.02 lies inside).
-WINDOW = (-1.25, -0.8)
 #: R² thresholds (ours: the paper prints R² on both panels, the values were not retrievable).
 R2_MIN, R2_MIN_ONE_SEED = 0.8, 0.6
 
@@ -63,15 +73,8 @@ KNOWN_GAPS = KnownGaps({
         "p_decreasing": seed_sensitive(4, 5, "per-p means [620, 400, 320], [740, 440, 290], [370, 310, 380], "
                                              "[720, 480, 350], [610, 570, 240] over p = 31, 43, 53"),
         "p_log_r2": seed_sensitive(4, 5, "R² 0.999, 0.991, −5.97, 0.996, 0.640 against 0.6 (one seed)"),
-        "p_exponent": seed_sensitive(1, 5, "b = −1.24, −1.73, −0.002, −1.34, −1.60 against [−1.25, −0.8]; one seed at "
-                                             "each of three primes gives a CI several units wide"),
     },
     "book": {
-        "p_exponent": "over p = {p_lo}–{p_hi} the fitted p_crit is {p_crit:.1f}, so the primes sit at p/p_crit = "
-                      "{r_lo:.1f}–{r_hi:.1f}, not p ≫ p_crit: there the fitted log law itself falls as p^{secant:.2f} "
-                      "(diagnosis row); and the slope over the larger primes {large} is {b_large:.2f}, further from −1 "
-                      "than over all primes (diagnosis row): τ falls faster than 1/p here and the excess does not fade "
-                      "with p. The paper's primes 79–101 are not in this preset",
         # measured under the reproducible kernels (the same on every x86-64 CPU with AVX2)
         "omega_monotone": "two seeds per setting: at ω = 3 they grok after 500 and 110 steps, at ω = 2 after 360 and "
                           "190, so the last mean (305) rises 30 steps above the one before (275) inside a seed scatter "
@@ -95,8 +98,10 @@ class SweepFits:
     law and a power law in p over the p sweep at ``omega_p``; ``omega_law``: Ω = A·ω^b with one
     p_crit over the p sweep at every ω (``None`` with one ω); ``omega_stats``: per-ω statistics
     of the ω sweep; ``p_stats``: per p-sweep ω, per-p statistics (:func:`setting_stats`);
-    ``large_primes``, ``p_large``: the larger half of the primes (≥ the median) and the
-    log-log slope of τ over them at ``omega_p``; ``p_sse_pow``: the power law's SSE of τ (steps²),
+    ``large``: the slope of τ over the primes ≥ :data:`~.law_checks.LARGE_P` at ``omega_p`` beside the
+    log law's secant there (``None`` with fewer than two such primes); ``omega_Omega``: Ω(ω) from the ω
+    sweep with the p sweep's p_crit (:func:`~.law_checks.omega_from_sweep`; ``None`` unless both
+    sweeps can be fitted); ``p_sse_pow``: the power law's SSE of τ (steps²),
     beside the log law's ``p_log.sse`` (both two parameters); ``omega_r2_ci``, ``p_r2_ci``: the
     :func:`~.intervals.seed_bootstrap` intervals of the ω power law's and the log law's R²;
     ``log_vs_power``: the log law against a least-squares power law in p (:func:`~.intervals.log_vs_power`).
@@ -110,8 +115,8 @@ class SweepFits:
     omega_p: float | None = None
     omega_stats: dict[str, np.ndarray] = field(default_factory=dict)
     p_stats: dict[float, dict[str, np.ndarray]] = field(default_factory=dict)
-    large_primes: tuple[int, ...] = ()
-    p_large: float | None = None
+    large: LargePrimeSlope | None = None
+    omega_Omega: OmegaFromSweep | None = None
     p_sse_pow: float | None = None
     omega_r2_ci: tuple[float, float] | None = None
     p_r2_ci: tuple[float, float] | None = None
@@ -136,20 +141,19 @@ def fit_sweeps(omega_runs: Sequence[GrokRecord], p_runs: Sequence[GrokRecord], o
     omega_p = omega_p if omega_p is not None or not p_runs else p_runs[0].omega
     _, p, p_tau = uncensored(p_runs, "p", omega_p)
     pw, pp, pt = uncensored(p_runs, "p")
-    large = tuple(int(q) for q in sorted(set(p)) if q >= np.median(sorted(set(p)))) if len(p) else ()
-    sel = np.isin(p, large)
-    pow_fit = _try(fit_power_law, p, p_tau)
+    pow_fit, log_fit = _try(fit_power_law, p, p_tau), _try(fit_log_law, p, p_tau)
+    p0 = omega_runs[0].p if omega_runs else None
     return SweepFits(
         omega=_try(fit_power_law, w, w_tau),
         mem=_try(fit_power_law, [x for x, _ in mem], [t for _, t in mem]),
-        p_log=_try(fit_log_law, p, p_tau),
+        p_log=log_fit,
         p_pow=pow_fit,
         omega_law=_try(fit_log_law_omega, pp, pw, pt) if len(set(pw)) > 1 else None,
         omega_p=omega_p,
         omega_stats=setting_stats(omega_runs, "omega", "omega"),
         p_stats={float(x): setting_stats(p_runs, "p", "p", x) for x in sorted({r.omega for r in p_runs})},
-        large_primes=large,
-        p_large=_try(log_slope, p[sel], p_tau[sel]),
+        large=_try(large_prime_slope, p, p_tau, LARGE_P),
+        omega_Omega=_try(omega_from_sweep, w, w_tau, p0, log_fit.p_crit) if log_fit and p0 else None,
         p_sse_pow=float(np.sum((p_tau - pow_fit.predict(p)) ** 2)) if pow_fit else None,
         omega_r2_ci=_try(seed_bootstrap, w, w_tau, log_r2) if len(w_tau) >= 3 else None,
         p_r2_ci=_try(seed_bootstrap, p, p_tau, law_r2) if len(p_tau) >= 3 else None,
@@ -176,10 +180,10 @@ def gap_numbers(fits: SweepFits) -> dict[str, Any]:
     """The measured numbers a known gap's text quotes (``{}`` where a fit is missing)."""
     xs, _ = _means(fits.p_stats.get(fits.omega_p, {}))
     lf, secant, lv = fits.p_log, _secant(fits), fits.log_vs_power
-    if lf is None or secant is None or fits.p_large is None or len(xs) < 2:
+    if lf is None or secant is None or len(xs) < 2:
         return {}
     out = {"p_lo": int(xs.min()), "p_hi": int(xs.max()), "p_crit": lf.p_crit, "r_lo": float(xs.min() / lf.p_crit),
-           "r_hi": float(xs.max() / lf.p_crit), "secant": secant, "large": list(fits.large_primes), "b_large": fits.p_large}  # fmt: skip
+           "r_hi": float(xs.max() / lf.p_crit), "secant": secant}  # fmt: skip
     if lv is not None:
         out |= {"dAIC": lv.delta_aic, "dAIC_lo": lv.interval[0], "dAIC_hi": lv.interval[1], "b_pow": lv.b}
     return out
@@ -218,28 +222,6 @@ def _exponent(fit: PowerLawFit | OmegaLawFit | None, one: bool) -> dict[str, Any
     return {"value": b, "interval": list(ci), "threshold": threshold, "op": op, "method": T_CI}
 
 
-def _p_diagnosis(claims: Claims, fits: SweepFits) -> None:
-    """Two checks of why the p exponent misses −1: is the fitted law itself steep across our primes
-    (they are not p ≫ p_crit), and does the steepness fade over the larger primes (curvature)?"""
-    secant, lf, pp = _secant(fits), fits.p_log, fits.p_pow
-    claims.check("our primes are outside p ≫ p_crit: the fitted law is steeper than p^−1.25 across them", "—",
-                 f"{secant:.3g} (p_crit = {lf.p_crit:.3g})" if secant is not None else "n/a",
-                 secant is not None and secant < WINDOW[0], where=DIAGNOSIS, id=ID + "primes_near_p_crit",
-                 explains="scaling.p", value=secant, threshold=WINDOW[0], op="<",
-                 short=f"the fitted log law's slope across our primes < {WINDOW[0]}",
-                 rule="mean log-log slope of the fitted −log(1 − p_crit/p) between the smallest and the largest prime "
-                      f"< {WINDOW[0]}: even the law misses the exponent window in this range")  # fmt: skip
-    bl, b = fits.p_large, pp.exponent if pp else None
-    claims.check("the larger primes do not bring the p exponent toward −1", "—",
-                 f"{bl:.3g} over p = {list(fits.large_primes)} vs {b:.3g} over all" if bl is not None and b is not None else "n/a",
-                 bl is not None and b is not None and abs(bl + 1) >= abs(b + 1), where=DIAGNOSIS,
-                 id=ID + "large_primes_not_closer", explains="scaling.p",
-                 value=[bl, b] if bl is not None and b is not None else None,
-                 short="|b over the larger primes + 1| ≥ |b over all primes + 1|",
-                 rule="log-log slope of τ_grok over the primes ≥ their median, at ω = OMEGA_P: |b_large + 1| ≥ |b_all + 1| "
-                      "(curvature of the log law would bring it closer to −1)")  # fmt: skip
-
-
 SWEEPS = ("omega", "p")
 
 
@@ -276,7 +258,7 @@ def _omega_claims(claims: Claims, fits: SweepFits, cfg: Params, win: str, loose:
 
 def _p_claims(claims: Claims, fits: SweepFits, cfg: Params, win: str, r2_rule: str) -> None:
     """The p sweep's rows: τ falls with p, the log law's R² (headline of scaling.log_law), the log law
-    against a power law (ours), the p exponent (headline of scaling.p) and its diagnoses."""
+    against a power law (ours), the p exponent over the large primes (headline of scaling.p) and its diagnosis."""
     one, numbers = cfg["N_SEEDS"] == 1, gap_numbers(fits)
     r2_min = R2_MIN_ONE_SEED if one else R2_MIN
     xs, means = _means(fits.p_stats.get(fits.omega_p, {}))
@@ -305,17 +287,8 @@ def _p_claims(claims: Claims, fits: SweepFits, cfg: Params, win: str, r2_rule: s
                       "the uncensored runs at ω = OMEGA_P with two parameters (so ΔAIC = ΔBIC = n·log(SSE_power/SSE_log)); "
                       "the log law wins when ΔAIC > 0; inconclusive where the interval straddles 0",
                  **({"value": lv.delta_aic, "interval": lv.interval, "threshold": 0.0, "op": ">", "method": SEED_BOOTSTRAP} if lv else {}))  # fmt: skip
-    p_ok = _in(pp.exponent if pp else None)
-    claims.check("p exponent b of τ_grok ∝ p^b", "τ ∝ p^−1 in the high-redundancy regime (p ≫ p_crit)", _exp(pp),
-                 p_ok, _gap(cfg, "p_exponent", numbers),
-                 where=f"{FIG_B}; {THEORY}: τ ≈ Ω·p_crit/p for p ≫ p_crit", id="scaling.p",
-                 short=f"p exponent's 95 % CI inside {list(WINDOW)}",
-                 rule=f"OLS slope of log τ_grok on log p over every uncensored run at ω = OMEGA_P {win}, no one-seed "
-                      f"loosening; judged on the exponent's 95 % CI: inconclusive where it straddles a bound; primes "
-                      f"{[int(x) for x in xs]} (paper 31–101); {_fewer(cfg, 'TRAIN_FRACTION_P')}",
-                 **_exponent(pp, False))  # fmt: skip
-    if not p_ok:  # the two checks of the measured cause, where the p exponent misses its window
-        _p_diagnosis(claims, fits)
+    if fits.large is not None:  # else not tested (:func:`not_tested`)
+        check_p_limit(claims, fits.large, _fewer(cfg, "TRAIN_FRACTION_P"))
 
 
 def fit_claims(fits: SweepFits, cfg: Params, sweeps: Sequence[str] = SWEEPS) -> Claims:
@@ -352,16 +325,24 @@ def fit_claims(fits: SweepFits, cfg: Params, sweeps: Sequence[str] = SWEEPS) -> 
                               f"{win}; ours: the paper's p sweep is at ω = 1 only; {_fewer(cfg, 'TRAIN_FRACTION_P')}{loose}; judged on b's 95 % "
                               f"CI: inconclusive where it straddles a bound",
                          **_exponent(ol, one))  # fmt: skip
+        elif fits.omega_Omega is not None:  # one p-sweep ω: Ω from the ω sweep, with the p sweep's p_crit
+            check_omega_sweep_Omega(claims, fits.omega_Omega, _fewer(cfg, "TRAIN_FRACTION"))
     return claims
 
 
 def not_tested(fits: SweepFits) -> list[ClaimRow]:
-    """The claims a run cannot test: Ω ∝ 1/ω needs the p sweep at two weight decays or more."""
-    if len(fits.p_stats) > 1:
-        return []
-    return [ClaimRow("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)", "—",
-                      "the p sweep runs at one weight decay (EXTRA_OMEGAS_P is empty)", THEORY,
-                      "needs the p sweep at ≥ 2 weight decays (EXTRA_OMEGAS_P)", id="scaling.Omega")]  # fmt: skip
+    """The claims a run cannot test: τ ∝ 1/p for p ≫ p_crit needs two primes ≥ :data:`~.law_checks.LARGE_P`;
+    Ω ∝ 1/ω needs the p sweep at two weight decays or more, or an ω sweep beside a p sweep's p_crit."""
+    rows = []
+    if fits.large is None:
+        primes = [int(x) for x in _means(fits.p_stats.get(fits.omega_p, {}))[0]]
+        rows.append(p_limit_untested(primes, LARGE_P))
+    if len(fits.p_stats) <= 1 and fits.omega_Omega is None:
+        rows.append(ClaimRow("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)", "—",
+                             "the p sweep runs at one weight decay (EXTRA_OMEGAS_P is empty) and no ω sweep beside it "
+                             "can be fitted", THEORY, "needs the p sweep at ≥ 2 weight decays (EXTRA_OMEGAS_P), or an ω "
+                             "sweep and the p sweep's p_crit", id="scaling.Omega"))  # fmt: skip
+    return rows
 
 
 def untested_sweep(fits: SweepFits, cfg: Params, sweep: str, why: str) -> list[ClaimRow]:

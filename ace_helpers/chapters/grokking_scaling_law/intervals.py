@@ -26,6 +26,8 @@ import numpy as np
 
 from ace_helpers.method.fits import fit_power_law
 
+#: Exponent window: the theory's −1 within a factor 1.25 either way (the paper's −1.02 lies inside).
+WINDOW = (-1.25, -0.8)
 #: Bootstrap resamples and the interval's level (the two-sided central ``LEVEL`` of the resampled statistic).
 N_BOOT, LEVEL = 1000, 0.9
 #: How :func:`seed_bootstrap` intervals are computed (recorded beside them).
@@ -79,6 +81,25 @@ def power_law_sse(p: np.ndarray, tau: np.ndarray, b0: float) -> np.ndarray:
     """SSE of the least-squares power law a·p^b (b within ±4 of ``b0``, step 0.0027) per row of ``tau`` (m, n)."""
     b = np.linspace(b0 - _B_SPAN, b0 + _B_SPAN, _B_STEPS)
     return _profile_sse(tau, (p / p.max())[None, :] ** b[:, None])
+
+
+def log_law_p_crit(p: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """p_crit of the least-squares log law −Ω·log(1 − p_crit/p), 0 < p_crit < min p, per row of ``tau`` (m, n): (m,)
+    (on the grid of :func:`log_law_sse`; ``p`` (n,))."""
+    p_crit = _U_GRID * p.min()
+    g = -np.log1p(-np.outer(p_crit, 1.0 / p))
+    ok = np.all(g > 0, axis=1)
+    g, p_crit = g[ok], p_crit[ok]
+    gain = np.clip(tau @ g.T, 0, None) ** 2 / np.sum(g**2, axis=1)[None, :]
+    return p_crit[np.argmax(gain, axis=1)]
+
+
+def log_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """OLS slope of log y on log x per row of ``y`` (m, n), the design ``x`` (n,) fixed (≥ 2 distinct values): (m,)."""
+    lx = np.log(np.asarray(x, float))
+    dx = lx - lx.mean()
+    ly = np.log(y)
+    return (ly - ly.mean(axis=1, keepdims=True)) @ dx / np.sum(dx**2)
 
 
 def log_r2(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, records_from_dicts
 from ace_helpers.repro.artifacts import load_artifact
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import ClaimRow, Claims
+from ace_helpers.repro.report import NOT_TESTED, ClaimRow, Claims, not_tested_records
 
 #: The fewest seeds per setting at which a sweep at the paper's settings is tested (ours).
 MIN_SEEDS: dict[str, int] = {"omega": 4, "p": 3}
@@ -153,3 +153,26 @@ def paper_claims(stored: StoredSweeps) -> tuple[Claims, list[ClaimRow], SweepFit
             untested += untested_sweep(fits, cfg, sweep, why)
     untested += not_tested(fits)
     return claims, untested, fits
+
+
+def with_paper_evidence(
+    records: list[dict[str, Any]], claims: Claims, untested: list[ClaimRow], section: str, trained: str
+) -> list[dict[str, Any]]:
+    """The chapter run's claim ``records`` followed by the paper-settings ones (``claims`` and ``untested``
+    from :func:`paper_claims`, recorded under ``section``) as evidence beside them, except for a paper
+    claim that the chapter's run leaves untested and the paper settings test: there the paper-settings
+    headline row carries the verdict (with the diagnoses that explain it), and the run's own "not tested"
+    record of it is dropped.  (This is the rule :meth:`~ace_helpers.repro.report.Claims.records` describes
+    for evidence; each id keeps one headline per run, as :func:`~ace_helpers.repro.scorecard.check_records`
+    requires.)"""
+    own_untested = {r["id"] for r in records if r["kind"] == "paper" and r["headline"] and r["verdict"] == NOT_TESTED}
+    promoted = {r.id for r in claims.rows if r.headline and r.kind == "paper" and r.id in own_untested}
+    kept = [r for r in records if not (r["id"] in promoted and r["verdict"] == NOT_TESTED)]
+    head = claims.records(section, trained)  # headline flags as this run's own
+    evidence = []
+    for rec, row in zip(head, claims.rows):
+        if row.id in promoted or row.explains in promoted:
+            evidence.append(rec)  # carries its id's verdict (headline) or explains it (a diagnosis)
+        else:
+            evidence.append(rec | {"headline": False, "evidence": True})
+    return kept + evidence + not_tested_records(untested, section, trained, evidence=True)
