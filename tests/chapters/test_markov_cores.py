@@ -201,6 +201,10 @@ def test_tiny_run_finds_a_three_dimensional_necessary_and_sufficient_core(tiny):
     assert res["keep_acc_logits_zero"] == res["keep_acc_paper"]
     # the extra chain (3 states): a 2-D core
     assert res["extra_n_states"] == [3] and res["extra_core_ranks"] == [[2]]
+    # the baselines: one-hot-state oracle subspaces per pair, the core against its own oracle, the consensus
+    assert len(res["oracle_cca"]) == len(res["oracle_overlap"]) == 1 and len(res["oracle_cca"][0]) == 3
+    assert len(res["core_oracle_overlap"]) == 2 and min(res["core_oracle_overlap"]) > 0.8
+    assert res["consensus_dim"] <= 24 and len(res["consensus_remove_acc_zero"]) == 2  # ⌊0.75 · D_MODEL⌋ = 24
 
 
 def test_claims_hold_and_can_fail(tiny):
@@ -208,7 +212,10 @@ def test_claims_hold_and_can_fail(tiny):
     claims = markov.build_claims(res, params)
     main = [r for r in claims.rows if not r.claim.startswith("diagnosis")]
     # 13 for the paper chain + Bayes accuracy + the CCA headline + 2 CCA baselines + 1 extra chain
-    assert claims.summary().endswith("claims hold") and len(main) == 18
+    # + the consensus and 2 one-hot-state oracle rows
+    assert claims.summary().endswith("claims hold") and len(main) == 21
+    assert {"markov.consensus", "ours.markov_cores.cca_not_core_specific",
+            "ours.markov_cores.core_is_state_subspace"} <= {r.id for r in claims.rows}
     assert all(r.where and r.rule for r in claims.rows)
     failed = [r.claim for r in claims.rows if r.verdict == "not reproduced" and not r.claim.startswith("extra chain")]
     # tiny models are under-trained: allow a CCA/eigenvalue shortfall (the extra chain's row includes its
@@ -248,15 +255,16 @@ def _wrong(results: dict, claim_id: str) -> dict:
         "markov.weights_differ": {"weight_cosine": [1.0] * n_pairs},  # copies of one model
         "markov.spectrum": {"eig_rel_error": [[0.2] * len(results["true_eigs"])] * n_seeds},  # a wrong operator
         "markov.r2": {"r2": [0.0] * n_seeds},  # coordinates with no dynamics
+        "markov.consensus": {"consensus_keep_acc_zero": [chance] * n_seeds},  # a subspace that keeps nothing
     }[claim_id]
 
 
 @pytest.mark.parametrize("claim_id", ["markov.accuracy", "markov.core_rank", "markov.sufficient", "markov.necessary",
                                       "markov.overlap", "markov.cca", "markov.weights_differ", "markov.spectrum",
-                                      "markov.r2"])  # fmt: skip
+                                      "markov.r2", "markov.consensus"])  # fmt: skip
 def test_each_paper_claim_fails_on_a_plausible_wrong_input(claim_id):
     results = _book_results()
-    if "random_cca" not in results:
+    if "random_cca" not in results or (claim_id == "markov.consensus" and "consensus_keep_acc_zero" not in results):
         pytest.skip("stored results predate the baselines")
     assert _headline_verdicts(results)[claim_id] in ("reproduced", "partly")
     wrong = dict(results, **_wrong(results, claim_id))

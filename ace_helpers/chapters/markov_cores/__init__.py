@@ -40,6 +40,18 @@ pca_cca, random_cca    per seed pair: top n − 1 canonical correlations of the 
                        PCA subspaces, and in seeded random (n − 1)-dim subspaces (baselines)
 random_overlap_q05     5 %, 50 % and 95 % quantiles of the projector overlap of two random
  .._q50, .._q95        (n − 1)-dim subspaces of R^D (seeded Monte Carlo; its mean is ``random_overlap``)
+oracle_overlap         per seed pair: projector overlap of the seeds' one-hot-state oracle subspaces (the
+                       top n − 1 directions of the activations' part explained by a linear regression on
+                       the one-hot current state: the class-mean subspace; a baseline)
+oracle_cca             per seed pair: top n − 1 canonical correlations of the coordinates in the oracle
+                       subspaces (what any subspace linear in the current state gives)
+core_oracle_overlap    per seed: projector overlap of its core (chosen variant) with its own oracle subspace
+consensus_dim          the code release's consensus (GCCA) rank k = min(⌊0.75·D⌋, 0.999-energy rank) of all
+                       seeds' centred activations side by side (``consensus_energy_rank``: the latter)
+consensus_ranks        per seed: dimension of its consensus basis orth(pinv(H_c) G) (≤ k)
+consensus_keep_acc_z.. per seed: accuracy with only the consensus subspace kept (``consensus_keep_acc_zero``:
+consensus_remove_..    raw projection, the code release's; ``_mean``: about the activation mean) or removed
+                       (``consensus_remove_acc_zero``, ``consensus_remove_acc_mean``)
 true_eigs              the chain's n − 1 non-unit eigenvalues, [re, im]
 core_eigs              per seed: eigenvalues of the fitted core operator, [re, im]
 eig_max_error          per seed: max ``|true − fitted|`` after optimal matching from the true set
@@ -252,7 +264,8 @@ PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 
 def run(cfg: Params) -> dict[str, Any]:
     """The chapter's flat results (keys above): the main chain with its baselines
-    (:func:`~ace_helpers.chapters.toy_models.markov_baselines.baseline_results`), then each of
+    (:func:`~ace_helpers.chapters.toy_models.markov_baselines.baseline_results`: random, PCA and one-hot-state
+    oracle subspaces, and the consensus subspace), then each of
     ``EXTRA_CHAINS`` (:func:`run_chains`, which also returns the runs themselves)."""
     results, main, _ = run_chains(cfg)
     results.update(baseline_results(main))

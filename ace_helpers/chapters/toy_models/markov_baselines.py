@@ -4,8 +4,12 @@ are not cores, so that "the cores are nearly orthogonal" and "their coordinates 
 * Projector overlap of two random r-dim subspaces of R^D (Haar-distributed): its distribution, by a
   seeded Monte Carlo (:func:`random_overlap_quantiles`; its mean is r/D).
 * The same activations viewed through non-core subspaces of the core's dimension r: each seed's top-r
-  PCA subspace, and a seeded random r-dim subspace (:func:`subspace_baselines`): their projector
-  overlap across seeds and the canonical correlations of the coordinates they give.
+  PCA subspace, a seeded random r-dim subspace and the one-hot-state oracle subspace
+  (:func:`state_oracle_basis`: the top-r directions of what a linear regression on the one-hot current
+  state explains, i.e. the class-mean subspace) (:func:`subspace_baselines`): their projector overlap
+  across seeds and the canonical correlations of the coordinates they give.  Any subspace whose
+  coordinates are linear in the current state gives CCA ≈ 1 across seeds; the oracle measures how
+  much of the cores' alignment that alone explains.
 * The seeds' weights at initialisation: their cosine, beside the trained one (:func:`init_weight_cosine`).
 """
 
@@ -19,6 +23,7 @@ import numpy as np
 import torch
 
 from ace_helpers.method import compare
+from ace_helpers.method.checks import check_int
 from ace_helpers.toys.models import ToyTransformer, build_model
 
 #: Seed of the random subspaces (fixed: the baseline is part of the measurement, not of the run's seeds).
@@ -46,30 +51,78 @@ def _pca_basis(h: np.ndarray, rank: int) -> np.ndarray:
     return np.linalg.svd(centred, full_matrices=False)[2][:rank].T
 
 
-def subspace_baselines(
-    models: Sequence[ToyTransformer], inputs: torch.Tensor, rank: int, pairs: Sequence[tuple[int, int]], *,
-    seed: int = BASELINE_SEED,
-) -> dict[str, list[Any]]:  # fmt: skip
-    """Per seed pair (``pairs``), on each model's layer output for ``inputs`` (N, T) at every position:
+def state_oracle_basis(h: np.ndarray, states: np.ndarray, rank: int) -> np.ndarray:
+    """(D, ``rank``) the one-hot-state oracle subspace of activations ``h`` (N, D) with current states ``states`` (N,).
 
-    ``pca_overlap`` (projector overlap of the two top-``rank`` PCA subspaces), ``pca_cca`` and
-    ``random_cca`` (the top ``rank`` canonical correlations of the coordinates in the PCA subspaces,
-    and in one seeded random ``rank``-dim subspace per model).
+    Regress the centred rows on the one-hot current state: the fitted value of a row is its state's mean
+    minus the grand mean.  The oracle is the top-``rank`` right singular directions of those fitted values
+    (the class-mean subspace, each state weighted by its number of rows).  With n states present it has at
+    most n − 1 directions; ``ValueError`` when ``rank`` asks for more, or on a bad shape or state.
     """
+    a = np.asarray(h, dtype=np.float64)
+    s = np.asarray(states)
+    if a.ndim != 2 or a.shape[0] < 2:
+        raise ValueError(f"h has shape {a.shape}: it must be (N, D) activations with N >= 2 rows")
+    if s.shape != (a.shape[0],):
+        raise ValueError(f"states has shape {s.shape}: it must be ({a.shape[0]},), one current state per row of h")
+    if s.dtype.kind not in "iu" or s.min() < 0:
+        raise ValueError(f"states must be non-negative integer state indices; got dtype {s.dtype}, min {s.min()!r}")
+    rank = check_int("rank", rank, low=1, high=a.shape[1])
+    classes, counts = np.unique(s, return_counts=True)
+    means = np.stack([a[s == c].mean(axis=0) for c in classes]) - a.mean(axis=0)  # (n, D)
+    _, sv, vt = np.linalg.svd(np.sqrt(counts)[:, None] * means, full_matrices=False)
+    found = int(np.sum(sv > sv[0] * 1e-10)) if sv[0] > 0 else 0
+    if rank > found:
+        raise ValueError(f"rank={rank!r} is not allowed: the {len(classes)} states present explain {found} "
+                         f"direction(s) of h, so rank must be in [1, {found}]")
+    return vt[:rank].T
+
+
+def layer_states(models: Sequence[ToyTransformer], inputs: torch.Tensor) -> list[np.ndarray]:
+    """Each model's layer output for ``inputs`` (N, T) at every position, as float64 rows (N·T, D)."""
     from ace_helpers.chapters.toy_models.markov import capture_states  # load time: avoids an import cycle
 
-    rng = np.random.default_rng(seed)
     hs = []
     for model in models:
         model.eval()
         hs.append(capture_states(nnsight.NNsight(model), inputs).reshape(-1, model.config.d_model).double().numpy())
-    pca = [_pca_basis(h, rank) for h in hs]
-    rand = [np.linalg.qr(rng.standard_normal((h.shape[1], rank)))[0] for h in hs]
-    out: dict[str, list[Any]] = {"pca_overlap": [], "pca_cca": [], "random_cca": []}
+    return hs
+
+
+def subspace_baselines(
+    models: Sequence[ToyTransformer], inputs: torch.Tensor, rank: int, pairs: Sequence[tuple[int, int]], *,
+    seed: int = BASELINE_SEED, cores: Sequence[np.ndarray] | None = None,
+) -> dict[str, list[Any]]:  # fmt: skip
+    """Per seed pair (``pairs``), on each model's layer output for ``inputs`` (N, T) at every position:
+
+    ``pca_overlap`` and ``oracle_overlap`` (projector overlap of the two top-``rank`` PCA subspaces, and
+    of the two one-hot-state oracle subspaces, :func:`state_oracle_basis` with the current states
+    ``inputs``), ``pca_cca``, ``oracle_cca`` and ``random_cca`` (the top ``rank`` canonical correlations
+    of the coordinates in the PCA subspaces, the oracle subspaces, and one seeded random ``rank``-dim
+    subspace per model); with ``cores`` (one (D, r) basis per model): ``core_oracle_overlap``, per
+    model, the projector overlap of its core with its own oracle subspace.
+    """
+    hs = layer_states(models, inputs)
+    return _compare_views(hs, inputs.reshape(-1).numpy(), rank, pairs, seed=seed, cores=cores)
+
+
+def _compare_views(
+    hs: Sequence[np.ndarray], states: np.ndarray, rank: int, pairs: Sequence[tuple[int, int]], *, seed: int,
+    cores: Sequence[np.ndarray] | None = None,
+) -> dict[str, list[Any]]:  # fmt: skip
+    """:func:`subspace_baselines` on captured rows ``hs`` (one (N, D) array per model) and their states (N,)."""
+    rng = np.random.default_rng(seed)
+    views = {"pca": [_pca_basis(h, rank) for h in hs],
+             "random": [np.linalg.qr(rng.standard_normal((h.shape[1], rank)))[0] for h in hs],
+             "oracle": [state_oracle_basis(h, states, rank) for h in hs]}  # fmt: skip
+    out: dict[str, list[Any]] = {"pca_overlap": [], "oracle_overlap": [], "pca_cca": [], "random_cca": [], "oracle_cca": []}
     for i, j in pairs:
-        out["pca_overlap"].append(compare.projector_overlap(pca[i], pca[j]))
-        out["pca_cca"].append(compare.cca(hs[i] @ pca[i], hs[j] @ pca[j], k=rank).tolist())
-        out["random_cca"].append(compare.cca(hs[i] @ rand[i], hs[j] @ rand[j], k=rank).tolist())
+        for name in ("pca", "oracle"):
+            out[f"{name}_overlap"].append(compare.projector_overlap(views[name][i], views[name][j]))
+        for name, q in views.items():
+            out[f"{name}_cca"].append(compare.cca(hs[i] @ q[i], hs[j] @ q[j], k=rank).tolist())
+    if cores is not None:
+        out["core_oracle_overlap"] = [compare.projector_overlap(c, o) for c, o in zip(cores, views["oracle"])]
     return out
 
 
@@ -80,12 +133,22 @@ def init_weight_cosine(models: Sequence[ToyTransformer], seeds: Sequence[int], p
     return [compare.weight_cosine(inits[i], inits[j]) for i, j in pairs]
 
 
-def baseline_results(run: Any) -> dict[str, Any]:
+def baseline_results(run: Any, key: tuple[str, str] | None = None) -> dict[str, Any]:
     """The baselines of one chain's run (a :class:`~ace_helpers.chapters.toy_models.markov.ChainRun`), as
-    flat ``results.json`` keys: ``init_weight_cosine``, ``pca_overlap``, ``pca_cca``, ``random_cca``
-    (per seed pair, at the core dimension n − 1) and ``random_overlap_q05/q50/q95``."""
+    flat ``results.json`` keys: ``init_weight_cosine``; per seed pair, at the core dimension n − 1,
+    ``pca_overlap``, ``oracle_overlap``, ``pca_cca``, ``oracle_cca``, ``random_cca``; per seed
+    ``core_oracle_overlap`` (the cores of variant ``key``, default the run's first: the chosen one);
+    ``random_overlap_q05/q50/q95``; and the code release's consensus (GCCA) baseline,
+    ``consensus_*`` (:func:`~ace_helpers.chapters.toy_models.markov_consensus.consensus_results`).
+    The layer output is captured once and shared by both."""
+    from ace_helpers.chapters.toy_models.markov_consensus import consensus_results  # load time: one job per module
+
     rank, dim = run.n_states - 1, run.train.models[0].config.d_model
+    key = run.variants[0] if key is None else key
+    hs = layer_states(run.train.models, run.data.test_inputs)
     out: dict[str, Any] = {"init_weight_cosine": init_weight_cosine(run.train.models, run.seeds, run.pairs)}
-    out.update(subspace_baselines(run.train.models, run.data.test_inputs, rank, run.pairs))
+    out.update(_compare_views(hs, run.data.test_inputs.reshape(-1).numpy(), rank, run.pairs, seed=BASELINE_SEED,
+                              cores=[v.core.basis for v in run.variant(key)]))
     out.update({f"random_overlap_{k}": v for k, v in random_overlap_quantiles(rank, dim).items() if k != "mean"})
+    out.update(consensus_results(run.train.models, hs, run.data))
     return out
