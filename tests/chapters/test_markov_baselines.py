@@ -94,6 +94,7 @@ def test_gcca_consensus_recovers_the_shared_latent():
     hs = [z @ rng.standard_normal((2, 8)) + 0.01 * rng.standard_normal((500, 8)) for _ in range(2)]
     cons = mc.gcca_consensus(hs, energy=0.99)
     assert cons.cap == 6 and cons.energy_rank == 2 and cons.rank == 2
+    assert cons.cut_ratio > 100  # the shared latent stands far above the noise
     assert cons.variates.shape == (500, 2)
     np.testing.assert_allclose(cons.variates.T @ cons.variates, np.eye(2), atol=1e-8)
     assert min(compare.cca(cons.variates, z)) > 0.999
@@ -108,6 +109,7 @@ def test_gcca_consensus_rank_is_capped_at_the_fraction_of_d():
     hs = [rng.standard_normal((300, 8)) for _ in range(3)]  # no shared structure: energy spreads over 24 dims
     cons = mc.gcca_consensus(hs)
     assert cons.cap == 6 and cons.energy_rank > 6 and cons.rank == 6
+    assert 1 <= cons.cut_ratio < 1.5  # no gap at the cap: white noise
     assert [b.shape for b in cons.bases] == [(8, 6)] * 3
     assert mc.gcca_consensus(hs, max_fraction=0.25).rank == 2
 
@@ -156,7 +158,7 @@ def test_consensus_results_on_tiny_models():
     # a consensus of every direction keeps the whole model: keep = the clean accuracy
     full = mc.consensus_results(models, hs, data, max_fraction=1.0, energy=1.0)
     clean = [float((m(data.test_inputs).argmax(-1) == data.test_targets).double().mean()) for m in models]
-    assert full["consensus_ranks"] == [16, 16]
+    assert full["consensus_ranks"] == [16, 16] and full["consensus_cut_ratio"] > 1
     np.testing.assert_allclose(full["consensus_keep_acc_zero"], clean)
     with pytest.raises(ValueError, match="2 models but 1 activation arrays"):
         mc.consensus_results(models, hs[:1], data)

@@ -47,7 +47,8 @@ oracle_cca             per seed pair: top n − 1 canonical correlations of the 
                        subspaces (what any subspace linear in the current state gives)
 core_oracle_overlap    per seed: projector overlap of its core (chosen variant) with its own oracle subspace
 consensus_dim          the code release's consensus (GCCA) rank k = min(⌊0.75·D⌋, 0.999-energy rank) of all
-                       seeds' centred activations side by side (``consensus_energy_rank``: the latter)
+                       seeds' centred activations side by side (``consensus_energy_rank``: the latter;
+                       ``consensus_cut_ratio``: σ_k²/σ_{k+1}², the spectral gap at the cut)
 consensus_ranks        per seed: dimension of its consensus basis orth(pinv(H_c) G) (≤ k)
 consensus_keep_acc_z.. per seed: accuracy with only the consensus subspace kept (``consensus_keep_acc_zero``:
 consensus_remove_..    raw projection, the code release's; ``_mean``: about the activation mean) or removed

@@ -45,6 +45,8 @@ class Consensus:
         rank: k = min(cap, energy_rank).
         energy_rank: the smallest r whose squared singular values hold the energy fraction.
         cap: ⌊max_fraction · min D_i⌋ (at least 1).
+        cut_ratio: σ_k² / σ_{k+1}², the spectral gap at the cut (1: the k-th and (k+1)-th directions carry the
+            same energy, so which of them the consensus holds is set by rounding; inf when k is the full width).
     """
 
     variates: np.ndarray
@@ -52,6 +54,7 @@ class Consensus:
     rank: int
     energy_rank: int
     cap: int
+    cut_ratio: float
 
 
 def _views(hs: Sequence[Any]) -> list[np.ndarray]:
@@ -103,7 +106,8 @@ def gcca_consensus(hs: Sequence[Any], *, max_fraction: float = MAX_FRACTION, ene
     k = min(cap, e_rank)
     g = x @ vec[:, :k] / np.sqrt(lam[:k])  # (N, k) = U[:, :k]
     bases = [orth(np.linalg.lstsq(h, g, rcond=None)[0]) for h in centred]
-    return Consensus(g, bases, k, e_rank, cap)
+    cut = float(lam[k - 1] / lam[k]) if k < len(lam) and lam[k] > 0 else float("inf")
+    return Consensus(g, bases, k, e_rank, cap, cut)
 
 
 def basis_core(basis: np.ndarray, mean: np.ndarray) -> Core:
@@ -123,8 +127,8 @@ def consensus_results(
     """The consensus baseline of a chain's seeds, as flat ``results.json`` keys.
 
     ``hs``: each model's layer output on ``data.test_inputs`` at every position, (N·T, D) rows in the
-    inputs' order.  Keys: ``consensus_dim`` (k), ``consensus_energy_rank``, ``consensus_ranks`` (per seed
-    k_i), and per seed the next-token accuracy with only the seed's consensus subspace kept or with it
+    inputs' order.  Keys: ``consensus_dim`` (k), ``consensus_energy_rank``, ``consensus_cut_ratio`` (the spectral
+    gap at the cut, :class:`Consensus`), ``consensus_ranks`` (per seed k_i), and per seed the next-token accuracy with only the seed's consensus subspace kept or with it
     removed, at all positions, under both ablations: ``consensus_keep_acc_zero``,
     ``consensus_remove_acc_zero`` (the code release's: raw projection) and ``consensus_keep_acc_mean``,
     ``consensus_remove_acc_mean`` (about the activation mean).
@@ -134,7 +138,7 @@ def consensus_results(
     cons = gcca_consensus(hs, max_fraction=max_fraction, energy=energy)
     x, y = data.test_inputs, data.test_targets
     out: dict[str, Any] = {"consensus_dim": cons.rank, "consensus_energy_rank": cons.energy_rank,
-                           "consensus_ranks": [b.shape[1] for b in cons.bases]}  # fmt: skip
+                           "consensus_cut_ratio": cons.cut_ratio, "consensus_ranks": [b.shape[1] for b in cons.bases]}  # fmt: skip
     ablations = (("zero", False), ("mean", True))
     out.update({f"consensus_{mode}_acc_{a}": [] for a, _ in ablations for mode in ("keep", "remove")})
     for model, h, basis in zip(models, hs, cons.bases):
