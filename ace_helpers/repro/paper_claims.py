@@ -68,7 +68,6 @@ PAPER_CLAIMS: dict[str, str] = {
 
 #: Why no chapter tests a paper claim: id -> one line (compute, missing weights, not yet built).
 NOT_TESTED_WHY: dict[str, str] = {
-    "markov.consensus": "not yet built: the code release's consensus (GCCA) subspace of all seeds is not computed here",
     "modadd.invariant": "not yet built as a rule: chapter 2 trains 3 models but compares no cores across them (chapter 7 "
     "finds two grokked models using different key frequencies: our own claim)",
     "inflation.redistribution": "not yet built: weight spread over equivalent harmonics is not measured (chapter 3 counts "
