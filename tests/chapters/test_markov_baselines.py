@@ -252,3 +252,23 @@ def test_tables_and_the_specificity_sentence():
         bt.subspace_table({k: v for k, v in res.items() if k != "oracle_cca"})
     with pytest.raises(ValueError, match="consensus_keep_acc_zero"):
         bt.consensus_table({"base_acc": [0.75]})
+
+
+# ---------------------------------------------------------------- the chapter's prose against the stored book run
+def test_book_prose_on_the_baselines_agrees_with_the_stored_book_results():
+    """What the chapter's text says in words about the baselines (panels C, D and the consensus section),
+    checked on book/results once it holds them (the book run re-executed with the baselines)."""
+    import json
+    from pathlib import Path
+
+    res = json.loads((Path(__file__).resolve().parents[2] / "book/results/01_markov_cores.json").read_text())
+    if "oracle_cca" not in res or "consensus_cut_ratio" not in res:
+        pytest.skip("the stored book results predate the oracle and consensus baselines")
+    core, oracle, pca, rand = (bt._weakest(res, k) for k in ("cca", "oracle_cca", "pca_cca", "random_cca"))
+    assert max(res["oracle_overlap"]) <= res["random_overlap_q95"]  # "are as unrelated"
+    assert all(r < c - 0.1 for r, c in zip(rand, core))  # "random subspaces correlate far less"
+    assert all(o >= c - 0.01 and p >= c - 0.02 for o, p, c in zip(oracle, pca, core))  # "align as well as the cores"
+    assert min(res["core_oracle_overlap"]) >= 0.9  # "nearly coincides with its own oracle subspace"
+    assert res["consensus_energy_rank"] > res["consensus_dim"] and res["consensus_cut_ratio"] < 1.2  # "the cap sets k"
+    assert min(res["consensus_keep_acc_zero"]) >= min(res["base_acc"]) - 0.005  # "keeps the full accuracy"
+    assert min(res["consensus_remove_acc_zero"]) >= res["chance_acc"] + 0.1  # "far above chance"
