@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -35,6 +40,10 @@
 # ```{admonition} The claim, and what this run finds
 # :class: note
 # **Ours (beyond the paper):** if the cores of independently trained models are the same computation, a linear map between their core coordinates lets one model run on the other's core — while a random subspace of the same rank and the unmapped coordinates do not — and maps learned on two seed pairs compose into a map for a third pair.
+#
+# **The paper, tested here on the same models:** the cores of independently trained mod-add models are *invariant*
+# (the title's claim; we ask whether their CCA beats subspaces chosen without ACE), and naive weight interpolation
+# fails while aligning the cores is a route to merging (its §6; we merge two models both ways).
 #
 # **This run:** {glue:md}`verdicts`
 #
@@ -86,6 +95,7 @@ from myst_nb import glue
 import ace_helpers
 from ace_helpers.chapters import core_stitching as chapter
 from ace_helpers.chapters.core_stitching import figures as plots
+from ace_helpers.chapters.core_stitching import figures_merging as merge_plots
 from ace_helpers.repro import session
 
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
@@ -160,6 +170,49 @@ display(Markdown(plots.transfer_table(res["markov"])))
 # {glue:md}`transfer`
 
 # %% [markdown]
+# ## Are the cores invariant?
+#
+# The paper's evidence that the cores of independently trained models are invariant is that their coordinates
+# are linearly equivalent: high canonical correlations (CCA) on the same inputs, though the subspaces are nearly
+# orthogonal. A high CCA says the *cores* are shared only if subspaces chosen without ACE, from the same
+# activations, do not give it as well. For every pair of models we compare the cores (mean of all
+# min(r_A, r_B) canonical correlations) with three baselines of the same ranks: random subspaces (200 pairs),
+# each model's top-r principal directions (PCA), and a class-mean "oracle": the top-r directions of the class
+# means (mod-add: the answer c; Markov: the current state, which fixes the optimal answer). The oracle's
+# coordinates are linear in the one-hot label, so any model that represents the label linearly has them,
+# whatever its algorithm.
+
+# %%
+display(Markdown(merge_plots.invariance_table(res)))
+
+# %% [markdown]
+# *Table (ours). Mean CCA and projector overlap of each pair's subspaces on the same test inputs (the layer
+# and token that are stitched above). Random: mean and 95th percentile of the mean CCA over 200 random pairs.*
+#
+# {glue:md}`invariance`
+
+# %% [markdown]
+# ## Merging two models
+#
+# The paper's §6 reads the nearly orthogonal cores as the reason why naive weight interpolation between
+# independently trained models fails, and proposes aligning cores instead. We merge each pair (A, B) along
+# α ∈ {0, 0.25, 0.5, 0.75, 1} in two ways: **naive weight interpolation** (1 − α)·θ_A + α·θ_B, and a **merge of
+# aligned cores**: A runs with its core coordinates set to (1 − α)·z_A + α·ẑ_B, where ẑ_B are B's core
+# coordinates carried into A's core by the stitching map fitted above (B → A). The second merges
+# representations at one layer, with both models running; it is not a weight merge. Controls: the whole
+# activations averaged without alignment, and the whole activation through a full-rank map.
+
+# %%
+fig = merge_plots.merging_figure(res)
+
+# %% [markdown]
+# *Figure (ours). Test accuracy along α for each merged pair (Markov seed pairs, then the mod-add pair when it
+# runs). Dashed: chance; dotted: the line at or below which the naive midpoint counts as failed (half of the
+# above-chance accuracy lost).*
+#
+# {glue:md}`merging`
+
+# %% [markdown]
 # ## Claims
 
 # %%
@@ -167,6 +220,8 @@ claims = chapter.build_claims(res, cfg)  # with the claims this run cannot test 
 records = claims.records(f"{cfg.PRESET} preset")
 glue("finding", Markdown(chapter.finding_text(res)), display=False)
 glue("transfer", Markdown(chapter.transfer_text(res["markov"])), display=False)
+glue("invariance", Markdown(merge_plots.invariance_text(res)), display=False)
+glue("merging", Markdown(merge_plots.merging_text(res)), display=False)
 display(Markdown(claims.table()))
 if claims.not_tested:
     display(Markdown(chapter.not_tested_table(claims.not_tested)))

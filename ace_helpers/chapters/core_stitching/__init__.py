@@ -26,7 +26,11 @@ pairs) and modular addition after grokking (two models).
 ``map_r2`` {condition: held-out R² of the fitted map}, ``ranks`` and ``sweep`` {condition:
 {acc, agree}} (crossed, per rank), ``wall_s``; ``markov`` also ``transfer`` and ``direct``
 (held-out pair: composed maps / maps fitted on it), ``bayes_acc``; ``modadd`` also ``grok_step``,
-``key_freqs`` (per model), ``freq_jaccard``, ``p``; top level ``wall_s``.
+``key_freqs`` (per model), ``freq_jaccard``, ``p``; both also ``invariance`` (per model pair: the cores' mean CCA
+and projector overlap beside random, PCA and class-mean subspaces, :mod:`.invariance`) and ``merging`` (per merged
+pair: accuracy along α of naive weight interpolation and of merges at the hook, :mod:`.merging`); top level ``wall_s``.
+
+The paper's claims ``modadd.invariant`` and ``implication.merging`` are judged in :mod:`.paper_rows`.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ from ace_helpers.chapters.core_stitching.claims import (  # noqa: F401 - the cha
     merging_claim,
     modadd_claims,
 )
+from ace_helpers.chapters.core_stitching.invariance import invariance_pairs
+from ace_helpers.chapters.core_stitching.merging import merge_paths
 from ace_helpers.chapters.modadd.grokked import train_modadd
 from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
@@ -80,11 +86,13 @@ from ace_helpers.method.stitching import (  # fmt: skip
 )
 from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.repro.report import ClaimRow, not_tested_table  # noqa: F401 - for the notebook
-from ace_helpers.toys.tasks.markov import bayes_accuracy, markov_dataset
+from ace_helpers.toys.tasks.markov import bayes_accuracy, chance_accuracy, markov_dataset
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 
 NOTEBOOK = "07_core_stitching"
 CONDITIONS = ("core", "random", "unmapped", "full")
+#: The Markov seed pairs that are merged (into the first of each pair).
+MARKOV_PAIRS = ((0, 1), (0, 2), (1, 2))
 
 
 #: The chapter's knobs.
@@ -194,6 +202,10 @@ def run_markov(cfg: Params) -> dict[str, Any]:
         out["transfer"][condition] = swap_scores(setting, 0, 2, c0, c2, composed)
         out["direct"][condition] = swap_scores(setting, 0, 2, c0, c2, fitted_map(setting, 0, 2, c0, c2, condition, cfg["RIDGE"]))
     out["floor_heldout"] = floor_scores(setting, 2)
+    chance = chance_accuracy(data.T, data.test_targets)
+    out["invariance"] = invariance_pairs(views, data.test_inputs, cfg["SEED"])
+    out["merging"] = [merge_paths(trained.models, views, i, j, data.test_inputs, data.test_targets, setting.hook, None,
+                                  cfg["RIDGE"], chance) for i, j in MARKOV_PAIRS]
     out.update(seeds=seeds, core_ranks=[v.core.rank for v in views], n_states=data.n_states,
                base_acc=[float((v.clean == data.test_targets).double().mean()) for v in views],
                bayes_acc=bayes_accuracy(data.T), train_s=trained.seconds, wall_s=time.perf_counter() - start)
@@ -213,6 +225,9 @@ def run_modadd(cfg: Params) -> dict[str, Any]:
     out = pair_results(setting, 0, 1, cfg, cfg["MODADD_R_MAX"], cfg["SEED"])
     freqs = [key_frequencies(v.core, m.lm_head.weight.detach().double().numpy()) for v, m in zip(views, models)]
     union = set(freqs[0]) | set(freqs[1])
+    out["invariance"] = invariance_pairs(views, data.test_answers, cfg["SEED"])
+    out["merging"] = [merge_paths(models, views, 0, 1, data.test_inputs, data.test_targets, setting.hook, -1,
+                                  cfg["RIDGE"], 1.0 / data.p)]
     out.update(p=data.p, grok_step=grok, core_ranks=[v.core.rank for v in views], key_freqs=freqs,
                freq_jaccard=len(set(freqs[0]) & set(freqs[1])) / len(union),
                base_acc=[float((v.clean[:, -1] == data.test_answers).double().mean()) for v in views],

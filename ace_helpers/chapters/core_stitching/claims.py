@@ -7,48 +7,32 @@ from typing import Any
 
 import numpy as np
 
+from ace_helpers.chapters.core_stitching import paper_rows
+from ace_helpers.chapters.core_stitching.rules import (  # noqa: F401 - the chapter's rules, re-exported
+    AGREE_MIN,
+    DIAGNOSIS,
+    KNOWN_GAPS,
+    MARKOV_GAPS,
+    MARKOV_KNOBS,
+    MERGING_PAPER,
+    MERGING_WHERE,
+    MODADD_KNOBS,
+    PAPER,
+    REGIMES,
+    TOLERANCE,
+    WHERE,
+    _works,
+    halfway,
+)
 from ace_helpers.chapters.modadd.grokked import GROK_ACC
 from ace_helpers.chapters.toy_models.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
 from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.toy_models.views import FREQ_POWER
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps, not_tested_table  # noqa: F401 - for the notebook
-
-#: Accuracy a working stitch may lose against B's own (ours): 0.01.
-TOLERANCE = 0.01
-#: Agreement with B's clean predictions that counts as a working stitch (ours).
-AGREE_MIN = 0.99
-REGIMES = ("same", "crossed")
+from ace_helpers.repro.report import ClaimRow, Claims, not_tested_table  # noqa: F401 - for the notebook
 
 
 # -------------------- claims (from the results dict only, so a stored results.json checks the same)
-WHERE, DIAGNOSIS = "ours (beyond the paper)", "ours (diagnosis)"
-PAPER = "not tested (the paper compares the seeds' cores by CCA, Fig. 1D; it never swaps them)"
-MODADD_KNOBS = ("P", "TRAIN_FRACTION", "MODADD_LR", "MODADD_SEED", "MODADD_ENERGY", "MODADD_MAX_STEPS",
-                "MODADD_EXTRA_STEPS", "RIDGE", "SEED", "MODADD")
-#: Measured at the book preset's own run (p = 31, seeds 1031 and 2031; the numbers are appended
-#: from the run itself): the two grokked models use different key frequencies.
-KNOWN_GAPS = KnownGaps({"book": {
-    "modadd_core": "the two models' cores use different key frequencies, and a linear map cannot carry "
-                   "cos(k·c) onto cos(k′·c) for k ≠ k′",
-    "modadd_full": "the whole activations are not linear images of each other either: the models compute "
-                   "with different key frequencies",
-}}, run_knobs=MODADD_KNOBS)
-MARKOV_KNOBS = ("T", "D_MODEL", "SEQ_LEN", "ENERGY", "BATCH_SIZE", "SEED", "DATA_SEED", "TEST_DATA_SEED", "R_MAX",
-                "RIDGE", "N_TRAIN", "N_TEST", "EPOCHS", "LR")
-_FULL_TRANSFERS = ("composed full-rank maps of the whole activation transfer too: seed 2's activation is close to a "
-                   "linear image of seed 0's, so the core is the smallest route that transfers (an r × r map per pair "
-                   "instead of D × D), not the only one")
-#: Measured at the ci and book presets' own Markov runs (the numbers are appended from the run itself).
-MARKOV_GAPS = KnownGaps({"ci": {"only_core": _FULL_TRANSFERS}, "book": {"only_core": _FULL_TRANSFERS}},
-                        run_knobs=MARKOV_KNOBS)
-
-
-def halfway(floor: float) -> float:
-    """The failure line of a swap: agreement halfway between the no-swap floor and 1."""
-    return (floor + 1.0) / 2.0
-
-
 def first_working_rank(section: dict[str, Any], base: float) -> int | None:
     """Smallest swept rank whose crossed core swap keeps ``base`` within TOLERANCE and reaches AGREE_MIN."""
     sweep = section["sweep"]["core"]
@@ -56,10 +40,6 @@ def first_working_rank(section: dict[str, Any], base: float) -> int | None:
         if acc >= base - TOLERANCE and agree >= AGREE_MIN:
             return int(r)
     return None
-
-
-def _works(s: dict[str, float], base: float) -> bool:
-    return s["acc"] >= base - TOLERANCE and s["agree"] >= AGREE_MIN
 
 
 def _pair(s: dict[str, float]) -> list[float]:
@@ -70,10 +50,6 @@ WORKS_RULE = f"accuracy ≥ B's own − {TOLERANCE} and agreement with B's own p
 FAILS_RULE = "agreement with B's predictions on A's input ≤ halfway between the no-swap floor and 1 (ours)"
 #: The prefix of our claim ids in this chapter.
 ID = "ours.core_stitching."
-#: The paper's implication that the stitching rows bear on (§6), and its statement.
-MERGING_WHERE = "§6 (implications)"
-MERGING_PAPER = ("functionally equivalent models embed their cores in nearly orthogonal subspaces, which explains why naive "
-                 "weight interpolation fails; aligning cores, not weights, is a principled route to model merging")
 #: Share of two unrelated random frequency sets whose Jaccard index is at most the rule's threshold (its percentile).
 JACCARD_LEVEL = 0.95
 
@@ -203,7 +179,9 @@ def modadd_claims(claims: Claims, a: dict[str, Any], cfg: Params) -> None:
 
 
 def merging_claim(claims: Claims, res: dict[str, Any], cfg: Params) -> None:
-    """The paper's merging implication, read on activations: per task that ran, aligned cores stitch, unaligned ones do not."""
+    """The paper's merging implication, read on the stitching swaps: per task that ran, aligned cores stitch, unaligned
+    ones do not.  Evidence beside the merging paths' headline (:func:`paper_rows.merging_rows`); the headline only
+    for a stored run that has no merging paths."""
     held, parts = [], []
     for task in ("markov", "modadd"):
         s = res.get(task)
@@ -215,15 +193,16 @@ def merging_claim(claims: Claims, res: dict[str, Any], cfg: Params) -> None:
         parts.append(f"{task}: {'holds' if held[-1] else 'fails'} (aligned {sw['core']['crossed']['agree']:.3f}, "
                      f"unaligned {unaligned:.3f})")
     gap = KNOWN_GAPS.reason(cfg, "modadd_core") if len(held) > 1 and not held[1] else None
-    claims.check("aligning the cores lets one model run on another's core coordinates, where the unaligned coordinates "
-                 "do not (per task)", MERGING_PAPER, "; ".join(parts), all(held), gap, where=MERGING_WHERE,
+    claims.check("stitching: aligning the cores lets one model run on another's core coordinates, where the unaligned "
+                 "coordinates do not (per task)", MERGING_PAPER, "; ".join(parts), all(held), gap, where=MERGING_WHERE,
                  rule=f"tested on activations, not on weights: in every task run, the core-mapped swap (A's core coordinates "
                       f"carried into B's core by a fitted linear map) works with B on another input (accuracy ≥ B's own − "
                       f"{TOLERANCE}, agreement with B's own predictions ≥ {AGREE_MIN}) while "
                       "A's unmapped core coordinates fail (agreement ≤ halfway from the no-swap floor to 1); naive weight "
                       "interpolation itself is not tested; partly: it holds in some tasks",
                  partly=any(held), id="implication.merging", per_seed=[float(h) for h in held],
-                 short="every task: the aligned-core swap stitches, the unaligned one fails")
+                 short="every task: the aligned-core swap stitches, the unaligned one fails",
+                 headline=not any("merging" in (res.get(t) or {}) for t in ("markov", "modadd")))
 
 
 MODADD_NOT_TESTED = (("mod-add: the core-mapped swap carries A's computation into B", "modadd_core_swap_crossed"),
@@ -232,7 +211,7 @@ MODADD_NOT_TESTED = (("mod-add: the core-mapped swap carries A's computation int
 
 
 def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
-    """The chapter's claims (ours, and the paper's merging implication read on activations), from the results dict
+    """The chapter's claims (ours; the paper's ``modadd.invariant`` and ``implication.merging``), from the results dict
     alone, and those not tested (MODADD off)."""
     claims = Claims()
     markov_claims(claims, res["markov"], cfg)
@@ -244,5 +223,7 @@ def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
                                where=WHERE, rule=WORKS_RULE if "carries" in c else FAILS_RULE, id=ID + name)
                       for c, name in MODADD_NOT_TESTED]
     merging_claim(claims, res, cfg)
+    not_tested += paper_rows.invariance_rows(claims, res, cfg)
+    paper_rows.merging_rows(claims, res, cfg)
     claims.not_tested = not_tested
     return claims
