@@ -68,8 +68,6 @@ PAPER_CLAIMS: dict[str, str] = {
 
 #: Why no chapter tests a paper claim: id -> one line (compute, missing weights, not yet built).
 NOT_TESTED_WHY: dict[str, str] = {
-    "modadd.invariant": "not yet built as a rule: chapter 2 trains 3 models but compares no cores across them (chapter 7 "
-    "finds two grokked models using different key frequencies: our own claim)",
     "inflation.redistribution": "not yet built: weight spread over equivalent harmonics is not measured (chapter 3 counts "
     "rotational modes, inflation.modes)",
     "scaling.margin_ode": "not yet built: the theory's margin dynamics are not simulated or fitted to measured margins",
