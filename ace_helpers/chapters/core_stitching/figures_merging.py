@@ -65,7 +65,8 @@ def invariance_text(res: Mapping[str, Any]) -> str:
             specific = core > max(pca, orc) + CCA_TOL
             parts.append(
                 f"{name} {unit} {i + 1} and {j + 1}: the cores' mean CCA is {core:.3f}, "
-                f"{'above' if above else 'not above'} the 95th percentile of random subspaces ({inv['random']['cca']['q95']:.3f}); "
+                f"{'above' if above else 'not above'} the 95th percentile of random subspaces "
+                f"({inv['random']['cca']['q95']:.3f}); "
                 f"the top-r PCA subspaces give {pca:.3f} and the class-mean oracle {orc:.3f}, so the CCA "
                 + ("is specific to the cores." if specific else
                    "is **not** specific to the cores: subspaces chosen without ACE, by variance or by the label alone, "

@@ -52,7 +52,8 @@ def invariance_holds(inv: dict[str, Any]) -> tuple[bool, bool]:
 
 
 def drop_line(merge: dict[str, Any]) -> float:
-    """The accuracy at or below which the naive midpoint counts as failed: chance + (1 − DROP_SHARE)·(weaker endpoint − chance)."""
+    """The accuracy at or below which the naive midpoint counts as failed:
+    chance + (1 − DROP_SHARE)·(weaker endpoint − chance)."""
     acc, chance = merge["acc"]["weights"], merge["chance"]
     return chance + (1.0 - DROP_SHARE) * (min(acc[0], acc[-1]) - chance)
 
@@ -82,8 +83,9 @@ def _inv_text(inv: dict[str, Any]) -> str:
         f"; projector overlap: cores {inv['core']['overlap']:.3f}, PCA {inv['pca']['overlap']:.3f}, random mean "
         f"{ov['mean']:.3f}")
     rho = ", ".join(f"{x:.2f}" for x in inv["core"]["rho"])
-    return (f"mean CCA over k = {inv['k']}: cores {inv['core']['cca']:.3f} (canonical correlations {rho}); random subspaces mean {rnd['cca']['mean']:.3f}, "
-            f"95th percentile {rnd['cca']['q95']:.3f} ({rnd['draws']} pairs); top-r PCA {inv['pca']['cca']:.3f}; "
+    return (f"mean CCA over k = {inv['k']}: cores {inv['core']['cca']:.3f} (canonical correlations {rho}); random "
+            f"subspaces mean {rnd['cca']['mean']:.3f}, 95th percentile {rnd['cca']['q95']:.3f} ({rnd['draws']} pairs); "
+            f"top-r PCA {inv['pca']['cca']:.3f}; "
             f"class-mean oracle {inv['oracle']['cca']:.3f}" + overlap)
 
 
