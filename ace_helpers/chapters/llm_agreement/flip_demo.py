@@ -21,24 +21,26 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.llm.agreement_demo import COMPARISON_KEYS, COMPARISONS, CONDITIONS, combined_demo_tests
+from ace_helpers.llm.agreement_demo import COMPARISON_KEYS, COMPARISONS, CONDITIONS, combined_demo_tests, comparison_key
 from ace_helpers.repro.report import Claims
 from ace_helpers.repro.tables import markdown_table
 
 #: Each of the three Fisher-combined one-sided p-values must be below this.
 DEMO_P = 0.05
 #: How the comparisons read in the claim: the first condition scores higher than the second.
-DIRECTION = {"base_vs_removed": "base > removed", "base_vs_flipped": "base > flipped", "removed_vs_flipped": "removed > flipped"}
+DIRECTION = {comparison_key(a, b): f"{a} > {b}" for a, b in COMPARISONS}
 
-PAPER = ("Base vs Removed, Base vs Flipped and Removed vs Flipped differ: paired Wilcoxon tests per model on the score "
-         "log(P(correct number)/max of P(is/are/was/were)) of six prompts, Fisher-combined p-values (values not given)")  # fmt: skip
+PAPER = (
+    "Base vs Removed, Base vs Flipped and Removed vs Flipped differ: paired Wilcoxon tests per model on the score "
+    "log(P(correct number)/max of P(is/are/was/were)) of six prompts, Fisher-combined p-values (values not given)"
+)
 WHERE = "SVA figure, panel C; the tests from code release joshseth/cores (the SVA figure script, paired_wilcoxon)"
 RULE = (f"each of the three Fisher-combined p-values < {DEMO_P}, one-sided in the claim's direction: base > removed "
-        "(removal lowers the score), base > flipped and removed > flipped (the flip lowers it below removal); per model an "
-        "exact paired Wilcoxon signed-rank test over the six demo prompts, combined by Fisher's method over the chapter's "
-        "models. The code release runs scipy's default two-sided test (shown beside ours); one-sided because the claim has a "
+        "(removal lowers the score), base > flipped and removed > flipped (the flip lowers it below removal); per model a "
+        "paired Wilcoxon signed-rank test over the six demo prompts (scipy's, exact without ties), combined by Fisher's "
+        "method over the chapter's models. The code release runs scipy's default two-sided test (shown beside ours); one-sided because the claim has a "
         "direction, and a two-sided Fisher combination would count models that move the wrong way. With six prompts one "
-        f"model's smallest one-sided p is 1/64 ≈ 0.016 (two-sided 1/32). Partly: one or two of the three")  # fmt: skip
+        "model's smallest one-sided p is 1/64 ≈ 0.016 (two-sided 1/32). Partly: one or two of the three")  # fmt: skip
 
 
 def demo_test_entries(scores: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, Any]:
