@@ -118,7 +118,8 @@ print(f"the grokked model's core has rank {grok_core.rank} of {h.shape[-1]} and 
 #   uncensored run, which gives each exponent a confidence interval from the seed scatter and keeps
 #   that scatter in R².
 # * *Ω ∝ 1/ω.* The `ci` and `book` presets repeat the p sweep at ω = 2 (`EXTRA_OMEGAS_P`); the
-#   paper preset keeps the paper's single ω = 1, where this claim is not tested.
+#   paper preset keeps the paper's single ω = 1, where Ω(ω) comes from the ω sweep at p = 53 with the
+#   p sweep's p_crit — which tests Ω ∝ 1/ω only given that p_crit does not depend on ω.
 
 # %%
 print(f"preset {cfg['PRESET']}: {cfg['N_SEEDS']} seeds per setting (paper: 12); "
@@ -301,6 +302,34 @@ print(f"joint fit: Omega ~ omega^{ol.b:.2f} [{ol.b_ci[0]:.2f}, {ol.b_ci[1]:.2f}]
       if ol else "the p sweep has one weight decay, or too few uncensored runs: Omega ~ 1/omega is not tested")
 
 # %% [markdown]
+# ## The margin ODE, fitted to measured margins
+#
+# The theory's dm/dt = −ω·m + c·ω·‖ψ‖² makes a prediction we can measure directly: after memorisation
+# the margin relaxes at a rate set by the weight decay. Four small runs of the sweep model (p = 53, the
+# `ci` split and batch, ω = 1 and 3, two seeds; the same at every preset, about two minutes on one CPU
+# thread) record every 10 steps the mean test margin m (true logit minus the best other) and a proxy
+# for ‖ψ‖²: the power of the logits' component that depends on (a + b − c) mod p only, which is the part
+# of the logit table the Fourier algorithm writes. A least-squares fit of the finite-difference dm/dt on
+# [−m, ‖ψ‖²] from τ_mem on (time in units of lr·step, in which AdamW decays the weights at rate ω) gives
+# each run's ω̂, to be compared with its weight decay. This can show whether the margin's dynamics have the
+# ODE's form with the weight decay as its rate; it cannot show the ODE's derivation, nor that our proxy is
+# the paper's ψ, whose definition we could not retrieve.
+
+# %%
+margin_traces = chapter.trace_margins()
+margin_fits = [chapter.fit_margin_ode(t) for t in margin_traces]
+for f in margin_fits:
+    print(f"omega = {f.omega:g}, seed {f.seed}: fitted decay rate {f.omega_fit:.3g} (ratio {f.omega_fit / f.omega:.2f}), "
+          f"c = {f.c:.3g}, R² of dm/dt = {f.r2:.2f} on {f.n} evaluations")
+plots.plot_margin_traces(margin_traces, margin_fits)
+plt.show()
+
+# %% [markdown]
+# *Left: the mean test margin of each run (solid) and the fitted ODE integrated from the measured margin
+# at memorisation (dashed); right: the ‖ψ‖² proxy — look at whether the dashed curves follow the solid
+# ones, and whether the runs at ω = 3 relax three times faster than those at ω = 1.*
+
+# %% [markdown]
 # ## Link to chapter 3: measured redundancy
 #
 # [Chapter 3](03_core_inflation) measured redundancy directly, as the gap between the *necessary*
@@ -324,7 +353,7 @@ print(chapter.linked_redundancy())
 # and the "ours (diagnosis)" rows test that cause, so they fail if it changes.
 
 # %%
-claims = chapter.build_claims(res, cfg)  # with the claims this run cannot test inside
+claims = chapter.build_claims(res, cfg, margin=margin_fits)  # with the claims this run cannot test inside
 records = claims.records(f"{cfg.PRESET} preset")
 display(Markdown(report.claims_table(claims, claims.not_tested)))
 n_cens = sum(r.censored for r in sweeps.runs)
@@ -347,7 +376,8 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 # --preset paper`), and every finished run is stored; this section loads what is stored (nothing
 # is trained) and checks the claims above on it. A sweep is tested once every one of its settings
 # has enough seeds (4 for ω, 3 for p); until then its claims are listed as not tested, with how
-# far the runs have got.
+# far the runs have got. The claims here are evidence beside the run above, except `scaling.p`: τ ∝ 1/p
+# for p well above p_crit needs primes ≥ 61, which only these runs have, so their verdict is the claim's.
 
 # %%
 paper = chapter.stored_paper_sweeps(cfg)
@@ -396,14 +426,17 @@ print(paper_claims.verdict() if paper is not None else "no paper-settings run st
 # run's `tau_grok` is its lower bound); the ω fit `omega_exponent`, `omega_exponent_ci` (95 %),
 # `omega_r2`, `omega_prefactor`, `omega_n_fit`, `omega_means`; the p fit at ω = `OMEGA_P`: `Omega`,
 # `Omega_se`, `p_crit`, `p_crit_se`, `p_r2`, `p_sse`, `p_sse_const`, `p_sse_inv`, `p_aic`,
-# `p_aic_const`, `p_n_fit`, `p_exponent`, `p_exponent_ci`, `p_log_secant`, `large_primes`,
-# `p_exponent_large`; the Ω law `omega_law_b`, `omega_law_b_ci`, `omega_law_p_crit`,
+# `p_aic_const`, `p_n_fit`, `p_exponent`, `p_exponent_ci`, `p_log_secant`; the Ω law `omega_law_b`, `omega_law_b_ci`, `omega_law_p_crit`,
 # `omega_law_r2`; `n_censored`; `eval_every` (τ resolution in steps); `from_artifact`;
 # `omega_sweep_wall_s`, `p_sweep_wall_s`; `claims_passed`, `claims_total`; `wall_s`;
 # `paper_settings` (the stored runs at the paper's settings: `n_runs` and `seeds` per sweep, the
-# ω fit, `cpu_hours`, `trained`, `runs`; null at the paper preset or when none is stored). A paper-preset
+# ω fit, `p_crit` and the law's limits, `cpu_hours`, `trained`, `runs`; null at the paper preset or when none is
+# stored); the law's limits (`large_primes`, `p_exponent_large`, `p_exponent_large_ci`, `p_large_law_secant`,
+# `p_large_excess`, `p_large_excess_ci`, `p_log_secant_all`, `Omega_exponent_omega_sweep`, `..._ci`,
+# `omega_Omega_omega_sweep`); `margin_ode` (per margin run: `omega`, `seed`, `omega_fit`, `c`, `r2`, `n`,
+# `log2_ratio`). A paper-preset
 # run also stores `runs` as the artifact `book/artifacts/04_grokking_scaling_law/sweeps`.
 
 # %%
-results = chapter.results(res, claims, wall_s=time.perf_counter() - start_time, paper=paper)
+results = chapter.results(res, claims, wall_s=time.perf_counter() - start_time, paper=paper, margin=margin_fits)
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

@@ -70,7 +70,6 @@ PAPER_CLAIMS: dict[str, str] = {
 NOT_TESTED_WHY: dict[str, str] = {
     "inflation.redistribution": "not yet built: weight spread over equivalent harmonics is not measured (chapter 3 counts "
     "rotational modes, inflation.modes)",
-    "scaling.margin_ode": "not yet built: the theory's margin dynamics are not simulated or fitted to measured margins",
     "scaling.redundancy_cause": "not yet built: needs an intervention on the number of equivalent modes during training",
     "sva.roster": "missing weights: the paper's six models (GPT-2 S/M/L, Llama-3.1, Gemma-2, Qwen2.5, to 32B) are not "
     "available offline; chapter 5 runs SmolLM2-135M and Gemma-3-270M",

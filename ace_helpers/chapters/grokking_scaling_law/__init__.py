@@ -27,6 +27,7 @@ and trains them otherwise (a paper-preset run stores what it trained).
   ``Omega_exponent_omega_sweep``, ``Omega_exponent_omega_sweep_ci``, ``omega_Omega_omega_sweep``;
 * Ω law over every p-sweep ω (``None`` with one ω): ``omega_law_b``, ``omega_law_b_ci``,
   ``omega_law_p_crit``, ``omega_law_r2``;
+* ``margin_ode``: the margin-ODE fits, one dict per run (:func:`margin_rows`), or ``None``;
 * ``n_censored``, ``eval_every``, ``from_artifact``, ``omega_sweep_wall_s``, ``p_sweep_wall_s``,
   ``claims_passed``, ``claims_total``, ``wall_s``;
 * ``paper_settings``: the stored runs at the paper's settings shown beside a shorter preset
@@ -52,7 +53,9 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     p_sweep_rows,
     setting_rows,
 )
+from ace_helpers.chapters.grokking_scaling_law.claims_limits import check_margin_ode, margin_ode_untested
 from ace_helpers.chapters.grokking_scaling_law.jobs import default_store, grok_jobs
+from ace_helpers.chapters.grokking_scaling_law.margin_ode import MarginTrace, OdeFit, fit_margin_ode, trace_margins
 from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS, PRESETS, check, sweep_memory  # noqa: F401 - the chapter's knobs
 from ace_helpers.chapters.grokking_scaling_law.paper_store import (
     MIN_SEEDS,
@@ -90,7 +93,7 @@ __all__ = [
     "ScalingRun", "Sweeps", "build_claims", "fit_claims", "fit_sweeps", "gap_numbers", "grok_times", "not_tested", "p_sweep_omegas", "p_sweep_rows",
     "paper_claims", "records_from_dicts", "results", "run", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
     "setting_stats", "stored_paper_sweeps", "StoredSweeps", "sweeps_from_runs", "sweep_config", "uncensored",
-    "limit_numbers", "with_paper_evidence",
+    "limit_numbers", "with_paper_evidence", "MarginTrace", "OdeFit", "fit_margin_ode", "trace_margins", "margin_rows",
 ]  # fmt: skip
 
 
@@ -218,11 +221,23 @@ def run(cfg: Params, progress: bool = False) -> ScalingRun:
     return ScalingRun(sweeps, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]))
 
 
-def build_claims(res: ScalingRun, cfg: Params) -> Claims:
-    """The chapter's claims from its fits (:func:`fit_claims`), with those it cannot test inside."""
+def build_claims(res: ScalingRun, cfg: Params, margin: list[OdeFit] | None = None) -> Claims:
+    """The chapter's claims from its fits (:func:`fit_claims`), with those it cannot test inside; ``margin``:
+    the margin-ODE fits (:func:`fit_margin_ode` of :func:`trace_margins`), else ``scaling.margin_ode`` is not tested."""
     claims = fit_claims(res.fits, cfg)
     claims.not_tested = not_tested(res.fits)
+    if margin:
+        check_margin_ode(claims, margin)
+    else:
+        claims.not_tested.append(margin_ode_untested("the margin-ODE runs were not made in this run (build_claims without margin fits)"))
     return claims
+
+
+def margin_rows(fits: list[OdeFit]) -> list[dict[str, Any]]:
+    """The margin-ODE fits for ``results.json`` (``margin_ode``): per run ``omega``, ``seed``, ``omega_fit``
+    (ω̂, in units of 1/(lr·step)), ``c``, ``r2`` (of dm/dt), ``n`` (evaluations fitted), ``log2_ratio``."""
+    return [{"omega": f.omega, "seed": f.seed, "omega_fit": f.omega_fit, "c": f.c, "r2": f.r2, "n": f.n,
+             "log2_ratio": f.log2_ratio} for f in fits]  # fmt: skip
 
 
 def linked_redundancy() -> str:
@@ -267,7 +282,8 @@ def paper_results(paper: StoredSweeps | None) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps | None = None) -> dict[str, Any]:
+def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps | None = None,
+            margin: list[OdeFit] | None = None) -> dict[str, Any]:
     """The chapter's flat ``results.json`` dict (keys in the module docstring); ``paper``: the
     stored paper-settings runs shown beside this run (:func:`paper_results`)."""
     sweeps, fits = res.sweeps, res.fits
@@ -296,5 +312,6 @@ def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps 
         "claims_passed": sum(r.passed for r in claims.rows),
         "claims_total": len(claims.rows),
         "paper_settings": paper_results(paper),
+        "margin_ode": margin_rows(margin) if margin else None,
         "wall_s": wall_s,
     }  # fmt: skip

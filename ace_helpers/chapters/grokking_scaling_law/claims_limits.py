@@ -1,4 +1,5 @@
-"""Chapter 4 claim rows of the law's limits: ``scaling.p`` over the large primes, ``scaling.Omega`` from an ω sweep.
+"""Chapter 4 claim rows of the law's limits and its ODE: ``scaling.p`` over the large primes, ``scaling.Omega``
+from an ω sweep, ``scaling.margin_ode`` from measured margins.
 
 The numbers come from :mod:`.law_checks`; each row is judged on its seed-bootstrap interval against
 the exponent window :data:`~.intervals.WINDOW` (:func:`~.intervals.window_bound`: inconclusive where the
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from ace_helpers.chapters.grokking_scaling_law.intervals import SEED_BOOTSTRAP, WINDOW, window_bound
 from ace_helpers.chapters.grokking_scaling_law.law_checks import LargePrimeSlope, OmegaFromSweep
+from ace_helpers.chapters.grokking_scaling_law.margin_ode import NO_DECAY, P, TRAIN_FRACTION, OdeFit
 from ace_helpers.repro.report import ClaimRow, Claims
 
 FIG_B = "grokking-time figure, panel B 'Grok Time vs. Redundancy'"
@@ -82,3 +84,26 @@ def check_omega_sweep_Omega(claims: Claims, fit: OmegaFromSweep, seeds: str) -> 
                       f"one modulus this exponent equals τ's exponent in ω: it tests Ω ∝ 1/ω only given the theory's "
                       f"p_crit independent of ω, which needs the p sweep at a second ω (not stored here); {seeds}",
                  **_window(fit.interval))  # fmt: skip
+
+
+def check_margin_ode(claims: Claims, fits: list[OdeFit]) -> None:
+    """``scaling.margin_ode``: the decay rate ω̂ fitted to each run's measured margin against its weight decay
+    (:mod:`.margin_ode`); judged run by run ("k of N": inconclusive where the runs disagree)."""
+    ratios = [f.log2_ratio for f in fits]
+    by = ", ".join(f"ω = {f.omega:g} seed {f.seed}: ω̂ = {f.omega_fit:.3g} (R² {f.r2:.2f})" for f in fits)
+    claims.check("the measured margin follows dm/dt = −ω̂·m + b·‖ψ‖² with ω̂ the run's weight decay (within a factor 2)",
+                 "dm/dt = −ω·m + c·ω·‖ψ‖² (the theory's margin dynamics)", by, all(r <= 1 for r in ratios),
+                 where=THEORY, id="scaling.margin_ode", per_seed=ratios, threshold=1.0, op="<=", value=ratios,
+                 short="|log₂(ω̂/ω)| ≤ 1 in every run; inconclusive where the runs disagree",
+                 rule=f"ours (the paper states the ODE without a fit): {len(fits)} runs of the sweep model at p = {P}, "
+                      f"train fraction {TRAIN_FRACTION}; m(t) the mean test margin (true logit − best other), ‖ψ‖² proxied by "
+                      f"the power of the logits' (a + b − c)-only component; least squares of dm/dt (central differences, "
+                      f"t = lr·step) on [−m, ‖ψ‖²] from τ_mem on; per run |log₂(ω̂/ω)| ≤ 1 (ω̂ ≤ 0 counts as {NO_DECAY:g}); "
+                      f"holds when every run does, inconclusive when some do")  # fmt: skip
+
+
+def margin_ode_untested(why: str) -> ClaimRow:
+    """``scaling.margin_ode`` as not tested, ``why`` the reason."""
+    return ClaimRow("the measured margin follows dm/dt = −ω̂·m + b·‖ψ‖² with ω̂ the run's weight decay (within a factor 2)",
+                    "dm/dt = −ω·m + c·ω·‖ψ‖² (the theory's margin dynamics)", "—", why, THEORY,
+                    "|log₂(ω̂/ω)| ≤ 1 in every run of the margin-ODE fit", id="scaling.margin_ode")  # fmt: skip

@@ -1,13 +1,15 @@
-"""Chapter 4 figures (notebooks/04_grokking_scaling_law): grokking delay vs weight decay ω and vs modulus p."""
+"""Chapter 4 figures (notebooks/04_grokking_scaling_law): grokking delay vs weight decay ω and vs modulus p; margin traces."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import ticker
 
 from ace_helpers.chapters.grokking_scaling_law import GrokRecord, setting_stats
+from ace_helpers.chapters.grokking_scaling_law.margin_ode import MarginTrace, OdeFit
 from ace_helpers.method.fits import LogLawFit, OmegaLawFit, PowerLawFit, log_law
 from ace_helpers.repro.style import step_axis
 from ace_helpers.repro.tables import markdown_table
@@ -143,3 +145,27 @@ def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None, 
     ax.set_title("B  Grok Time vs. Redundancy" + (f" (ω = {omegas[0]:g}, full batch)" if len(omegas) == 1 else " (full batch)"))
     ax.legend(fontsize=7)
     return ax
+
+
+def plot_margin_traces(traces: Sequence[MarginTrace], fits: Sequence[OdeFit]):
+    """Two panels over optimizer steps: the mean test margin m(t) (solid) with the fitted ODE's integral from
+    τ_mem (dashed), and the ‖ψ‖² proxy; one colour per run.  Returns the figure."""
+    fig, (ax_m, ax_p) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for k, (tr, f) in enumerate(zip(traces, fits)):
+        color = f"C{k}"
+        label = f"ω = {tr.omega:g}, seed {tr.seed}: ω̂ = {f.omega_fit:.2g}"
+        ax_m.plot(tr.steps, tr.margin, color=color, lw=1.2, label=label)
+        keep = tr.steps >= (tr.tau_mem or 0)
+        t, psi2 = tr.lr * tr.steps[keep], tr.psi2[keep]
+        m = [tr.margin[keep][0]]
+        for i in range(1, len(t)):  # Euler integral of the fitted ODE from the measured m(τ_mem)
+            m.append(m[-1] + (t[i] - t[i - 1]) * (-f.omega_fit * m[-1] + f.omega_fit * f.c * psi2[i - 1]))
+        if np.isfinite(f.c):
+            ax_m.plot(tr.steps[keep], m, color=color, ls="--", lw=1)
+        ax_p.plot(tr.steps, tr.psi2, color=color, lw=1.2)
+    ax_m.axhline(0, color="0.6", lw=0.8)
+    ax_m.set(xlabel="optimizer step", ylabel="mean test margin m", title="margin (dashed: fitted ODE from τ_mem)")
+    ax_p.set(xlabel="optimizer step", ylabel="‖ψ‖² proxy", title="power of the (a + b − c) logit component")
+    ax_m.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
