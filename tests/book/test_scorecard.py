@@ -267,7 +267,6 @@ def test_summary_box_shows_the_stored_verdicts(stem):
 def test_chapter_4_paper_settings_verdicts_rebuild_from_its_stored_runs():
     """The paper-settings section of chapter 4 is what its stored runs give (fits and rules recomputed)."""
     from ace_helpers.chapters import grokking_scaling_law as gsl
-    from ace_helpers.repro.report import not_tested_records
 
     result = STORED["04_grokking_scaling_law"]
     section = "paper settings, stored runs"
@@ -276,5 +275,5 @@ def test_chapter_4_paper_settings_verdicts_rebuild_from_its_stored_runs():
     assert ps is not None and shown, "chapter 4 shows no paper-settings runs: re-run it (the sweep store holds some)"
     paper = gsl.sweeps_from_runs(gsl.records_from_dicts(ps["runs"]), ps["cpu_hours"] * 3600)
     claims, untested, _ = gsl.paper_claims(paper)
-    assert claims.records(section, paper.trained, evidence=True) + not_tested_records(
-        untested, section, paper.trained, evidence=True) == shown
+    run = [r for r in result["claims"] if r["section"] != section]  # the chapter's run: a claim it leaves untested is carried here
+    assert [r for r in gsl.with_paper_evidence(run, claims, untested, section, paper.trained) if r["section"] == section] == shown

@@ -160,13 +160,13 @@ def with_paper_evidence(
 ) -> list[dict[str, Any]]:
     """The chapter run's claim ``records`` followed by the paper-settings ones (``claims`` and ``untested``
     from :func:`paper_claims`, recorded under ``section``) as evidence beside them, except for a paper
-    claim that the chapter's run leaves untested and the paper settings test: there the paper-settings
+    claim that the chapter's run leaves untested (or does not list) and the paper settings test: there the paper-settings
     headline row carries the verdict (with the diagnoses that explain it), and the run's own "not tested"
     record of it is dropped.  (This is the rule :meth:`~ace_helpers.repro.report.Claims.records` describes
     for evidence; each id keeps one headline per run, as :func:`~ace_helpers.repro.scorecard.check_records`
     requires.)"""
-    own_untested = {r["id"] for r in records if r["kind"] == "paper" and r["headline"] and r["verdict"] == NOT_TESTED}
-    promoted = {r.id for r in claims.rows if r.headline and r.kind == "paper" and r.id in own_untested}
+    own_tested = {r["id"] for r in records if r["kind"] == "paper" and r["headline"] and r["verdict"] != NOT_TESTED}
+    promoted = {r.id for r in claims.rows if r.headline and r.kind == "paper" and r.id not in own_tested}
     kept = [r for r in records if not (r["id"] in promoted and r["verdict"] == NOT_TESTED)]
     head = claims.records(section, trained)  # headline flags as this run's own
     evidence = []
