@@ -47,10 +47,10 @@
 # :class: tip
 # From `notebooks/`: `papermill 03_core_inflation.ipynb out.ipynb -p PRESET ci` (minutes on a CPU, the same cached
 # run as Chapter 2's; add knobs for a new run, e.g. `papermill 03_core_inflation.ipynb out.ipynb -p PRESET ci -p SEED 1033`).
-# `-p PRESET book` loads the stored book run (p = 53, 2 models × 1400 epochs, fork at 1100). The paper's
+# `-p PRESET book` loads the stored book run (p = 53, 2 models × 1400 epochs, fork at 900 as in the paper). The paper's
 # 20 000-epoch run takes hours: from the repository root, `python -m ace_helpers.chapters.modadd --preset paper`
-# (resumable: re-run the same command after an interruption; with `--trainer loop`, the same with `--store-partial`
-# stores what an unfinished run has reached for this chapter's long-run section). `python -m ace_helpers.chapters.core_inflation` retrains its
+# (resumable: re-run the same command after an interruption; the same with `--store-partial` stores what an
+# unfinished run has reached for this chapter's long-run sections). `python -m ace_helpers.chapters.core_inflation` retrains its
 # model 0 (weight decay arm) to the reference epochs and stores the activations that the dimension-matched
 # reference uses (tens of minutes; resumable).
 # ```
@@ -243,15 +243,17 @@ display(Markdown(chapter.residue_table(nowd, p, nowd.epochs)))
 # ## The long run: the paper's 20 000 epochs
 #
 # Inflation is slow: the paper's core grows over 19 000 epochs after grokking. The `paper` preset
-# is that run (3 models × 20 000 epochs, both arms; its one departure, the fork at epoch 1100
-# instead of 900, is explained in `chapters.modadd.config.PRESETS`) and takes hours on a CPU. It
-# has been trained in the background twice: first each model alone in fp32 (2 of the 3 models,
-# the WD-off arm to epoch 15 500), then all three models and both arms as one ensemble in bf16
+# is that run (3 models × 20 000 epochs, both arms) and takes hours on a CPU. It has been trained
+# in the background three times: first each model alone in fp32 (2 of the 3 models, the WD-off arm
+# to epoch 15 500), then all three models and both arms as one ensemble in bf16
 # (`python -m ace_helpers.chapters.modadd --preset paper --trainer ensemble --precision bf16`,
-# resumable from committed snapshots). This section loads the more complete of the two and prints
-# which it is; it trains nothing. This chapter's run is the ensemble in fp32, so neither is its
-# continuation: each has the same seeds and protocol but other kernels or precision, a sibling of
-# this run, and its models grok at their own epoch (printed beside the fork).
+# resumable from committed snapshots). Both forked the weight-decay-off arm at epoch 1100, 200
+# epochs after the paper's fork at 900. The third run, the ensemble again with the fork at 900 as in
+# the paper, is the subject of the next section. This section loads the most complete stored run
+# and prints which it is; it trains nothing. The fork does not touch the weight-decay arm, so the
+# weight-decay claims below do not depend on it. This chapter's run is the ensemble in fp32, so no
+# stored run is its continuation: each has the same seeds and protocol but other kernels or
+# precision, a sibling of this run, and its models grok at their own epoch (printed beside the fork).
 
 # %%
 long = chapter.stored_long_run(cfg)
@@ -342,6 +344,80 @@ if long is not None:
 # %%
 # NBVAL_CHECK_OUTPUT
 print(long_claims.verdict() if long is not None else "no long run stored")
+
+# %% [markdown]
+# ## The fork at the paper's epoch
+#
+# The paper forks the weight-decay-off arm at epoch 900, 100 epochs after grokking (the code
+# release: `BRANCH_EPOCH = 900` in `run_modadd.py`). The stored long run above forked at 1100,
+# 300 epochs after its models grokked (printed below), inside the burst of core size that follows
+# grokking under weight decay (the table's first row gives each model's core at the fork). Does the
+# later fork explain what the WD-off arm does? This section sets the run forked at 900 (the paper preset's protocol; the stored
+# part of an unfinished run where it has not reached epoch 20 000) beside the run forked at 1100 and
+# compares their WD-off arms at the same number of epochs after the fork.
+
+# %%
+pair = chapter.fork_pair(cfg)
+if pair is None:
+    print("the paper-preset runs forked at 900 and at 1100 are not both stored: "
+          "`python -m ace_helpers.chapters.modadd --preset paper --trainer ensemble --precision bf16` trains the first")  # fmt: skip
+else:
+    (f_cfg, frun, fthrough), (o_cfg, orun, othrough) = pair
+    fgrok = chapter.grok_epoch(frun.wd.epochs, frun.wd["test_acc"])
+    print(chapter.describe_long_run(f_cfg, frun, fthrough))
+    print(chapter.describe_long_run(o_cfg, orun, othrough))
+    plots.plot_fork_comparison([("fork 900", frun.wd, frun.nowd, f_cfg.FORK_EPOCH),
+                                ("fork 1100", orun.wd, orun.nowd, o_cfg.FORK_EPOCH)])  # fmt: skip
+    plt.show()
+    display(Markdown("**The WD-off transient (ours, beside Fig. 2A and 2D).** The WD-off arm's core dim (left) and OLS "
+                     "modes (right) against epochs after the fork, for the run forked at 900 (solid) and at 1100 (dashed), "
+                     "mean over models with min–max band; grey: the weight-decay arm after epoch 900. Look at the burst "
+                     "right after the fork in both runs — the WD-off core grows larger than the weight-decay core and its "
+                     "modes fill nearly every bin — and at how it settles thousands of epochs later."))  # fmt: skip
+    display(Markdown(chapter.fork_table(frun.nowd, f_cfg.FORK_EPOCH, orun.nowd, o_cfg.FORK_EPOCH,
+                                        [0, 100, 300, 500, 1000, 2000, 3000, 5000, 8000, 10000, 15000, 18900])))  # fmt: skip
+
+# %% [markdown]
+# The chapter's claims on the run forked at 900. "No inflation without weight decay" (Fig. 2A)
+# and "no mode proliferation" (Fig. 2D) are judged by one rule, as the paper shows both: the
+# WD-off arm's value at the last epoch both arms reached against its value at grokking. The burst
+# after the fork is judged apart, as our own claim. Weight decay as redistribution is measured on
+# the Fourier spectra of the embedding, which only the runs forked at 900 store (next section).
+
+# %%
+if pair is not None:
+    fork_claims = chapter.build_claims(frun, f_cfg, last_epoch=fthrough["wd"])
+    display(Markdown(report.claims_table(fork_claims, fork_claims.not_tested)))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(fork_claims.verdict() if pair is not None else "no run forked at 900 stored")
+
+# %% [markdown]
+# ## Weight decay as redistribution
+#
+# **Paper:** weight decay redistributes weight across all functionally equivalent harmonics, up to
+# $\lfloor p/2 \rfloor$ (§ inflation). At every checkpoint we store the Fourier spectrum of the
+# embedding and of the unembedding over the $p$ number tokens: the share of their power held by each
+# frequency $k = 1..\lfloor p/2 \rfloor$ (frequencies $k$ and $p-k$ folded). Its participation ratio
+# $1/\sum_k s_k^2$ counts how many frequencies carry the weight, and how evenly: $\lfloor p/2 \rfloor$
+# when all share it equally, 1 when one holds it all.
+
+# %%
+spectra_runs = [(f"{cfg.PRESET} run", wd, nowd)] + ([("paper run, fork 900", frun.wd, frun.nowd)] if pair is not None else [])
+for label, a_wd, a_off in spectra_runs:
+    if not (chapter.has_spectra(a_wd) and chapter.has_spectra(a_off)):
+        print(f"{label}: stored without spectra (trained before they were measured)")
+        continue
+    for field in ("emb_spectrum", "unemb_spectrum"):
+        plots.plot_harmonics([(f"WD = 1 ({label})", a_wd, "tab:blue"), (f"WD 1 → 0 ({label})", a_off, "tab:orange")], p, field)
+        plt.show()
+    h = {name: chapter.effective_harmonics(arm["emb_spectrum"][:, -1]).round(1).tolist() for name, arm in (("WD = 1", a_wd), ("WD 1 → 0", a_off))}
+    print(f"{label}: effective harmonics of the embedding at each arm's last epoch {h} (of ⌊p/2⌋ = {p // 2})")
+display(Markdown("**Harmonics of the embedding and unembedding (ours; the paper states the redistribution in words).** "
+                 "Left: the effective number of frequencies carrying the weight, per epoch, with and without weight decay, "
+                 "against ⌊p/2⌋ (dotted); right: the spectrum at the last epoch. Look at whether weight decay spreads "
+                 "the weight over more frequencies than the arm without it."))  # fmt: skip
 
 # %% [markdown]
 # ## How many modes can a core of dimension d hold?
@@ -453,11 +529,16 @@ results = chapter.results(
     cfg, run, claims, long, long_claims if long is not None else None,
     wall_s=time.perf_counter() - start_time, reference=own if ref is not None else None,
 )  # fmt: skip
-records = claims.records(f"{cfg.PRESET} preset")
+own = chapter.headline_ids({"fork_900": pair is not None, "long": long is not None})
+sections = [(claims.records(f"{cfg.PRESET} preset"), own["own"])]
 if long is not None:
-    records += long_claims.records(f"stored paper-preset run, through epoch {through['wd']}", chapter.how_trained(long_cfg), evidence=True)
+    sections.append((long_claims.records(f"stored paper-preset run, through epoch {through['wd']}", chapter.how_trained(long_cfg)), own["long"]))
+if pair is not None:
+    sections.append((fork_claims.records(f"stored paper-preset run forked at 900, through epoch {fthrough['wd']}",
+                                         chapter.how_trained(f_cfg)), own["fork_900"]))  # fmt: skip
 if ref is not None:
-    records += ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {ref_epochs}")
+    sections.append((ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {ref_epochs}"), ()))
+records = chapter.assign_headlines(sections)
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json
 
 # %% [markdown]

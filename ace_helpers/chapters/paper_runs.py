@@ -49,16 +49,21 @@ def _modadd_rows() -> list[tuple[str, ...]]:
             hours = sum(run.wall_s) / 3600
         else:
             continue
-        is_shown = shown is not None and shown[0]["TRAINER"] == cfg["TRAINER"] and shown[0]["PRECISION"] == cfg["PRECISION"]
+        is_shown = shown is not None and all(shown[0][k] == cfg[k] for k in ("TRAINER", "PRECISION", "FORK_EPOCH"))
+        at_paper_fork = cfg["TRAINER"] == "ensemble" and cfg["FORK_EPOCH"] == config.PRESETS["paper"]["FORK_EPOCH"]
         flags = f"--trainer {cfg['TRAINER']} --precision {cfg['PRECISION']}"
+        if cfg["FORK_EPOCH"] != config.PRESETS["paper"]["FORK_EPOCH"]:
+            flags += f" --fork-epoch {cfg['FORK_EPOCH']}"
         resume = (f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --snapshot-dir {SNAPSHOTS.as_posix()}` "
                   "(resumes from the committed snapshot; one process, both arms of every model)"
                   if cfg["TRAINER"] == "ensemble" else
-                  f"`python -m ace_helpers.chapters.modadd --preset paper --workers {cfg['N_MODELS']}` (one process per "
+                  f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --workers {cfg['N_MODELS']}` (one process per "
                   "model; this run's snapshots were not committed, so its unfinished arms retrain from their start)")  # fmt: skip
         rows.append((f"chapters 2–3, {'all models as one ensemble' if cfg['TRAINER'] == 'ensemble' else 'each model alone'}",
                      params, how_trained(cfg), stored, f"{hours:.2f}",
-                     "chapters 2 and 3 (last section)" if is_shown else "not shown (a more complete run is)", resume))  # fmt: skip
+                     "chapters 2 and 3 (long-run sections)" if is_shown else
+                     "chapter 3 (the fork at the paper's epoch)" if at_paper_fork else "not shown (a more complete run is)",
+                     resume))  # fmt: skip
     return rows
 
 

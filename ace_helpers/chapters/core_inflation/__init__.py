@@ -25,6 +25,13 @@ from ace_helpers.chapters.core_inflation.claims import (  # noqa: F401 - the cha
     long_run_claims,
     sufficient_dims,
 )
+from ace_helpers.chapters.core_inflation.fork import (  # noqa: F401 - the fork at 900, spectra, headlines
+    assign_headlines,
+    effective_harmonics,
+    fork_table,
+    has_spectra,
+    headline_ids,
+)
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's analysis, for the notebook
     ArmResult,
@@ -41,6 +48,7 @@ from ace_helpers.chapters.modadd.long_run import (  # noqa: F401
     NO_LONG_RUN,
     continues,
     describe_long_run,
+    fork_pair,
     how_trained,
     load_long_run,
     same_prefix,

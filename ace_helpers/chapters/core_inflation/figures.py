@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ace_helpers.chapters.core_inflation import mode_cap
+from ace_helpers.chapters.core_inflation.fork import effective_harmonics
 from ace_helpers.chapters.modadd.figures import COLORS, band, epoch_axis, grok_line, legend_below
 from ace_helpers.chapters.modadd.figures import plot_clocks as _plot_clocks
 
@@ -194,4 +195,71 @@ def plot_inflation_overview(
     plot_redundancy(epochs_wd, suff_wd, core_wd, grok, ax=axes[1])
     plot_rotational_modes(epochs_wd, modes_wd, epochs_nowd, modes_nowd, p, ax=axes[2])
     fig.tight_layout()
+    return fig
+
+
+def plot_fork_comparison(
+    runs: Sequence[tuple[str, Any, Any, int]], ax: Sequence[Axes] | None = None
+) -> Figure:
+    """The WD-off transient in two runs: core dim (left) and OLS modes (right) of the WD-off arm
+    against epochs after the fork, one band (mean over models, min–max) per run.
+
+    ``runs``: ``(label, wd ArmResult, nowd ArmResult, fork epoch)`` per run; the weight-decay arm
+    of the first run is drawn in grey over the same epochs for reference.
+    """
+    if ax is None:
+        fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
+    else:
+        fig = ax[0].figure
+    styles = ("-", "--", ":")
+    for (label, wd, nowd, fork), style in zip(runs, styles):
+        for a, field in zip(ax, ("core_dim", "rotational_modes_ols")):
+            after = np.asarray(nowd.epochs) - fork
+            band(a, after, nowd[field], COLORS["nowd"], f"WD 1 → 0, {label}", linestyle=style, marker="s" if style == "-" else None,
+                 markersize=2)  # fmt: skip
+    label, wd, _, fork = runs[0]
+    keep = np.asarray(wd.epochs) >= fork
+    for a, field in zip(ax, ("core_dim", "rotational_modes_ols")):
+        band(a, np.asarray(wd.epochs)[keep] - fork, wd[field][:, keep], "grey", f"WD = 1, {label}", linestyle="-")
+        a.set_xscale("symlog", linthresh=1000)
+        a.set_xlabel("epochs after the fork")
+    ax[0].set_ylabel("core size (dimension)")
+    ax[1].set_ylabel("rotational modes (OLS)")
+    ax[0].set_title("Fig. 2A beside the paper: the WD-off core after the fork")
+    ax[1].set_title("Fig. 2D beside the paper: the WD-off modes after the fork")
+    legend_below(ax[0])
+    legend_below(ax[1])
+    return fig
+
+
+def plot_harmonics(
+    arms: Sequence[tuple[str, Any, str]], p: int, field: str = "emb_spectrum", ax: Sequence[Axes] | None = None
+) -> Figure:
+    """Weight decay as redistribution: left, the effective number of harmonics (1 / Σ s_k², model mean
+    with min–max band) of a weight's Fourier spectrum per epoch; right, the spectrum (share of power
+    per frequency 1..⌊p/2⌋, model mean) at each arm's last checkpoint.
+
+    ``arms``: ``(label, ArmResult, colour)``; ``field``: ``"emb_spectrum"`` or ``"unemb_spectrum"``.
+    """
+    if ax is None:
+        fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
+    else:
+        fig = ax[0].figure
+    half = p // 2
+    width = 0.8 / max(len(arms), 1)
+    for k, (label, arm, colour) in enumerate(arms):
+        band(ax[0], np.asarray(arm.epochs), effective_harmonics(arm[field]), colour, label, marker="o", markersize=2)
+        last = np.asarray(arm[field])[:, -1].mean(axis=0)
+        ax[1].bar(np.arange(1, half + 1) + (k - (len(arms) - 1) / 2) * width, last, width=width, color=colour,
+                  label=f"{label}, epoch {int(arm.epochs[-1])}")  # fmt: skip
+    ax[0].axhline(half, color="black", linestyle=":", linewidth=1, label=f"⌊p/2⌋ = {half}")
+    epoch_axis(ax[0])
+    ax[0].set_ylabel("effective number of harmonics")
+    ax[1].set_xlabel("frequency k")
+    ax[1].set_ylabel("share of Fourier power")
+    name = "embedding" if field == "emb_spectrum" else "unembedding"
+    ax[0].set_title(f"Harmonics carrying the {name}'s weight")
+    ax[1].set_title(f"The {name}'s Fourier spectrum at the last epoch")
+    legend_below(ax[0])
+    legend_below(ax[1])
     return fig

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import grok_epoch
 from ace_helpers.chapters.modadd.keys import artifact_dir, snapshot_dir_for
-from ace_helpers.chapters.modadd.long_run import store_partial
+from ace_helpers.chapters.modadd.long_run import store_partial, store_partial_ensemble
 from ace_helpers.chapters.modadd.run import load_or_train
 from ace_helpers.repro import params as P_
 from ace_helpers.repro import thread_pools
@@ -30,19 +30,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--store-partial", action="store_true", help="store the analyses an unfinished run has reached; no training")
     ap.add_argument("--wd-first", action="store_true", help="train each model's weight-decay arm to the end before its WD-off arm")
     ap.add_argument("--trainer", choices=config.TRAINERS, default=None, help="loop (the stored runs) or ensemble (default: the preset's)")
+    ap.add_argument("--fork-epoch", type=int, default=None, help="epoch the WD-off arm forks at (default: the preset's; "
+                    "the first stored runs: 1100)")
     ap.add_argument("--precision", default=None, help="fp32 or bf16 (bf16 needs --trainer ensemble; default: the preset's)")
     ap.add_argument("--snapshot-dir", default=None, help="resume snapshots (default: outputs/modadd_grokking_snapshots; "
                     "book/artifacts/modadd_grokking_snapshots to commit them, so another machine resumes from a clone)")
     args = ap.parse_args(argv)
     thread_pools.set_threads()
     cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers, TRAINER=args.trainer,
-                                PRECISION=args.precision)  # fmt: skip
+                                PRECISION=args.precision, FORK_EPOCH=args.fork_epoch)  # fmt: skip
     snapshots = args.snapshot_dir if args.snapshot_dir is not None else snapshot_dir_for(cfg)
     if args.store_partial:
-        if cfg["TRAINER"] != "loop":
-            ap.error(f"--store-partial reads the per-model snapshots of --trainer loop; this run's trainer is "
-                     f"{cfg['TRAINER']!r} (its snapshots resume training; its models are stored when the run finishes)")
-        through = store_partial(cfg, snapshots)
+        store = store_partial if cfg["TRAINER"] == "loop" else store_partial_ensemble
+        through = store(cfg, snapshots)
         print(f"stored {cfg['N_MODELS']} model(s) through epochs {through} of {cfg['EPOCHS']} in {artifact_dir(cfg)}")
         return
     run = load_or_train(cfg, snapshot_dir=snapshots, workers=cfg["WORKERS"], wd_first=args.wd_first)

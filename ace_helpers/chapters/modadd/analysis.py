@@ -29,6 +29,7 @@ eigenvalue; ``median_abs_eig`` median ``|λ|``; ``*_ols`` the same from the OLS 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +84,10 @@ class CheckpointAnalysis:
     eigenvalues: np.ndarray  # (k,) complex, ridge + holdout fit
     keep_curve: np.ndarray  # (D + 1,)
     remove_curve: np.ndarray  # (D + 1,)
+    #: (⌊p/2⌋,) share of the embedding's / unembedding's non-constant Fourier power per frequency
+    #: 1..⌊p/2⌋ over the p number tokens (:func:`fourier_spectrum`); None in runs stored before it.
+    emb_spectrum: np.ndarray | None = None
+    unemb_spectrum: np.ndarray | None = None
 
 
 SCALAR_FIELDS: tuple[str, ...] = (
@@ -90,6 +95,10 @@ SCALAR_FIELDS: tuple[str, ...] = (
     "frac_unit_circle", "rotational_modes", "median_abs_eig", "frac_unit_circle_ols", "rotational_modes_ols",
     "median_abs_eig_ols",
 )  # fmt: skip
+
+
+#: Per-checkpoint Fourier spectra of the embedding and unembedding (:func:`fourier_spectrum`).
+SPECTRUM_FIELDS: tuple[str, ...] = ("emb_spectrum", "unemb_spectrum")
 
 
 def analyse_activations(
@@ -144,6 +153,26 @@ def analyse_activations(
     return analysis, core_nec
 
 
+def fourier_spectrum(rows: torch.Tensor | np.ndarray, p: int) -> np.ndarray:
+    """Share of Fourier power per frequency of a weight over the ``p`` number tokens.
+
+    ``rows`` (≥ p, D): one row per token (the embedding, or the unembedding's output rows); the
+    first ``p`` are the numbers 0..p−1.  The discrete Fourier transform along the token axis gives
+    power |F_k|² summed over the D columns; frequencies k and p − k are folded into one bin.
+
+    Returns:
+        (⌊p/2⌋,) shares of the non-constant power held by frequencies 1..⌊p/2⌋ (summing to 1).
+    """
+    w = rows.detach().cpu().double().numpy() if isinstance(rows, torch.Tensor) else np.asarray(rows, dtype=float)
+    if w.ndim != 2 or w.shape[0] < p:
+        raise ValueError(f"rows must be (≥ p, D) with p = {p}; got shape {w.shape}")
+    power = (np.abs(np.fft.fft(w[:p], axis=0)) ** 2).sum(axis=1)  # (p,)
+    half = p // 2
+    folded = power[1 : half + 1] + power[p - half :][::-1]  # bins 1..⌊p/2⌋ (p odd: k and p − k)
+    total = folded.sum()
+    return folded / total if total > 0 else np.full(half, np.nan)
+
+
 def analyse_checkpoint(
     model: ToyTransformer,
     data: ModAddData,
@@ -161,7 +190,9 @@ def analyse_checkpoint(
         H, model.lm_head.weight, model.lm_head.bias, data.test_answers, data.p,
         energy=energy, ridge=ridge, holdout=holdout,
     )  # fmt: skip
-    return analysis
+    spectra = {"emb_spectrum": fourier_spectrum(model.tok_emb.weight, data.p),
+               "unemb_spectrum": fourier_spectrum(model.lm_head.weight, data.p)}  # fmt: skip
+    return dataclasses.replace(analysis, **spectra)
 
 
 def stack_rows(epochs: list[int], rows: list[CheckpointAnalysis], p: int) -> dict[str, np.ndarray]:
@@ -175,6 +206,10 @@ def stack_rows(epochs: list[int], rows: list[CheckpointAnalysis], p: int) -> dic
     out["eig_real"], out["eig_imag"] = eig.real.copy(), eig.imag.copy()
     out["keep_curve"] = np.stack([r.keep_curve for r in rows])
     out["remove_curve"] = np.stack([r.remove_curve for r in rows])
+    for name in SPECTRUM_FIELDS:
+        if any(getattr(r, name) is not None for r in rows):
+            blank = np.full(p // 2, np.nan)
+            out[name] = np.stack([blank if getattr(r, name) is None else getattr(r, name) for r in rows])
     return out
 
 
@@ -184,6 +219,9 @@ def row_to_plain(row: CheckpointAnalysis) -> dict[str, Any]:
     d["eig"] = [[float(z.real), float(z.imag)] for z in row.eigenvalues]
     d["keep_curve"] = row.keep_curve.tolist()
     d["remove_curve"] = row.remove_curve.tolist()
+    for name in SPECTRUM_FIELDS:
+        if getattr(row, name) is not None:
+            d[name] = getattr(row, name).tolist()
     return to_plain(d)
 
 
@@ -195,6 +233,7 @@ def row_from_plain(d: Mapping[str, Any]) -> CheckpointAnalysis:
         eigenvalues=np.asarray([complex(a, b) for a, b in d["eig"]], dtype=np.complex128),
         keep_curve=np.asarray(d["keep_curve"], dtype=float),
         remove_curve=np.asarray(d["remove_curve"], dtype=float),
+        **{name: np.asarray(d[name], dtype=float) for name in SPECTRUM_FIELDS if d.get(name) is not None},
     )
 
 

@@ -50,7 +50,7 @@ def ensemble_snapshot_key(cfg: Mapping[str, Any], models: Sequence[int]) -> dict
 KEEP_GENERATIONS = 2
 
 
-def _generations(directory: Path, stem: str) -> list[int]:
+def snapshot_epochs(directory: Path, stem: str) -> list[int]:
     """Epochs of the stored snapshot indexes of ``stem``, newest first."""
     found = []
     for path in directory.glob(f"{stem}_e*.manifest.json"):
@@ -73,7 +73,7 @@ def save_snapshot(directory: str | Path, stem: str, key: Mapping[str, Any], trai
         save_artifact(directory, f"{stem}_e{epoch}_j{j}", params=dict(key) | {"epoch": epoch, "member": j}, arrays=shard)
     save_artifact(directory, f"{stem}_e{epoch}", params=dict(key) | {"epoch": epoch}, arrays=shared,
                   data=data | {"n_members": trainer.n_members})  # fmt: skip
-    for old in _generations(directory, stem)[KEEP_GENERATIONS:]:
+    for old in snapshot_epochs(directory, stem)[KEEP_GENERATIONS:]:
         for path in [*directory.glob(f"{stem}_e{old}.*"), *directory.glob(f"{stem}_e{old}_j*")]:
             path.unlink()
 
@@ -87,7 +87,7 @@ def load_snapshot(
     so training resumes from the generation before it (or from the start).
     """
     directory = Path(directory)
-    for epoch in _generations(directory, stem):
+    for epoch in snapshot_epochs(directory, stem):
         index = load_artifact(directory, f"{stem}_e{epoch}", dict(key) | {"epoch": epoch})
         shards = [] if index is None else [
             load_artifact(directory, f"{stem}_e{epoch}_j{j}", dict(key) | {"epoch": epoch, "member": j})

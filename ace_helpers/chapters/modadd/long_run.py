@@ -16,6 +16,7 @@ import numpy as np
 
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ARMS, GrokRun, grok_epoch, grok_run, row_from_plain, stack_rows
+from ace_helpers.chapters.modadd.ensemble_run import ensemble_snapshot_key, ensemble_snapshot_name, snapshot_epochs
 from ace_helpers.chapters.modadd.keys import artifact_dir, model_key, run_hash, snapshot_key, snapshot_name
 from ace_helpers.repro.artifacts import load_artifact, params_match, save_artifact
 from ace_helpers.repro.params import Params
@@ -82,6 +83,44 @@ def store_partial(
     return through
 
 
+def store_partial_ensemble(
+    cfg: Mapping[str, Any], snapshot_dir: str | Path, *, directory: str | Path | None = None
+) -> dict[str, int]:
+    """:func:`store_partial` for a run of the ensemble trainer: the analyses its newest intact
+    snapshot index holds (every model and arm trains in step, so both arms reach the same epoch).
+
+    Raises:
+        FileNotFoundError: no snapshot of this run in ``snapshot_dir``, or it has not passed FORK_EPOCH.
+    """
+    directory = Path(directory) if directory is not None else artifact_dir(cfg)
+    models = list(range(cfg["N_MODELS"]))
+    stem, key = ensemble_snapshot_name(cfg, models), ensemble_snapshot_key(cfg, models)
+    index = None
+    for epoch in snapshot_epochs(Path(snapshot_dir), stem):
+        index = load_artifact(snapshot_dir, f"{stem}_e{epoch}", dict(key) | {"epoch": epoch})
+        if index is not None:
+            break
+    if index is None or int(index.data["epoch"]) < cfg["FORK_EPOCH"]:
+        raise FileNotFoundError(
+            f"no snapshot of this ensemble run past FORK_EPOCH = {cfg['FORK_EPOCH']} in {snapshot_dir}: run "
+            f"`python -m ace_helpers.chapters.modadd --preset {cfg['PRESET']} --trainer ensemble` first"
+        )
+    reached = int(index.data["epoch"])
+    through = {arm: reached for arm in ARMS}
+    wall = float(index.data.get("wall_s", 0.0)) / len(models)  # the ensemble's wall time, shared by its models
+    for m in models:
+        arrays: dict[str, np.ndarray] = {}
+        for a, arm in enumerate(ARMS):
+            keep = sorted((int(e["epoch"]), e["row"]) for e in index.data["rows"] if int(e["model"]) == m and int(e["arm"]) == a)
+            rows = [row_from_plain(r) for _, r in keep]
+            arrays |= {f"{arm}/{k}": v for k, v in stack_rows([e for e, _ in keep], rows, cfg["P"]).items()}
+        save_artifact(
+            directory, _partial_name(cfg, m), params=_partial_key(cfg, m, through), arrays=arrays,
+            data={"model_index": m, "through_epoch": through}, wall_s=wall,
+        )  # fmt: skip
+    return through
+
+
 def load_partial(cfg: Mapping[str, Any], *, directory: str | Path | None = None) -> tuple[GrokRun, dict[str, int]] | None:
     """The stored part of an unfinished run (see :func:`store_partial`), or ``None``.
 
@@ -134,37 +173,54 @@ def load_long_run(cfg: Mapping[str, Any], *, directory: str | Path | None = None
 
 
 #: How the stored paper-preset runs were trained, in the order the chapters prefer them when two
-#: are equally complete: the ensemble run in bf16 (all of the paper's models and both arms to the
-#: end), then the first stored run (each model alone, fp32).
-PAPER_RUNS: tuple[dict[str, str], ...] = (
+#: are equally complete: the ensemble run in bf16 forked at 900 as the paper does, the same forked
+#: at 1100 (the first ensemble run), then the first stored run (each model alone, fp32, fork 1100).
+PAPER_RUNS: tuple[dict[str, Any], ...] = (
     {k: v for k, v in config.PAPER_ENSEMBLE_RUN.items() if k != "PRESET"},
-    {"TRAINER": "loop", "PRECISION": "fp32"},
+    {k: v for k, v in config.FORK_1100_RUNS[config.PAPER_ENSEMBLE_1100].items() if k != "PRESET"},
+    {k: v for k, v in config.FORK_1100_RUNS[config.PAPER_LOOP].items() if k != "PRESET"},
 )
+
+
+def stored_long_runs(cfg: Params) -> list[tuple[Params, GrokRun, dict[str, int]]]:
+    """Every stored ``paper``-preset run of :data:`PAPER_RUNS` (in that order), as ``(paper_cfg,
+    run, last_epoch)`` (see :func:`load_long_run`); trains nothing.  Empty when ``cfg`` is itself
+    the paper preset (its own run is the long run) or nothing is stored."""
+    if cfg["PRESET"] == "paper":
+        return []
+    found = []
+    for how in PAPER_RUNS:
+        paper_cfg = config.PARAMS.resolve(PRESET="paper", **how)
+        got = load_long_run(paper_cfg)
+        if got is not None:
+            found.append((paper_cfg, *got))
+    return found
 
 
 def stored_long_run(cfg: Params) -> tuple[Params, GrokRun, dict[str, int]] | None:
     """The most complete stored ``paper``-preset run, to show beside a shorter preset's run; trains nothing.
 
-    Every way of training it in :data:`PAPER_RUNS` is looked up (the paper preset is resolved
-    here, once each); the run shown is the one that is finished, then has the most models, then
-    reaches furthest, the first of :data:`PAPER_RUNS` on a tie.  Returns ``(paper_cfg, run,
-    last_epoch)`` (see :func:`load_long_run`), or ``None`` when ``cfg`` is itself the paper
-    preset (its own run is the long run) or nothing is stored.
+    Of :func:`stored_long_runs`, the run shown is the one that is finished, then has the most
+    models, then reaches furthest, the first of :data:`PAPER_RUNS` on a tie.  Returns
+    ``(paper_cfg, run, last_epoch)``, or ``None`` when ``cfg`` is itself the paper preset or
+    nothing is stored.
     """
-    if cfg["PRESET"] == "paper":
-        return None
     best: tuple[tuple[bool, int, int], tuple[Params, GrokRun, dict[str, int]]] | None = None
-    for how in PAPER_RUNS:
-        paper_cfg = config.PARAMS.resolve(PRESET="paper", **how)
-        found = load_long_run(paper_cfg)
-        if found is None:
-            continue
-        run, through = found
+    for paper_cfg, run, through in stored_long_runs(cfg):
         reached = min(through.values())
         rank = (reached >= paper_cfg["EPOCHS"], run.n_models, reached)
         if best is None or rank > best[0]:
             best = (rank, (paper_cfg, run, through))
     return None if best is None else best[1]
+
+
+def fork_pair(cfg: Params) -> tuple[tuple[Params, GrokRun, dict[str, int]], tuple[Params, GrokRun, dict[str, int]]] | None:
+    """The stored ensemble paper runs forked at 900 and at 1100, ``(at_900, at_1100)``, when both are
+    stored (the 900 one may be the stored part of an unfinished run); else ``None``."""
+    runs = {paper_cfg["FORK_EPOCH"]: (paper_cfg, run, through) for paper_cfg, run, through in stored_long_runs(cfg)
+            if paper_cfg["TRAINER"] == "ensemble"}  # fmt: skip
+    new, old = runs.get(config.PRESETS["paper"]["FORK_EPOCH"]), runs.get(config.OLD_FORK)
+    return None if new is None or old is None else (new, old)
 
 
 def how_trained(cfg: Mapping[str, Any]) -> str:

@@ -48,7 +48,7 @@ def mode_cap(dim: int, p: int) -> int:
 #: which its activations are kept: grokking (core ~15) and after the inflation (core ~42).
 REFERENCE_EPOCHS: tuple[int, ...] = (1000, 6000)
 #: How the reference's run (the first stored paper run) was trained; :func:`train_reference` retrains so.
-REFERENCE_TRAINING: dict[str, str] = {"TRAINER": "loop", "PRECISION": "fp32"}
+REFERENCE_TRAINING: dict[str, Any] = {"TRAINER": "loop", "PRECISION": "fp32", "FORK_EPOCH": 1100}
 #: Random subspaces (and random class means) drawn per dimension; their seed.
 REFERENCE_DRAWS, REFERENCE_SEED = 50, 0
 
