@@ -95,3 +95,10 @@ def test_table_and_reading():
     assert A.demo_tests_reading(results).count("below 0.05") == 3
     assert A.demo_tests_reading(F.demo_test_entries({})).startswith("n/a")
     assert "n/a" in A.demo_tests_table({k: v for k, v in results.items() if "two_sided" not in k}, MODELS)
+
+
+def test_the_ci_presets_seed_sensitivity_is_a_known_gap_of_that_run_only():
+    ci = A.PARAMS.resolve(PRESET="ci")
+    assert "seed-sensitive" in A.KNOWN_GAPS.reason(ci, "demo_tests")
+    assert A.KNOWN_GAPS.reason(ci.replace(SEED=1), "demo_tests") is None
+    assert A.KNOWN_GAPS.reason(A.PARAMS.resolve(PRESET="book"), "demo_tests") is None
