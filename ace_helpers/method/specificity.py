@@ -23,10 +23,12 @@ cost (D × r) products, not passes over the N rows: :func:`cca_from_cov` gives t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
+from ace_helpers.method import compare
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import _as_float64
 from ace_helpers.method.subspaces import class_mean_basis, pca_basis, random_basis
@@ -84,6 +86,30 @@ def pair_scores(cov: JointCov, qa: np.ndarray, qb: np.ndarray, k: int) -> dict[s
     return {"overlap": overlap, "cca": mean_top(rho, k), "rho": [float(x) for x in rho]}
 
 
+def bootstrap_cca(
+    ha: Any, hb: Any, qa: Any, qb: Any, k: int, *, n_boot: int = 200, level: float = 0.9, seed: int = 0,
+) -> tuple[float, float]:  # fmt: skip
+    """Normal bootstrap interval ``(low, high)`` of the mean top-``k`` CCA of Z_A = H_A Q_A and Z_B = H_B Q_B: the
+    measured value ± z·sd of its ``n_boot`` resamples of the N input rows (with replacement, the same rows in both
+    views, ``seed``), z the two-sided normal quantile of ``level``.
+
+    Centred on the measured value, not the resamples' percentiles: a resample repeats rows, which raises every
+    sample CCA (with N = 385 rows and 22 coordinates the resamples' mean CCA lies ~0.04 above the measured one)."""
+    za, zb = _as_float64("H_A", ha) @ _as_float64("Q_A", qa), _as_float64("H_B", hb) @ _as_float64("Q_B", qb)
+    if za.shape[0] != zb.shape[0] or za.shape[0] < 2:
+        raise ValueError(f"H_A and H_B must have the same number (>= 2) of rows; got {za.shape[0]} and {zb.shape[0]}")
+    if not 0 < level < 1 or isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 20:
+        raise ValueError(f"level={level!r} must lie in (0, 1) and n_boot={n_boot!r} be an integer >= 20")
+    rng = np.random.default_rng(seed)
+    stats = []
+    for _ in range(n_boot):
+        rows = rng.integers(0, za.shape[0], za.shape[0])
+        stats.append(mean_top(compare.cca(za[rows], zb[rows]), k))
+    measured = mean_top(compare.cca(za, zb), k)
+    half = float(NormalDist().inv_cdf((1 + level) / 2)) * float(np.std(stats, ddof=1))
+    return measured - half, measured + half
+
+
 def _summary(values: np.ndarray) -> dict[str, float]:
     q05, q95 = np.quantile(values, [0.05, 0.95])
     return {"mean": float(np.mean(values)), "q05": float(q05), "q95": float(q95)}
@@ -103,7 +129,8 @@ def specificity_table(
 
     Returns:
         ``{"k", "ranks", "core", "pca", "oracle", "random"}``: ``core``, ``pca`` and ``oracle`` are
-        :func:`pair_scores` dicts (``oracle`` with ``ranks``: it has at most K − 1 directions); ``random`` is
+        :func:`pair_scores` dicts (``core`` with the 90 % normal bootstrap ``interval`` of its mean CCA over the inputs,
+        :func:`bootstrap_cca`; ``oracle`` with ``ranks``: it has at most K − 1 directions); ``random`` is
         ``{"cca": {mean, q05, q95}, "overlap": {mean, q05, q95} or None, "draws"}``.
     """
     a, b = _as_float64("Q_A", qa), _as_float64("Q_B", qb)
@@ -117,6 +144,7 @@ def specificity_table(
     ra, rb = a.shape[1], b.shape[1]
     k = min(ra, rb) if k is None else k
     out: dict[str, Any] = {"k": int(k), "ranks": [ra, rb], "core": pair_scores(cov, a, b, k)}
+    out["core"]["interval"] = list(bootstrap_cca(ha, hb, a, b, k, seed=seed))
     out["pca"] = pair_scores(cov, pca_basis(ha, ra), pca_basis(hb, rb), k)
     oa, ob = class_mean_basis(ha, labels, ra), class_mean_basis(hb, labels, rb)
     out["oracle"] = pair_scores(cov, oa, ob, k) | {"ranks": [oa.shape[1], ob.shape[1]]}

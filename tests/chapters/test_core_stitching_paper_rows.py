@@ -11,7 +11,7 @@ import pytest
 from ace_helpers.chapters import core_stitching as chapter
 from ace_helpers.chapters.core_stitching import figures_merging, paper_rows
 from ace_helpers.chapters.core_stitching.merging import ALPHAS, PATHS, accuracy
-from ace_helpers.repro.report import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
+from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
 
 matplotlib.use("Agg")
 
@@ -100,11 +100,17 @@ def test_the_invariance_headline_can_fail(tiny_run) -> None:
     edited = copy.deepcopy(res)
     inv = edited["modadd"]["invariance"][0]
     inv["core"]["cca"], inv["pca"]["cca"], inv["random"]["cca"]["q95"] = 0.9, 0.9, 0.6
+    inv["core"]["interval"] = [0.88, 0.92]
     assert _headline(edited, cfg, "modadd.invariant") == REPRODUCED
-    inv["core"]["cca"] = 0.55  # at the random level
+    inv["core"]["cca"], inv["core"]["interval"] = 0.55, [0.5, 0.58]  # at the random level
     assert _headline(edited, cfg, "modadd.invariant") == NOT_REPRODUCED
-    inv["core"]["cca"] = 0.8  # above random, below PCA
+    inv["core"]["cca"], inv["core"]["interval"] = 0.8, [0.78, 0.82]  # above random, below PCA
     assert _headline(edited, cfg, "modadd.invariant") == PARTLY
+    inv["core"]["cca"], inv["core"]["interval"] = 0.9, [0.55, 0.95]  # its interval straddles the random 95th percentile
+    assert _headline(edited, cfg, "modadd.invariant") == INCONCLUSIVE
+    assert "within its own noise" in figures_merging.invariance_text(edited)
+    inv["core"]["interval"] = [0.85, 0.95]
+    assert _headline(edited, cfg, "modadd.invariant") == REPRODUCED
 
 
 def test_the_merging_headline_counts_pairs(tiny_run) -> None:

@@ -41,6 +41,8 @@ def test_planted_cores_beat_random_subspaces_and_random_ones_do_not() -> None:
     assert table["core"]["cca"] > 0.95 > table["random"]["cca"]["q95"]
     assert table["oracle"]["cca"] > 0.95  # the latent is the one-hot label: the oracle finds it too
     assert table["core"]["overlap"] < 0.5  # different subspaces, same information
+    low, high = table["core"]["interval"]
+    assert low <= table["core"]["cca"] + 1e-3 and high >= low and high > 0.95
     wrong = specificity_table(ha, hb, random_basis(24, 3, 7), random_basis(24, 3, 8), y, draws=60, seed=0)
     assert wrong["core"]["cca"] < wrong["random"]["cca"]["q95"]  # random "cores" are not above random
 

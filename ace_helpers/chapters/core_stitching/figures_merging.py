@@ -63,10 +63,14 @@ def invariance_text(res: Mapping[str, Any]) -> str:
             holds, above = invariance_holds(inv)
             core, pca, orc = inv["core"]["cca"], inv["pca"]["cca"], inv["oracle"]["cca"]
             specific = core > max(pca, orc) + CCA_TOL
+            q95, ci = inv["random"]["cca"]["q95"], inv["core"].get("interval")
+            if ci is not None and ci[0] <= q95 < ci[1]:
+                versus = (f"within its own noise of the 95th percentile of random subspaces ({q95:.3f}; its 90 % "
+                          f"interval is {ci[0]:.3f}–{ci[1]:.3f})")
+            else:
+                versus = f"{'above' if above else 'not above'} the 95th percentile of random subspaces ({q95:.3f})"
             parts.append(
-                f"{name} {unit} {i + 1} and {j + 1}: the cores' mean CCA is {core:.3f}, "
-                f"{'above' if above else 'not above'} the 95th percentile of random subspaces "
-                f"({inv['random']['cca']['q95']:.3f}); "
+                f"{name} {unit} {i + 1} and {j + 1}: the cores' mean CCA is {core:.3f}, {versus}; "
                 f"the top-r PCA subspaces give {pca:.3f} and the class-mean oracle {orc:.3f}, so the CCA "
                 + ("is specific to the cores." if specific else
                    "is **not** specific to the cores: subspaces chosen without ACE, by variance or by the label alone, "

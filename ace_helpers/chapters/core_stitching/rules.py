@@ -28,7 +28,8 @@ KNOWN_GAPS = KnownGaps({"book": {
                    "with different key frequencies",
     "invariant": "the two grokked models share only some of their key frequencies (the frequency row): a few "
                  "canonical correlations are high and the rest near zero, so the mean over all the cores' coordinates "
-                 "sits at the level of random subspaces, and PCA and class-mean subspaces give the same CCA as the cores",
+                 "sits at or just above the level of random subspaces, and PCA and class-mean subspaces give the same "
+                 "CCA as the cores",
     "merge_0_1": "naive interpolation fails (its midpoint is at chance), but the aligned-core merge fails too as α → 1: "
                  "B's core coordinates are not a linear image of A's (the core stitch fails; different key frequencies)",
 }}, run_knobs=MODADD_KNOBS)
