@@ -18,7 +18,7 @@ Each row also has an ``id`` (the paper claim it tests, :data:`~ace_helpers.repro
 or ``ours.<chapter>.<name>``), a ``kind`` (paper, ours or diagnosis) and, in its record, the measured
 ``value`` as JSON numbers, the ``per_seed`` values, the ``interval`` and ``threshold`` where the rule is
 judged on an estimate, and ``headline``: whether the row carries its paper claim's verdict
-(:func:`mark_headlines`; the same claim from another run is evidence beside it).
+(the same claim from another run is evidence beside it).
 
 A claim we have measured *not* to reproduce at a given preset is recorded with
 ``known_gap="why"``: it shows as not reproduced, with the reason, and is expected by the tests.
@@ -268,7 +268,7 @@ class Claims:
         or ``""``), and ``trained`` when given: how that run was trained (e.g. ``"ensemble, bf16"``),
         where it is not the chapter's own run.  ``evidence=True``: this run is evidence beside the
         chapter's headline run (a stored long run, a variant), so none of its rows is a headline
-        unless the headline run leaves its claim untested (:func:`mark_headlines`).
+        (a chapter that moves a claim's headline to such a run rewrites the flags on the records it writes).
         """
         recs = []
         for r in self.rows:
@@ -367,8 +367,8 @@ def _table_rows(claims: Claims) -> list[tuple[str, ...]]:
             verdict = r.verdict
         elif r.unexpected:
             verdict = f"**{r.verdict.upper()}** (unexpected)"
-        else:
-            verdict = f"{r.verdict}: {r.known_gap}"
+        else:  # a known gap, or inconclusive (with its cause where one is known)
+            verdict = f"{r.verdict}: {r.known_gap}" if r.known_gap else r.verdict
         rows.append((r.claim, f"{r.paper} ({r.where})" if r.where else r.paper, r.rule, r.ours, verdict))
     return rows
 
