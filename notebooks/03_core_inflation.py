@@ -491,24 +491,33 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 # %% [markdown]
 # ## What this chapter finds
 #
-# The verdicts are in the claims tables above and in the summary box at the top. In words: in the
-# book run the weight-decay cores burst soon after grokking (the necessary dimension jumps while
-# the energy rank stays flat) and partly fall back by epoch 1400, where the run stops: redundancy
-# already grows, but the paper's targets at epoch 20 000 are out of its reach (not tested). The
-# stored 20 000-epoch run (all three
-# models, both arms) inflates with weight decay, but the seeds end far apart: one core passes the
-# paper's ~60 dimensions while the smallest stops growing well below it, so "~60 in every model"
-# holds only partly. Its sufficient dimension does not stay flat: it grows too, less than the
-# necessary dimension, so their gap (redundancy) still widens. Without weight decay the energy
-# rank does not grow, but the paper's core dim (the necessary dimension) jumps, because removing
-# the energy-rank directions leaves accuracy above the 2/p floor; so "no inflation without
-# weight decay" holds for the energy rank and fails for the core dim. The contrast between the
-# arms reproduces on both the energy rank and the mode count (at epoch 20 000 the weight-decay arm
-# exceeds the WD-off arm by at least 10 on each, in every model). Once the core has inflated, the
-# mode count under weight decay runs along the cap ⌊d/2⌋ + 1 of the core's dimension and stops
-# one bin short of 27 in the larger cores. In the dimension-matched reference, random subspaces
-# of the core's dimension hold nearly as many modes as the core (at grokking they hold clearly
-# fewer): the count restates the core's size rather than adding a second measurement.
+# The verdicts are in the claims tables above and in the summary box at the top; each paper
+# claim counts once, from the run that tests it as the paper ran it: the weight-decay claims from
+# the most complete 20 000-epoch run, the claims on the WD-off arm and on the harmonics from the
+# run forked at 900 (this chapter's own run while the paper-preset run forked at 900 is not
+# stored). In words: in the book run the weight-decay cores burst soon after grokking (the
+# necessary dimension jumps while the energy rank stays flat, and at that checkpoint the modes
+# fill the cap) and partly fall back by epoch 1400, where the run stops; its misses of the
+# 20 000-epoch targets are reported against the claims with the run's length as the cause. The
+# stored 20 000-epoch run (all three models, both arms) inflates with weight decay, but the seeds
+# end far apart: one core passes the paper's ~60 dimensions while the smallest stops growing well
+# below it, so "~60 in every model" holds only partly. Its sufficient dimension does not stay
+# flat: it grows too, less than the necessary dimension, so their gap (redundancy) still widens.
+# Without weight decay the arm bursts right after the fork — its necessary dimension grows past the
+# weight-decay arm's and its modes fill nearly every bin — and settles thousands of epochs later at
+# about its size at grokking; judged at the end of the run, as the paper's figures compare the arms,
+# "no inflation" and "no mode proliferation" hold in every model, and the burst (the figure of
+# the fork section) is what an earlier rule, the maximum over the whole run, counted as inflation.
+# The burst comes with the fork at 900 too (this chapter's run, forked there, shows it), so the
+# later fork of the stored run does not explain it. Once the core has inflated, the mode count under
+# weight decay runs along the cap ⌊d/2⌋ + 1 of the core's dimension and stops one bin short of 27
+# in the larger cores. In the dimension-matched reference, random subspaces of the core's
+# dimension hold nearly as many modes as the core (at grokking they hold clearly fewer): the count
+# restates the core's size rather than adding a second measurement. Weight decay as redistribution:
+# random initial weights spread the embedding's Fourier power evenly over all ⌊p/2⌋ frequencies;
+# training concentrates it on a few, and by the end of this chapter's run more so with weight decay
+# than without; whether it spreads again as the core inflates is what the 20 000-epoch run forked
+# at 900 measures.
 
 # %% [markdown]
 # ## Results
@@ -516,11 +525,13 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 # `results.json` keys: the weight-decay arm's per-checkpoint arrays `epochs`, `test_acc`,
 # `core_dim`, `suff_dim`, `keep_acc`, `remove_acc`, `r2_holdout`, `frac_unit_circle`,
 # `rotational_modes` (+ `energy_rank`, `median_abs_eig`, `r2_ols`, `frac_unit_circle_ols`,
-# `rotational_modes_ols`), nested lists with one row per model; the same with prefix `nowd_` for
+# `rotational_modes_ols`, `emb_spectrum`, `unemb_spectrum` where stored), nested lists with one row per
+# model; the same with prefix `nowd_` for
 # the weight-decay-off arm (its `nowd_epochs` start at the fork); `grok_epoch`; `fork_epoch`;
 # `not_tested` (claims this preset cannot test); `claims_passed`, `claims_total`;
 # `models_from_artifact`; `train_wall_s`; `long_run` (the stored long run: `through_epoch`,
-# `n_models`, its claim numbers and the same per-checkpoint arrays, or null); `mode_reference`
+# `n_models`, its claim numbers and the same per-checkpoint arrays, or null); `fork_run` (the stored
+# paper-preset run forked at 900, the same entries plus `fork_epoch`, or null); `mode_reference`
 # (per reference epoch at its core dim: `epoch`, `dim`, `cap`, `ace`, `random`, `gaussian`, or
 # null); `wall_s`.
 
@@ -528,17 +539,12 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 results = chapter.results(
     cfg, run, claims, long, long_claims if long is not None else None,
     wall_s=time.perf_counter() - start_time, reference=own if ref is not None else None,
+    fork=pair[0] if pair is not None else None, fork_claims=fork_claims if pair is not None else None,
 )  # fmt: skip
-own = chapter.headline_ids({"fork_900": pair is not None, "long": long is not None})
-sections = [(claims.records(f"{cfg.PRESET} preset"), own["own"])]
-if long is not None:
-    sections.append((long_claims.records(f"stored paper-preset run, through epoch {through['wd']}", chapter.how_trained(long_cfg)), own["long"]))
-if pair is not None:
-    sections.append((fork_claims.records(f"stored paper-preset run forked at 900, through epoch {fthrough['wd']}",
-                                         chapter.how_trained(f_cfg)), own["fork_900"]))  # fmt: skip
-if ref is not None:
-    sections.append((ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {ref_epochs}"), ()))
-records = chapter.assign_headlines(sections)
+records = chapter.chapter_records(  # each paper claim's headline on the run that tests it as the paper ran it
+    cfg, claims, long, long_claims if long is not None else None, pair[0] if pair is not None else None,
+    fork_claims if pair is not None else None, (ref_claims, ref_epochs) if ref is not None else None,
+)  # fmt: skip
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json
 
 # %% [markdown]

@@ -68,9 +68,8 @@ PAPER_CLAIMS: dict[str, str] = {
 
 #: Why no chapter tests a paper claim: id -> one line (compute, missing weights, not yet built).
 NOT_TESTED_WHY: dict[str, str] = {
-    "inflation.redistribution": "not yet built: weight spread over equivalent harmonics is not measured (chapter 3 counts "
-    "rotational modes, inflation.modes)",
-    "scaling.redundancy_cause": "not yet built: needs an intervention on the number of equivalent modes during training",
+    "scaling.redundancy_cause": "not yet built: needs an intervention that changes the number of equivalent modes at a "
+    "fixed p, timed over seeds (chapter 4 measures τ against p, the paper's redundancy axis)",
     "sva.roster": "missing weights: the paper's six models (GPT-2 S/M/L, Llama-3.1, Gemma-2, Qwen2.5, to 32B) are not "
     "available offline; chapter 5 runs SmolLM2-135M and Gemma-3-270M",
     "sva.scale_invariance": "missing weights: GPT-2 Small and Large (the paper's scale comparison) are not available offline",

@@ -61,7 +61,10 @@ def test_all_105_stored_paper_sweep_runs_are_found():
     assert len(found) >= 105, f"{len(found)} of the stored paper runs found in {store}"
 
 
-@pytest.mark.parametrize("preset, overrides", [("book", {}), ("paper", {"TRAINER": "ensemble", "PRECISION": "bf16"})])
+@pytest.mark.parametrize("preset, overrides", [
+    ("book", {}), ("book", {"FORK_EPOCH": 1100}), ("paper", {"TRAINER": "ensemble", "PRECISION": "bf16"}),
+    ("paper", {"TRAINER": "ensemble", "PRECISION": "bf16", "FORK_EPOCH": 1100}),
+])  # fmt: skip
 def test_the_stored_modadd_runs_are_found(preset, overrides):
     """The committed runs of chapters 2-3 (finished, or their resume snapshots) load under the current keys."""
     cfg = config.PARAMS.resolve(PRESET=preset, **overrides)

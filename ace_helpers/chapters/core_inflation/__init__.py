@@ -140,9 +140,12 @@ def results(
     long_claims: Claims | None,
     wall_s: float,
     reference: Sequence[Mapping[str, Any]] | None = None,
+    fork: tuple[Params, GrokRun, Mapping[str, int]] | None = None,
+    fork_claims: Claims | None = None,
 ) -> dict[str, Any]:
     """The chapter's ``results.json`` entries (keys listed in the notebook's Results section);
-    ``long_claims``: the claims on the stored long run ``long``, when there is one."""
+    ``long_claims``: the claims on the stored long run ``long``, when there is one; ``fork_claims``:
+    on the stored paper-preset run forked at 900, ``fork``."""
     wd, nowd = run.wd, run.nowd
     out = arm_results(wd) | arm_results(nowd, prefix="nowd_") | {
         "fork_epoch": cfg["FORK_EPOCH"],
@@ -154,11 +157,48 @@ def results(
             "preset": "paper", "trainer": long_cfg["TRAINER"], "precision": long_cfg["PRECISION"], "n_models": lrun.n_models, "through_epoch": through, "numbers": long_claims.numbers,
             "not_tested": [r.claim for r in long_claims.not_tested], "claims_failed": long_claims.counts()["claims_failed"],
         } | arm_results(lrun.wd) | arm_results(lrun.nowd, prefix="nowd_")  # fmt: skip
+    out["fork_run"] = None
+    if fork is not None and fork_claims is not None:
+        f_cfg, frun, f_through = fork
+        out["fork_run"] = {
+            "fork_epoch": f_cfg["FORK_EPOCH"], "trainer": f_cfg["TRAINER"], "precision": f_cfg["PRECISION"],
+            "n_models": frun.n_models, "through_epoch": dict(f_through), "numbers": fork_claims.numbers,
+        } | arm_results(frun.wd) | arm_results(frun.nowd, prefix="nowd_")  # fmt: skip
     out["mode_reference"] = None if reference is None else [
         {"epoch": r["epoch"], "dim": r["dim"], "cap": r["cap"], "ace": r["ace"], "random": np.asarray(r["random"]).tolist(),
          "gaussian": np.asarray(r["gaussian"]).tolist()} for r in reference
     ]  # fmt: skip
     return out
+
+
+def chapter_records(
+    cfg: Params,
+    claims: Claims,
+    long: tuple[Params, GrokRun, Mapping[str, int]] | None = None,
+    long_claims: Claims | None = None,
+    fork: tuple[Params, GrokRun, Mapping[str, int]] | None = None,
+    fork_claims: Claims | None = None,
+    reference: tuple[Claims, Sequence[int]] | None = None,
+) -> list[dict[str, Any]]:
+    """The chapter's claim records, one section per run, with each paper claim's headline on the run
+    that tests it (:func:`~ace_helpers.chapters.core_inflation.fork.headline_ids`): the stored long
+    run ``long`` for the weight-decay claims, the paper-preset run forked at 900 ``fork`` for the
+    WD-off and harmonics claims, this run for what no stored run carries.  ``reference``: the
+    dimension-matched reference's claims and its epochs (our own rows only)."""
+    own = headline_ids({"fork_900": fork is not None, "long": long is not None})
+    sections = [(claims.records(f"{cfg['PRESET']} preset"), own["own"])]
+    if long is not None and long_claims is not None:
+        long_cfg, _, through = long
+        sections.append((long_claims.records(f"stored paper-preset run, through epoch {through['wd']}",
+                                             how_trained(long_cfg)), own["long"]))  # fmt: skip
+    if fork is not None and fork_claims is not None:
+        f_cfg, _, f_through = fork
+        sections.append((fork_claims.records(f"stored paper-preset run forked at {f_cfg['FORK_EPOCH']}, through epoch "
+                                             f"{f_through['wd']}", how_trained(f_cfg)), own["fork_900"]))  # fmt: skip
+    if reference is not None:
+        ref_claims, ref_epochs = reference
+        sections.append((ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {list(ref_epochs)}"), ()))
+    return assign_headlines(sections)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -369,7 +369,7 @@ def arm_results(arm: ArmResult, prefix: str = "") -> dict[str, Any]:
     keys = ("test_acc", "core_dim", "suff_dim", "keep_acc", "remove_acc", "r2_holdout", "frac_unit_circle",
             "rotational_modes", "energy_rank", "median_abs_eig", "r2_ols", "frac_unit_circle_ols", "rotational_modes_ols")  # fmt: skip
     out: dict[str, Any] = {f"{prefix}epochs": arm.epochs.tolist()}
-    for k in keys:
+    for k in keys + tuple(f for f in SPECTRUM_FIELDS if f in arm.arrays):  # spectra: runs that store them
         out[f"{prefix}{k}"] = to_plain(arm.arrays[k])
     return out
 

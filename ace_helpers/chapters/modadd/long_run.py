@@ -241,13 +241,17 @@ def describe_long_run(paper_cfg: Mapping[str, Any], run: GrokRun, through: Mappi
     )
 
 
-def continues(long_cfg: Mapping[str, Any], cfg: Mapping[str, Any], *, same_training: bool = True) -> bool:
+def continues(
+    long_cfg: Mapping[str, Any], cfg: Mapping[str, Any], *, same_training: bool = True, wd_arm: bool = False
+) -> bool:
     """Whether run ``long_cfg`` is run ``cfg`` continued: the same run knobs except a larger EPOCHS.
 
     ``same_training=False`` also lets TRAINER and PRECISION differ: ``long_cfg`` is then a longer
     sample of ``cfg``'s protocol (the same seeds and knobs, trained another way), not ``cfg`` continued.
+    ``wd_arm=True`` also lets FORK_EPOCH differ: for a claim on the weight-decay arm alone, which the
+    fork does not touch.
     """
-    free = {"EPOCHS"} | (set() if same_training else set(config.KEYED_WHEN_CHANGED))
+    free = {"EPOCHS"} | (set() if same_training else set(config.KEYED_WHEN_CHANGED)) | ({"FORK_EPOCH"} if wd_arm else set())
     same = all(long_cfg[k] == cfg[k] for k in config.RUN_KNOBS if k not in free)
     return same and long_cfg["EPOCHS"] >= cfg["EPOCHS"]
 

@@ -123,7 +123,7 @@ def late_arm(run: GrokRun, cfg: Any, late_epoch: int = LATE_EPOCH) -> tuple[ArmR
     if found is not None and continues(paper_cfg, cfg) and int(found[0].wd.epochs[-1]) >= late_epoch:
         return found[0].wd, f"the stored paper-preset run (these seeds continued to epoch {int(found[0].wd.epochs[-1])})"
     other = stored_long_run(cfg)  # no continuation stored: the most complete stored run of this protocol
-    if other is None or not continues(other[0], cfg, same_training=False) or int(other[1].wd.epochs[-1]) < late_epoch:
+    if other is None or not continues(other[0], cfg, same_training=False, wd_arm=True) or int(other[1].wd.epochs[-1]) < late_epoch:
         return None
     return other[1].wd, (f"the stored paper-preset run of this protocol, trained {how_trained(other[0])} (these seeds and "
                          f"knobs to epoch {int(other[1].wd.epochs[-1])}: another sample, not this run continued)")
