@@ -316,8 +316,7 @@ print(f"joint fit: Omega ~ omega^{ol.b:.2f} [{ol.b_ci[0]:.2f}, {ol.b_ci[1]:.2f}]
 # the paper's ψ, whose definition we could not retrieve.
 
 # %%
-margin_traces = chapter.trace_margins()
-margin_fits = [chapter.fit_margin_ode(t) for t in margin_traces]
+margin_traces, margin_fits = res.margin_traces, res.margin  # trained by chapter.run
 for f in margin_fits:
     print(f"omega = {f.omega:g}, seed {f.seed}: fitted decay rate {f.omega_fit:.3g} (ratio {f.omega_fit / f.omega:.2f}), "
           f"c = {f.c:.3g}, R² of dm/dt = {f.r2:.2f} on {f.n} evaluations")
@@ -353,7 +352,7 @@ print(chapter.linked_redundancy())
 # and the "ours (diagnosis)" rows test that cause, so they fail if it changes.
 
 # %%
-claims = chapter.build_claims(res, cfg, margin=margin_fits)  # with the claims this run cannot test inside
+claims = chapter.build_claims(res, cfg)  # with the claims this run cannot test inside
 records = claims.records(f"{cfg.PRESET} preset")
 display(Markdown(report.claims_table(claims, claims.not_tested)))
 n_cens = sum(r.censored for r in sweeps.runs)

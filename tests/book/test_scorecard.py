@@ -157,7 +157,11 @@ def rebuild(stem: str, result: dict) -> list[dict]:
     if stem == "04_grokking_scaling_law":
         runs = mod.records_from_dicts(result["runs"])
         fits = mod.fit_sweeps([r for r in runs if r.sweep == "omega"], [r for r in runs if r.sweep == "p"])
-        return mod.fit_claims(fits, cfg).records(section)
+        claims = mod.fit_claims(fits, cfg)
+        claims.not_tested = mod.not_tested(fits)
+        mod.check_margin_ode(claims, mod.margin_fits_from_rows(result["margin_ode"]))
+        promoted = {r["id"] for r in result["claims"] if r["section"] != section and r["kind"] == "paper" and r["headline"]}
+        return mod.own_as_evidence(claims.records(section), promoted)
     if stem in ("02_modadd_grokking", "03_core_inflation"):
         from ace_helpers.chapters.modadd.long_run import load_long_run
 

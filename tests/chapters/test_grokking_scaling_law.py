@@ -511,7 +511,8 @@ def test_the_paper_settings_carry_a_claim_the_run_leaves_untested() -> None:
     heads = headlines([dict(r, chapter="04") for r in recs])
     assert heads["scaling.p"]["section"] == "paper settings" and heads["scaling.p"]["verdict"] == "inconclusive"
     assert {heads[i]["section"] for i in ("scaling.omega", "scaling.log_law", "scaling.Omega")} == {"book preset"}
-    assert not any(r["id"] == "scaling.p" and r["section"] == "book preset" for r in recs)
+    own_p = [r for r in recs if r["id"] == "scaling.p" and r["section"] == "book preset"]
+    assert [(r["verdict"], r["headline"], r["evidence"]) for r in own_p] == [("not tested", False, True)]  # kept, as evidence
     diagnoses = [r for r in recs if r.get("explains") == "scaling.p"]
     assert diagnoses and not any(r["evidence"] for r in diagnoses)
     assert all(r["evidence"] for r in recs if r["section"] == "paper settings" and r["id"] == "scaling.Omega")

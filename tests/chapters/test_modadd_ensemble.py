@@ -34,12 +34,13 @@ def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
 
 
 def test_stored_runs_keep_their_keys() -> None:
-    """The knobs added later (TRAINER, PRECISION) at their old values leave the stored runs' keys as they were."""
-    book = config.PARAMS.resolve(PRESET="book", TRAINER="loop")
+    """The knobs added later (TRAINER, PRECISION) at their old values leave the stored runs' keys as they were;
+    the runs forked at 1100 (before the fork moved to the paper's 900) keep theirs."""
+    book = config.PARAMS.resolve(PRESET="book", TRAINER="loop", FORK_EPOCH=config.OLD_FORK)
     assert run_hash(book) == "711db751d8bd"  # the name of the committed first book run's artifacts (each model alone)
-    assert run_hash(config.PARAMS.resolve(PRESET="book")) == "f2cafda7e9de"  # the book run: the ensemble, fp32
-    assert run_hash(book.replace(TRAINER="ensemble")) == "f2cafda7e9de"
+    assert run_hash(book.replace(TRAINER="ensemble")) == "f2cafda7e9de"  # the ensemble fp32 book run, fork 1100
     assert run_hash(book.replace(TRAINER="ensemble", PRECISION="bf16")) == "6f9fcb090d93"
+    assert run_hash(config.PARAMS.resolve(PRESET="book")) == "7c7d52a44d34"  # the book run: the ensemble, fp32, fork 900
 
 
 def test_resume_falls_back_past_a_corrupt_snapshot_and_equals_the_uninterrupted_run(tmp_path) -> None:

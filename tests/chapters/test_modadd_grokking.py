@@ -406,7 +406,7 @@ def test_load_long_run_prefers_finished_models(tmp_path, monkeypatch):
 def test_stored_book_run_loads_without_training():
     """The committed book run keeps its artifact names (run hash over the run knobs) and loads as stored."""
     cfg = PARAMS.resolve(PRESET="book")
-    assert keys.run_hash(cfg) == "f2cafda7e9de"
+    assert keys.run_hash(cfg) == "7c7d52a44d34"
     assert keys.artifact_dir(cfg).parts[-2:] == ("artifacts", "modadd_grokking")
     run = run_mod.load_or_train(cfg, log=None)
     assert run.cached == [True, True] and run.wd.epochs[-1] == 1400
@@ -415,10 +415,11 @@ def test_stored_book_run_loads_without_training():
     paper_cfg, lrun, through = found
     assert paper_cfg["PRESET"] == "paper" and through["wd"] >= 1400 and lrun.n_models >= 1
     # no stored paper run continues the book run (ensemble, fp32); the one shown is another sample of its protocol
-    assert not long_run.continues(paper_cfg, cfg) and long_run.continues(paper_cfg, cfg, same_training=False)
-    loop = PARAMS.resolve(PRESET="book", TRAINER="loop")  # the first stored runs, each model alone
+    # for the weight-decay arm (it forked its WD-off arm at 1100, which does not touch that arm)
+    assert not long_run.continues(paper_cfg, cfg) and long_run.continues(paper_cfg, cfg, same_training=False, wd_arm=True)
+    loop = PARAMS.resolve(PRESET="book", TRAINER="loop", FORK_EPOCH=1100)  # the first stored runs, each model alone
     assert run_mod.load_or_train(loop, log=None).cached == [True, True]
-    first = PARAMS.resolve(PRESET="paper", TRAINER="loop")  # the first stored paper run: that book run continued
+    first = PARAMS.resolve(PRESET="paper", TRAINER="loop", FORK_EPOCH=1100)  # the first stored paper run: that book run continued
     assert long_run.load_long_run(first) is not None and long_run.continues(first, loop)
 
 
@@ -628,8 +629,10 @@ def test_stored_book_run_claims_and_their_diagnosis():
     assert _row(got, "grok epoch") == REPRODUCED and ch2.grok_epoch(run.wd.epochs, run.wd["test_acc"]) == 800
     assert _row(got, "at grokking: ≥ 80 %") == NOT_REPRODUCED and _row(got, "diagnosis, timing") == REPRODUCED
     assert _row(got, "from grokking on: ≥ 80 %") == NOT_REPRODUCED
-    for start in ("diagnosis, the fit", "diagnosis, the threshold", "diagnosis, training length", "diagnosis, necessity"):
+    for start in ("diagnosis, the fit", "diagnosis, training length", "diagnosis, necessity"):
         assert _row(got, start) == REPRODUCED, start
+    # this run (trained on an Intel Xeon): at some low checkpoints the eigenvalues sit just outside the band
+    assert _row(got, "diagnosis, the threshold") == NOT_REPRODUCED
     late = next(r for r in claims.rows if r.claim.startswith("diagnosis, training length"))
     assert "another sample, not this run continued" in late.ours and nums["diagnosis_late_min_frac_unit_circle_ols"] >= 0.8
     assert _row(got, "from grokking on: necessary dim ≤ 2 ×") == NOT_REPRODUCED
@@ -640,7 +643,7 @@ def test_stored_book_run_claims_and_their_diagnosis():
 def test_stored_loop_book_run_claims_and_their_diagnosis():
     """The first book run (each model alone): the headline holds at grokking; from grokking on it is partly
     reproduced, with its cause (training length) tested against that run continued to 20 000 epochs."""
-    cfg = PARAMS.resolve(PRESET="book", TRAINER="loop")
+    cfg = PARAMS.resolve(PRESET="book", TRAINER="loop", FORK_EPOCH=1100)
     run = run_mod.load_or_train(cfg, log=None)
     got, claims, not_tested, nums = _verdicts(run, cfg, long=True)
     assert not not_tested and claims.verdict() == "no unexpected claim failures"

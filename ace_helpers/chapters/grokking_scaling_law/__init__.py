@@ -38,7 +38,7 @@ and trains them otherwise (a paper-preset run stores what it trained).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ from ace_helpers.chapters.grokking_scaling_law.paper_store import (
     MIN_SEEDS,
     NO_PAPER_SWEEPS,
     StoredSweeps,
+    own_as_evidence,
     paper_claims,
     stored_paper_sweeps,
     sweeps_from_runs,
@@ -200,6 +201,9 @@ class ScalingRun:
 
     sweeps: Sweeps
     fits: SweepFits
+    #: The margin-ODE runs (:func:`trace_margins`) and their fits (:func:`fit_margin_ode`); empty when not made.
+    margin_traces: list[MarginTrace] = field(default_factory=list)
+    margin: list[OdeFit] = field(default_factory=list)
 
     @property
     def omega_runs(self) -> list[GrokRecord]:
@@ -218,19 +222,26 @@ def run(cfg: Params, progress: bool = False) -> ScalingRun:
     sweeps = Sweeps(cfg)
     omega_runs, p_runs = sweeps.omega(progress), sweeps.p(progress)
     sweeps.save()
-    return ScalingRun(sweeps, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]))
+    traces = trace_margins()  # the margin ODE's four small runs (the same at every preset; minutes)
+    return ScalingRun(sweeps, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]), traces, [fit_margin_ode(t) for t in traces])
 
 
 def build_claims(res: ScalingRun, cfg: Params, margin: list[OdeFit] | None = None) -> Claims:
     """The chapter's claims from its fits (:func:`fit_claims`), with those it cannot test inside; ``margin``:
-    the margin-ODE fits (:func:`fit_margin_ode` of :func:`trace_margins`), else ``scaling.margin_ode`` is not tested."""
+    the margin-ODE fits (default: the run's own, :attr:`ScalingRun.margin`), else ``scaling.margin_ode`` is not tested."""
     claims = fit_claims(res.fits, cfg)
     claims.not_tested = not_tested(res.fits)
+    margin = res.margin if margin is None else margin
     if margin:
         check_margin_ode(claims, margin)
     else:
         claims.not_tested.append(margin_ode_untested("the margin-ODE runs were not made in this run (build_claims without margin fits)"))
     return claims
+
+
+def margin_fits_from_rows(rows: list[dict[str, Any]]) -> list[OdeFit]:
+    """The margin-ODE fits stored by :func:`margin_rows` (``results.json``'s ``margin_ode``), back as :class:`OdeFit`."""
+    return [OdeFit(omega=r["omega"], seed=r["seed"], omega_fit=r["omega_fit"], c=r["c"], r2=r["r2"], n=r["n"]) for r in rows]
 
 
 def margin_rows(fits: list[OdeFit]) -> list[dict[str, Any]]:

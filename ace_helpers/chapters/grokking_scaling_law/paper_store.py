@@ -155,6 +155,13 @@ def paper_claims(stored: StoredSweeps) -> tuple[Claims, list[ClaimRow], SweepFit
     return claims, untested, fits
 
 
+def own_as_evidence(records: list[dict[str, Any]], promoted: set[str] | frozenset[str]) -> list[dict[str, Any]]:
+    """The run's own claim ``records`` with its "not tested" records of the ``promoted`` paper ids (those
+    whose headline the paper-settings runs carry) turned into evidence: not a headline."""
+    return [r | {"headline": False, "evidence": True} if r["id"] in promoted and r["verdict"] == NOT_TESTED else r
+            for r in records]  # fmt: skip
+
+
 def with_paper_evidence(
     records: list[dict[str, Any]], claims: Claims, untested: list[ClaimRow], section: str, trained: str
 ) -> list[dict[str, Any]]:
@@ -162,12 +169,12 @@ def with_paper_evidence(
     from :func:`paper_claims`, recorded under ``section``) as evidence beside them, except for a paper
     claim that the chapter's run leaves untested (or does not list) and the paper settings test: there the paper-settings
     headline row carries the verdict (with the diagnoses that explain it), and the run's own "not tested"
-    record of it is dropped.  (This is the rule :meth:`~ace_helpers.repro.report.Claims.records` describes
+    record of it stays as evidence (:func:`own_as_evidence`).  (This is the rule :meth:`~ace_helpers.repro.report.Claims.records` describes
     for evidence; each id keeps one headline per run, as :func:`~ace_helpers.repro.scorecard.check_records`
     requires.)"""
     own_tested = {r["id"] for r in records if r["kind"] == "paper" and r["headline"] and r["verdict"] != NOT_TESTED}
     promoted = {r.id for r in claims.rows if r.headline and r.kind == "paper" and r.id not in own_tested}
-    kept = [r for r in records if not (r["id"] in promoted and r["verdict"] == NOT_TESTED)]
+    kept = own_as_evidence(records, promoted)
     head = claims.records(section, trained)  # headline flags as this run's own
     evidence = []
     for rec, row in zip(head, claims.rows):
