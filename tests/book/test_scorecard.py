@@ -167,7 +167,13 @@ def rebuild(stem: str, result: dict) -> list[dict]:
 
         stored = load_long_run(cfg)  # the committed artifact; never trains
         assert stored is not None, f"{stem}: the book run's artifact is missing from book/artifacts/modadd_grokking"
-        return mod.build_claims(stored[0], cfg).records(section)
+        records = mod.build_claims(stored[0], cfg).records(section)
+        if stem == "03_core_inflation":  # the headlines of the claims a stored run tests as the paper ran it
+            sections = {r["section"] for r in result["claims"]}
+            own = mod.headline_ids({"fork_900": any(s.startswith("stored paper-preset run forked") for s in sections),
+                                    "long": any(s.startswith("stored paper-preset run, through") for s in sections)})["own"]  # fmt: skip
+            records = mod.assign_headlines([(records, own)])
+        return records
     raise NotImplementedError(f"{stem}: no rebuild of its claims from stored results")
 
 
