@@ -228,7 +228,7 @@ def run(cfg: Params, progress: bool = False) -> ScalingRun:
 
 def build_claims(res: ScalingRun, cfg: Params, margin: list[OdeFit] | None = None) -> Claims:
     """The chapter's claims from its fits (:func:`fit_claims`), with those it cannot test inside; ``margin``:
-    the margin-ODE fits (default: the run's own, :attr:`ScalingRun.margin`), else ``scaling.margin_ode`` is not tested."""
+    the margin-ODE fits (default: the run's own, ``ScalingRun.margin``), else ``scaling.margin_ode`` is not tested."""
     claims = fit_claims(res.fits, cfg)
     claims.not_tested = not_tested(res.fits)
     margin = res.margin if margin is None else margin

@@ -7,7 +7,7 @@
 * :func:`omega_from_sweep` — ``scaling.Omega``: Ω(ω) = τ̄(ω) / (−log(1 − p_crit/p₀)) over an ω sweep at
   one modulus p₀, with p_crit from a p sweep.  With p_crit independent of ω (the theory's p_crit = m_th/m*
   has no ω in it) Ω's exponent in ω *is* τ's exponent at fixed p; this module cannot test that
-  independence, which needs p sweeps at two weight decays (the chapter's joint fit, :mod:`.claims`).
+  independence, which needs p sweeps at two weight decays (the chapter's joint fit, :mod:`ace_helpers.chapters.grokking_scaling_law.claims`).
 
 Every interval is the :func:`~.intervals.seed_bootstrap` over the seeds within each setting; a bootstrap
 refits p_crit on each resample (:func:`~.intervals.log_law_p_crit`), so the law's secant carries its own

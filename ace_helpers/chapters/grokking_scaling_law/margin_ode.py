@@ -140,7 +140,7 @@ class OdeFit:
 
     @property
     def log2_ratio(self) -> float:
-        """|log₂(ω̂/ω)|, capped at :data:`NO_DECAY` (also its value when ω̂ ≤ 0: no decay at all)."""
+        """``|log₂(ω̂/ω)|``, capped at :data:`NO_DECAY` (also its value when ω̂ ≤ 0: no decay at all)."""
         return min(abs(float(np.log2(self.omega_fit / self.omega))), NO_DECAY) if self.omega_fit > 0 else NO_DECAY
 
 

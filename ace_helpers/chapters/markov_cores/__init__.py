@@ -50,8 +50,8 @@ consensus_dim          the code release's consensus (GCCA) rank k = min(⌊0.75�
                        seeds' centred activations side by side (``consensus_energy_rank``: the latter;
                        ``consensus_cut_ratio``: σ_k²/σ_{k+1}², the spectral gap at the cut)
 consensus_ranks        per seed: dimension of its consensus basis orth(pinv(H_c) G) (≤ k)
-consensus_keep_acc_z.. per seed: accuracy with only the consensus subspace kept (``consensus_keep_acc_zero``:
-consensus_remove_..    raw projection, the code release's; ``_mean``: about the activation mean) or removed
+consensus_keep_acc     per seed: accuracy with only the consensus subspace kept (``consensus_keep_acc_zero``:
+consensus_remove_acc   raw projection, the code release's; ``_mean``: about the activation mean) or removed
                        (``consensus_remove_acc_zero``, ``consensus_remove_acc_mean``)
 true_eigs              the chain's n − 1 non-unit eigenvalues, [re, im]
 core_eigs              per seed: eigenvalues of the fitted core operator, [re, im]

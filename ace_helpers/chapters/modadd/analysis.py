@@ -158,7 +158,7 @@ def fourier_spectrum(rows: torch.Tensor | np.ndarray, p: int) -> np.ndarray:
 
     ``rows`` (≥ p, D): one row per token (the embedding, or the unembedding's output rows); the
     first ``p`` are the numbers 0..p−1.  The discrete Fourier transform along the token axis gives
-    power |F_k|² summed over the D columns; frequencies k and p − k are folded into one bin.
+    power ``|F_k|²`` summed over the D columns; frequencies k and p − k are folded into one bin.
 
     Returns:
         (⌊p/2⌋,) shares of the non-constant power held by frequencies 1..⌊p/2⌋ (summing to 1).
