@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Chapter 1: Markov-chain transformers converge to the same 3-D core
+# # Chapter 1: Markov-chain transformers — one 3-D core per seed, the same up to a linear map?
 #
 # The paper's first experiment (its Markov-chain figure, panels A–E) trains small transformers to predict the next state of a
 # 4-state Markov chain. Each model has one post-LN encoder layer with d_model = 64. ACE then finds,

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # Chapter 2: A cyclic core crystallises at grokking
+# # Chapter 2: Modular addition — does a cyclic core crystallise at grokking?
 #
 # A two-layer transformer learns $a + b \equiv c \pmod p$ from half of all $p^2$ pairs. It first
 # memorises the training half (test accuracy at chance), then — with weight decay — suddenly

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Chapter 4: the inverse scaling law of grokking time, τ ∝ 1/(ω·p)
+# # Chapter 4: Grokking time against weight decay and modulus — τ ∝ 1/(ω·p)?
 #
 # Chapters 2 and 3 showed that a modular-addition transformer groks when a cyclic core forms, and
 # that under weight decay the core keeps inflating with *redundant* copies of its Fourier

@@ -1,4 +1,4 @@
-"""Chapter 1 (notebooks/01_markov_cores): Markov-chain transformers converge to the same (n−1)-D core.
+"""Chapter 1 (notebooks/01_markov_cores): Markov-chain transformers: an (n−1)-D core per seed, compared across seeds.
 
 The chapter protocol: :data:`PARAMS` (the knobs), :func:`run` (the flat results below) and
 :func:`build_claims` (:mod:`.claims`, known gaps in :data:`KNOWN_GAPS`); the pipeline of one chain

@@ -1,4 +1,4 @@
-"""Chapter 2 (notebooks/02_modadd_grokking): the modular-addition core crystallises at grokking.
+"""Chapter 2 (notebooks/02_modadd_grokking): the modular-addition core at grokking.
 
 The chapter protocol: :data:`PARAMS` (the presets and check of
 :mod:`ace_helpers.chapters.modadd.config`), :func:`run` (the training run it shares with chapter 3,
