@@ -315,6 +315,18 @@ def test_the_chapters_prose_agrees_with_the_stored_verdicts():
     spread = lambda key: chapter.effective_harmonics(np.asarray(result[key]))  # noqa: E731
     assert (spread("emb_spectrum")[:, 0] > 0.9 * 26).all()
     assert "more so with weight decay than without" in finds and (spread("emb_spectrum")[:, -1] < spread("nowd_emb_spectrum")[:, -1]).all()
+    fork = result["fork_run"]
+    assert fork is not None and fork["fork_epoch"] == 900 and fork["through_epoch"]["wd"] < 20000
+    h = fork["numbers"]["effective_harmonics_embedding"]
+    assert "has not spread again as the core inflates" in finds
+    assert max(h["wd"]) < 0.5 * h["of"] and not all(w >= 1.5 * n for w, n in zip(h["wd"], h["nowd"]))
+    # the fork-900 WD-off arm has not settled: its necessary dim near the WD arm's, its energy rank flat
+    assert "has not settled by its last stored epoch" in finds
+    ratio = fork["numbers"]["nowd_dim_ratio_to_grok_at_end"]["ratio"]
+    assert "two to three times its size at grokking" in finds and 1.5 < min(ratio) and max(ratio) < 3.5
+    assert max(fork["numbers"]["nowd_energy_rank_max_ratio_to_fork"]) <= 1.5
+    assert "every core past 50 dimensions and its modes in 26 of the 27 bins" in finds
+    assert min(fork["numbers"]["core_dim_last"]) > 50 and fork["numbers"]["modes_ols_last"] == [26] * 3
     # the book run: the cores burst after grokking (the necessary dim jumps past twice the energy rank, which
     # stays flat) and partly fall back by its last checkpoint; the 20 000-epoch targets are not tested there
     assert "the weight-decay cores burst soon after grokking" in finds and "partly fall back by epoch 1400" in finds

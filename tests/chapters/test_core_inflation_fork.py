@@ -116,8 +116,9 @@ def test_headlines_go_to_the_run_that_tests_each_claim():
     assert set(ids["fork_900"]) == set(fork.FORK_IDS) and set(ids["long"]) == set(fork.LONG_IDS) and ids["own"] == ()
     assert set(fork.headline_ids({})["own"]) == set(fork.CHAPTER_IDS)
     recs = [{"kind": "paper", "id": "inflation.no_wd", "headline": True}, {"kind": "ours", "id": "ours.x", "headline": True}]
-    out = fork.assign_headlines([(recs, ()), ([dict(recs[0])], ("inflation.no_wd",))])
-    assert [r["headline"] for r in out] == [False, True, True] and out[0]["evidence"] and not out[2]["evidence"]
+    out = fork.assign_headlines([(recs, ()), ([dict(recs[0]), dict(recs[1])], ("inflation.no_wd",))])
+    assert [r["headline"] for r in out] == [False, True, True, False] and out[0]["evidence"] and not out[2]["evidence"]
+    assert not out[1].get("evidence") and out[3]["evidence"]  # our own rows count with the chapter's own run only
     with pytest.raises(ValueError, match="one headline per claim"):
         fork.assign_headlines([(recs, ("inflation.no_wd",)), (recs, ("inflation.no_wd",))])
 

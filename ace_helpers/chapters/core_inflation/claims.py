@@ -50,6 +50,11 @@ KNOWN_GAPS = KnownGaps(
             "modes_contrast": "in the WD-off model whose necessary dim jumps to about the WD arm's (the WD-off rows), the "
             "OLS fit runs in a space as large and fills more bins (its cap ⌊d/2⌋ + 1 grows with d)",
         },
+        # the same protocol forked at 900 as in the paper (its stored part; measured on its own)
+        config.PAPER_ENSEMBLE: {
+            "suff_flat": "with weight decay the sufficient dim grows too, less than the necessary dim, so their gap still "
+            "widens (the redundancy row), as in the run forked at 1100",
+        },
         # the same protocol on the ensemble trainer in bf16 (all 3 models, both arms), forked at 1100
         config.PAPER_ENSEMBLE_1100: {
             "nowd_no_inflation": _WD_OFF_GAP,

@@ -25,7 +25,7 @@ CHAPTER_IDS: tuple[str, ...] = (
 #: Claims about the WD-off arm, or measured on spectra only the runs forked at 900 store: their
 #: headline is the paper-preset run forked at the paper's epoch.
 FORK_IDS: tuple[str, ...] = ("inflation.no_wd", "inflation.no_wd_modes", "inflation.redistribution")
-#: Claims of the weight-decay arm stated at epoch 20 000 (the fork does not touch that arm): their
+#: Claims of the weight-decay arm stated at epoch 20 000 (the fork does not touch that arm in exact arithmetic): their
 #: headline is the most complete stored paper-preset run.
 LONG_IDS: tuple[str, ...] = tuple(i for i in CHAPTER_IDS if i not in FORK_IDS)
 
@@ -64,9 +64,10 @@ def fork_table(new: ArmResult, new_fork: int, old: ArmResult, old_fork: int, aft
 def assign_headlines(sections: Sequence[tuple[list[dict[str, Any]], Collection[str]]]) -> list[dict[str, Any]]:
     """The records of several runs with each paper claim's headline in one place.
 
-    ``sections``: ``(records, ids)`` per run, the records as :meth:`Claims.records` writes them;
-    a paper-claim row is the headline exactly when its id is in that run's ``ids`` (every other
-    paper-claim row becomes evidence beside it).  Our own and diagnosis rows are unchanged.
+    ``sections``: ``(records, ids)`` per run, the records as :meth:`Claims.records` writes them, the
+    chapter's own run first; a paper-claim row is the headline exactly when its id is in that run's
+    ``ids`` (every other paper-claim row becomes evidence beside it).  Our own and diagnosis rows
+    count with the chapter's own run only: on the other runs they are evidence.
 
     Raises:
         ValueError: an id is given to two runs.
@@ -78,12 +79,14 @@ def assign_headlines(sections: Sequence[tuple[list[dict[str, Any]], Collection[s
                 raise ValueError(f"paper claim {cid!r} is given to runs {seen[cid]} and {k}: one headline per claim")
             seen[cid] = k
     out = []
-    for records, ids in sections:
+    for k, (records, ids) in enumerate(sections):
         for rec in records:
             rec = dict(rec)
             if rec.get("kind") == "paper":
                 rec["headline"] = rec["id"] in ids
                 rec["evidence"] = not rec["headline"]
+            elif k > 0:
+                rec["headline"], rec["evidence"] = False, True
             out.append(rec)
     return out
 

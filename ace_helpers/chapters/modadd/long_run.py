@@ -249,7 +249,8 @@ def continues(
     ``same_training=False`` also lets TRAINER and PRECISION differ: ``long_cfg`` is then a longer
     sample of ``cfg``'s protocol (the same seeds and knobs, trained another way), not ``cfg`` continued.
     ``wd_arm=True`` also lets FORK_EPOCH differ: for a claim on the weight-decay arm alone, which the
-    fork does not touch.
+    fork does not touch in exact arithmetic
+    (a batched ensemble's sums may still differ after it: then the runs are siblings).
     """
     free = {"EPOCHS"} | (set() if same_training else set(config.KEYED_WHEN_CHANGED)) | ({"FORK_EPOCH"} if wd_arm else set())
     same = all(long_cfg[k] == cfg[k] for k in config.RUN_KNOBS if k not in free)

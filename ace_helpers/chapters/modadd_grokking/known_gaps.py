@@ -7,7 +7,7 @@ from ace_helpers.chapters.modadd import config
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import KnownGaps, seed_sensitive
 
-#: The gaps of the book run forked at 1100 (its weight-decay arm; the fork does not touch that arm).
+#: The gaps of the book run forked at 1100 (claims on its weight-decay arm).
 _BOOK_GAPS: dict[str, str] = {
     "at_grok_unit_circle": "the grok checkpoint is the first at which every model has ≥ 0.99 test accuracy; "
     "these models cross it together at epoch 800, so it catches their clocks still forming: one checkpoint "
@@ -46,8 +46,6 @@ KNOWN_GAPS = KnownGaps(
             "0.689 at the preset's seed), while on an Intel Xeon with AMX, whose matrix products differ in the last "
             "bits, 5 of 6 checkpoints hold (lowest R_h² 0.428, model 0, epoch 400)",
         },
-        # the book run forked at 900 has the same weight-decay arm as the one forked at 1100 (the fork
-        # does not touch it; segments are seeded by position): its gaps are the same measurement
         # the run trained on an Intel Xeon (its fp32 products differ in the last bits from the AMD CPU's
         # that trained the stored run forked at 1100, so its weight-decay arm is a sibling of that one)
         "book": _BOOK_GAPS | {
