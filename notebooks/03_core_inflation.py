@@ -383,8 +383,9 @@ else:
 # The chapter's claims on the run forked at 900. "No inflation without weight decay" (Fig. 2A)
 # and "no mode proliferation" (Fig. 2D) are judged by one rule, as the paper shows both: the
 # WD-off arm's value at the last epoch both arms reached against its value at grokking. The burst
-# after the fork is judged apart, as our own claim. Weight decay as redistribution is measured on
-# the Fourier spectra of the embedding, which only the runs forked at 900 store (next section).
+# after the fork is shown in the figure and table above (its peak ratio is in the results). Weight
+# decay as redistribution is measured on the Fourier spectra of the embedding and the unembedding,
+# which only the runs forked at 900 store (next section).
 
 # %%
 if pair is not None:
@@ -419,7 +420,7 @@ for label, a_wd, a_off in spectra_runs:
 display(Markdown("**Harmonics of the embedding and unembedding (ours; the paper states the redistribution in words).** "
                  "Left: the effective number of frequencies carrying the weight, per epoch, with and without weight decay, "
                  "against ⌊p/2⌋ (dotted); right: the spectrum at the last epoch. Look at whether weight decay spreads "
-                 "the weight over more frequencies than the arm without it."))  # fmt: skip
+                 "the weight over more frequencies than the arm without it, in the embedding and in the unembedding."))  # fmt: skip
 
 # %% [markdown]
 # ## How many modes can a core of dimension d hold?
@@ -523,10 +524,12 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 # restates the core's size rather than adding a second measurement. Weight decay as redistribution:
 # random initial weights spread the embedding's Fourier power evenly over all ⌊p/2⌋ frequencies;
 # training concentrates it on a few, and by the end of this chapter's run more so with weight decay
-# than without. Through the last stored epoch of the paper-preset run forked at 900 it has not spread
-# again as the core inflates: the weight-decay arm's embedding holds far fewer than ⌊p/2⌋ effective
-# harmonics, not clearly more than the WD-off arm's, so "weight decay redistributes weight across all
-# harmonics" is not reproduced there, before the claim's 20 000 epochs.
+# than without. In the paper-preset run forked at 900 the two weights part ways as the core inflates:
+# under weight decay the unembedding's weight spreads again, to most of the ⌊p/2⌋ harmonics, while
+# without weight decay it stays on a few; the embedding's has not spread again by the last stored
+# epoch (far fewer than ⌊p/2⌋ effective harmonics, not clearly more than the WD-off arm's). So
+# "weight decay redistributes weight across all harmonics" holds for the unembedding and not for the
+# embedding there (partly), before the claim's 20 000 epochs.
 
 # %% [markdown]
 # ## Results

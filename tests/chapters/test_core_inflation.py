@@ -317,9 +317,11 @@ def test_the_chapters_prose_agrees_with_the_stored_verdicts():
     assert "more so with weight decay than without" in finds and (spread("emb_spectrum")[:, -1] < spread("nowd_emb_spectrum")[:, -1]).all()
     fork = result["fork_run"]
     assert fork is not None and fork["fork_epoch"] == 900 and fork["through_epoch"]["wd"] < 20000
-    h = fork["numbers"]["effective_harmonics_embedding"]
-    assert "has not spread again as the core inflates" in finds
+    h, u = fork["numbers"]["effective_harmonics_embedding"], fork["numbers"]["effective_harmonics_unembedding"]
+    assert "the embedding's has not spread again by the last stored epoch" in finds
     assert max(h["wd"]) < 0.5 * h["of"] and not all(w >= 1.5 * n for w, n in zip(h["wd"], h["nowd"]))
+    assert "the unembedding's weight spreads again, to most of the ⌊p/2⌋ harmonics" in finds
+    assert min(u["wd"]) > 0.5 * u["of"] and all(w >= 1.5 * n for w, n in zip(u["wd"], u["nowd"]))
     # the fork-900 WD-off arm has not settled: its necessary dim near the WD arm's, its energy rank flat
     assert "has not settled by its last stored epoch" in finds
     ratio = fork["numbers"]["nowd_dim_ratio_to_grok_at_end"]["ratio"]

@@ -229,23 +229,30 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
              "modes_contrast", id=OURS + "modes_contrast", per_seed=d_m,
              short="every model: WD − WD-off OLS modes ≥ 10; partly: ≥ 1")  # fmt: skip
 
-    # --- weight decay as redistribution: the harmonics that carry the embedding's weight -----
+    # --- weight decay as redistribution: the harmonics that carry the embeddings' weight ------
     if shared.size and has_spectra(wd) and has_spectra(nowd):
         half = p // 2
-        h_wd = effective_harmonics(wd["emb_spectrum"][:, wd.index(e_end)])
-        h_off = effective_harmonics(nowd["emb_spectrum"][:, nowd.index(e_end)])
-        nums["effective_harmonics_embedding"] = {"epoch": e_end, "wd": h_wd.tolist(), "nowd": h_off.tolist(), "of": half}
-        strong = bool(((h_wd >= REDIST_SHARE * half) & (h_wd >= REDIST_FACTOR * h_off)).all())
-        late(f"with WD: the embedding's weight spreads over the harmonics (effective number of frequencies, epoch {e_end}, "
-             f"per model, of ⌊p/2⌋ = {half}; WD-off in the note)", "all harmonics up to ⌊p/2⌋",
-             [round(float(h), 2) for h in h_wd], strong, "§ inflation (weight decay redistributes weight across the "
-             "functionally equivalent harmonics)",
-             f"in every model at the last epoch both arms reached: the embedding's effective number of harmonics "
-             f"1/Σ s_k² ≥ {REDIST_SHARE} × ⌊p/2⌋ with weight decay and ≥ {REDIST_FACTOR}× the WD-off arm's (ours: the "
-             f"paper gives no number); partly: WD > WD-off in every model (WD-off: {np.round(h_off, 2).tolist()})",
-             bool((h_wd > h_off).all()), "redistribution", id="inflation.redistribution", per_seed=h_wd.tolist(),
+        spread: dict[str, tuple[np.ndarray, np.ndarray, bool]] = {}
+        for field, name in (("emb_spectrum", "embedding"), ("unemb_spectrum", "unembedding")):
+            h_wd = effective_harmonics(wd[field][:, wd.index(e_end)])
+            h_off = effective_harmonics(nowd[field][:, nowd.index(e_end)])
+            spread[name] = (h_wd, h_off, bool(((h_wd >= REDIST_SHARE * half) & (h_wd >= REDIST_FACTOR * h_off)).all()))
+            nums[f"effective_harmonics_{name}"] = {"epoch": e_end, "wd": h_wd.tolist(), "nowd": h_off.tolist(), "of": half}
+        held = [name for name, (_, _, ok) in spread.items() if ok]
+        late(f"with WD: the weight of the embedding and of the unembedding spreads over the harmonics (effective number "
+             f"of frequencies per model at epoch {e_end}, of ⌊p/2⌋ = {half}; embedding, unembedding)",
+             "all harmonics up to ⌊p/2⌋",
+             [[round(float(h), 2) for h in spread[n][0]] for n in ("embedding", "unembedding")], len(held) == 2,
+             "§ inflation (weight decay redistributes weight across the functionally equivalent harmonics)",
+             f"in every model at the last epoch both arms reached, for the embedding and for the unembedding: effective "
+             f"number of harmonics 1/Σ s_k² ≥ {REDIST_SHARE} × ⌊p/2⌋ with weight decay and ≥ {REDIST_FACTOR}× the WD-off "
+             "arm's (ours: the paper names neither a number nor the weights); partly: one of the two (held by: "
+             f"{', '.join(held) or 'neither'}; WD-off: embedding {np.round(spread['embedding'][1], 2).tolist()}, "
+             f"unembedding {np.round(spread['unembedding'][1], 2).tolist()})", len(held) == 1, "redistribution",
+             id="inflation.redistribution", per_seed=np.minimum(spread["embedding"][0], spread["unembedding"][0]).tolist(),
              threshold=REDIST_SHARE * half, op=">=",
-             short=f"every model: effective harmonics of the embedding ≥ {REDIST_SHARE}·⌊p/2⌋ and ≥ {REDIST_FACTOR}× WD-off's")  # fmt: skip
+             short=f"every model, embedding and unembedding: effective harmonics ≥ {REDIST_SHARE}·⌊p/2⌋ and ≥ "
+             f"{REDIST_FACTOR}× WD-off's; partly: one of the two")  # fmt: skip
 
     # --- Fig. 2B: sufficient flat, necessary growing -----------------------------------------
     post = wd.epochs >= grok

@@ -41,8 +41,8 @@ def effective_harmonics(spectrum: np.ndarray) -> np.ndarray:
 
 
 def has_spectra(arm: ArmResult) -> bool:
-    """Whether the arm stores the embedding's Fourier spectrum at every checkpoint of every model."""
-    return "emb_spectrum" in arm.arrays and not np.isnan(arm["emb_spectrum"]).any()
+    """Whether the arm stores the embedding's and the unembedding's Fourier spectra at every checkpoint of every model."""
+    return all(f in arm.arrays and not np.isnan(arm[f]).any() for f in ("emb_spectrum", "unemb_spectrum"))
 
 
 def fork_table(new: ArmResult, new_fork: int, old: ArmResult, old_fork: int, after: Sequence[int]) -> str:
