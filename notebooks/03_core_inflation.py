@@ -413,10 +413,10 @@ for label, a_wd, a_off in spectra_runs:
         print(f"{label}: stored without spectra (trained before they were measured)")
         continue
     for field in ("emb_spectrum", "unemb_spectrum"):
-        plots.plot_harmonics([(f"WD = 1 ({label})", a_wd, "tab:blue"), (f"WD 1 → 0 ({label})", a_off, "tab:orange")], p, field)
+        plots.plot_harmonics([(f"WD = 1 ({label})", a_wd, "tab:blue"), (f"WD 1 → 0 ({label})", a_off, "tab:orange")], field)
         plt.show()
     h = {name: chapter.effective_harmonics(arm["emb_spectrum"][:, -1]).round(1).tolist() for name, arm in (("WD = 1", a_wd), ("WD 1 → 0", a_off))}
-    print(f"{label}: effective harmonics of the embedding at each arm's last epoch {h} (of ⌊p/2⌋ = {p // 2})")
+    print(f"{label}: effective harmonics of the embedding at each arm's last epoch {h} (of ⌊p/2⌋ = {a_wd['emb_spectrum'].shape[-1]})")
 display(Markdown("**Harmonics of the embedding and unembedding (ours; the paper states the redistribution in words).** "
                  "Left: the effective number of frequencies carrying the weight, per epoch, with and without weight decay, "
                  "against ⌊p/2⌋ (dotted); right: the spectrum at the last epoch. Look at whether weight decay spreads "

@@ -171,3 +171,13 @@ def test_the_stored_part_of_an_ensemble_run_loads_as_a_long_run(tmp_path):
     assert run.wd["core_dim"][0].tolist() == [15, 23, 24, 25] and sum(run.wall_s) == pytest.approx(7200.0)
     with pytest.raises(FileNotFoundError, match="FORK_EPOCH"):
         long_run.store_partial_ensemble(cfg, tmp_path / "empty")
+
+
+def test_the_harmonics_figure_takes_the_modulus_from_the_spectra():
+    """p = 31 spectra (15 bins) beside none of another modulus: the bars and the ⌊p/2⌋ line follow the spectra."""
+    from ace_helpers.chapters.core_inflation import figures
+
+    spec = np.tile(np.full(15, 1 / 15), (2, 3, 1))
+    arm = analysis.ArmResult(epochs=np.asarray([0, 100, 200]), arrays={"emb_spectrum": spec, "unemb_spectrum": spec})
+    fig = figures.plot_harmonics([("WD = 1", arm, "tab:blue"), ("WD 1 → 0", arm, "tab:orange")], "unemb_spectrum")
+    assert len(fig.axes[1].patches) == 2 * 15 and fig.axes[0].get_lines()[-1].get_ydata()[0] == 15

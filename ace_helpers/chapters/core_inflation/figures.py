@@ -233,19 +233,20 @@ def plot_fork_comparison(
 
 
 def plot_harmonics(
-    arms: Sequence[tuple[str, Any, str]], p: int, field: str = "emb_spectrum", ax: Sequence[Axes] | None = None
+    arms: Sequence[tuple[str, Any, str]], field: str = "emb_spectrum", ax: Sequence[Axes] | None = None
 ) -> Figure:
     """Weight decay as redistribution: left, the effective number of harmonics (1 / Σ s_k², model mean
     with min–max band) of a weight's Fourier spectrum per epoch; right, the spectrum (share of power
     per frequency 1..⌊p/2⌋, model mean) at each arm's last checkpoint.
 
-    ``arms``: ``(label, ArmResult, colour)``; ``field``: ``"emb_spectrum"`` or ``"unemb_spectrum"``.
+    ``arms``: ``(label, ArmResult, colour)``, all of one modulus p (the spectra's length is ⌊p/2⌋);
+    ``field``: ``"emb_spectrum"`` or ``"unemb_spectrum"``.
     """
     if ax is None:
         fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
     else:
         fig = ax[0].figure
-    half = p // 2
+    half = int(np.asarray(arms[0][1][field]).shape[-1])
     width = 0.8 / max(len(arms), 1)
     for k, (label, arm, colour) in enumerate(arms):
         band(ax[0], np.asarray(arm.epochs), effective_harmonics(arm[field]), colour, label, marker="o", markersize=2)
