@@ -375,7 +375,9 @@ else:
                      "modes (right) against epochs after the fork, for the run forked at 900 (solid) and at 1100 (dashed), "
                      "mean over models with min–max band; grey: the weight-decay arm after epoch 900. Look at the burst "
                      "right after the fork in both runs — the WD-off core grows larger than the weight-decay core and its "
-                     "modes fill nearly every bin — and at how it settles thousands of epochs later."))  # fmt: skip
+                     "modes fill nearly every bin — and at how the run forked at 1100 settles thousands of epochs later, "
+                     "while the run forked at 900 has not by its last stored epoch. The table gives each run's checkpoint "
+                     "nearest the same number of epochs after its fork."))  # fmt: skip
     display(Markdown(chapter.fork_table(frun.nowd, f_cfg.FORK_EPOCH, orun.nowd, o_cfg.FORK_EPOCH,
                                         [0, 100, 300, 500, 1000, 2000, 3000, 5000, 8000, 10000, 15000, 18900])))  # fmt: skip
 

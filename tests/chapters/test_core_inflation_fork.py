@@ -133,8 +133,10 @@ def test_fork_table_matches_epochs_after_each_fork():
                                                                             "rotational_modes_ols": np.asarray([[8, 26, 9]])})  # fmt: skip
     old = analysis.ArmResult(epochs=np.asarray([1100, 1200, 2100]), arrays={"core_dim": np.asarray([[57, 70, 30]]),
                                                                              "rotational_modes_ols": np.asarray([[16, 26, 10]])})  # fmt: skip
-    table = fork.fork_table(new, 900, old, 1100, [0, 100, 500, 1000]).splitlines()
-    assert len(table) == 2 + 3 and "| 100 | 1000 / 1200 | [60] / [70] | [26] / [26] |" in table
+    table = fork.fork_table(new, 900, old, 1100, [0, 100, 500, 1000, 5000]).splitlines()
+    assert len(table) == 2 + 4 and "| 100 | 1000 / 1200 | [60] / [70] | [26] / [26] |" in table
+    assert "| 500 | 1400 / 1600 | [60] / [70] | [26] / [26] |" not in table  # nearest checkpoints: 1000 / 1200
+    assert table[4].startswith("| 500 | 1000 / 1200 |") and table[5].startswith("| 1000 | 1900 / 2100 |")
 
 
 def _row_of(core: int, spectrum: bool = True) -> analysis.CheckpointAnalysis:

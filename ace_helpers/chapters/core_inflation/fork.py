@@ -45,15 +45,23 @@ def has_spectra(arm: ArmResult) -> bool:
     return all(f in arm.arrays and not np.isnan(arm[f]).any() for f in ("emb_spectrum", "unemb_spectrum"))
 
 
+def _nearest(epochs: np.ndarray, target: int) -> int | None:
+    """Index of the checkpoint nearest ``target`` (the earlier on a tie), or None past the last one."""
+    if target > int(epochs[-1]):
+        return None
+    return int(np.argmin(np.abs(np.asarray(epochs) - target)))
+
+
 def fork_table(new: ArmResult, new_fork: int, old: ArmResult, old_fork: int, after: Sequence[int]) -> str:
-    """Markdown table: the WD-off arm's core dim and OLS modes per model in two runs at the same numbers
-    of epochs ``after`` their forks (rows where both runs have a checkpoint)."""
+    """Markdown table: the WD-off arm's core dim and OLS modes per model in two runs about the same numbers
+    of epochs ``after`` their forks: each run's checkpoint nearest fork + d (its epoch is shown; rows that
+    either run has not reached are left out)."""
     rows = []
     for d in after:
-        e_new, e_old = new_fork + int(d), old_fork + int(d)
-        if e_new not in new.epochs or e_old not in old.epochs:
+        i, j = _nearest(new.epochs, new_fork + int(d)), _nearest(old.epochs, old_fork + int(d))
+        if i is None or j is None:
             continue
-        i, j = new.index(e_new), old.index(e_old)
+        e_new, e_old = int(new.epochs[i]), int(old.epochs[j])
         rows.append((f"{d}", f"{e_new} / {e_old}", f"{new['core_dim'][:, i].tolist()} / {old['core_dim'][:, j].tolist()}",
                      f"{new['rotational_modes_ols'][:, i].tolist()} / {old['rotational_modes_ols'][:, j].tolist()}"))  # fmt: skip
     header = ("epochs after the fork", f"epoch (fork {new_fork} / fork {old_fork})", "WD-off core dim per model",
