@@ -67,6 +67,15 @@ def principal_angles(qa: Array, qb: Array) -> np.ndarray:
     return np.degrees(np.arccos(cos))
 
 
+def canonical_correlations(caa: np.ndarray, cbb: np.ndarray, cab: np.ndarray, *, reg: float = 1e-8) -> np.ndarray:
+    """Canonical correlations (descending, (min(a, b),)) from the covariances of two views: Caa (a, a), Cbb (b, b)
+    and the cross-covariance Cab (a, b).  Whiten each view with the inverse Cholesky factor of its covariance
+    (+ ``reg``·I) and take the singular values of the whitened cross-covariance, clipped to [0, 1]."""
+    wa = np.linalg.inv(np.linalg.cholesky(caa + reg * np.eye(caa.shape[0])))
+    wb = np.linalg.inv(np.linalg.cholesky(cbb + reg * np.eye(cbb.shape[0])))
+    return np.clip(np.linalg.svd(wa @ cab @ wb.T, compute_uv=False), 0.0, 1.0)
+
+
 def cca(za: Array, zb: Array, k: int | None = None, *, reg: float = 1e-8) -> np.ndarray:
     """Canonical correlations (descending) between views Za (N, a) and Zb (N, b) of the same N inputs.
 
@@ -85,10 +94,7 @@ def cca(za: Array, zb: Array, k: int | None = None, *, reg: float = 1e-8) -> np.
     n = a.shape[0]
     a = a - a.mean(axis=0)
     b = b - b.mean(axis=0)
-    wa = np.linalg.inv(np.linalg.cholesky(a.T @ a / n + reg * np.eye(a.shape[1])))
-    wb = np.linalg.inv(np.linalg.cholesky(b.T @ b / n + reg * np.eye(b.shape[1])))
-    rho = np.linalg.svd(wa @ (a.T @ b / n) @ wb.T, compute_uv=False)
-    rho = np.clip(rho, 0.0, 1.0)
+    rho = canonical_correlations(a.T @ a / n, b.T @ b / n, a.T @ b / n, reg=reg)
     if k is not None:
         if not 1 <= k <= len(rho):
             raise ValueError(f"k={k!r} is not allowed: k must be in [1, {len(rho)}]")

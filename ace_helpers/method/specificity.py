@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.method import compare
-from ace_helpers.method.compare import projector_overlap
+from ace_helpers.method.compare import canonical_correlations, projector_overlap
 from ace_helpers.method.core import _as_float64
 from ace_helpers.method.subspaces import class_mean_basis, pca_basis, random_basis
 
@@ -59,16 +59,14 @@ class JointCov:
 def cca_from_cov(cov: JointCov, qa: Any, qb: Any, *, reg: float = 1e-8) -> np.ndarray:
     """Canonical correlations (descending, (min(r_A, r_B),)) of Z_A = H_A Q_A and Z_B = H_B Q_B, from ``cov``.
 
-    The same closed form as :func:`ace_helpers.method.compare.cca`: whiten each view with the inverse Cholesky
-    factor of its covariance (+ ``reg``·I) and take the singular values of the whitened cross-covariance.
+    The closed form of :func:`ace_helpers.method.compare.cca` (:func:`~ace_helpers.method.compare.canonical_correlations`),
+    on the views' covariances projected from ``cov``.
     """
     a, b = _as_float64("Q_A", qa), _as_float64("Q_B", qb)
     if a.ndim != 2 or b.ndim != 2 or a.shape[0] != cov.aa.shape[0] or b.shape[0] != cov.bb.shape[0]:
         raise ValueError(f"Q_A (D_A, r_A) and Q_B (D_B, r_B) must match the covariance's D_A={cov.aa.shape[0]} and "
                          f"D_B={cov.bb.shape[0]}; got {a.shape} and {b.shape}")
-    wa = np.linalg.inv(np.linalg.cholesky(a.T @ cov.aa @ a + reg * np.eye(a.shape[1])))
-    wb = np.linalg.inv(np.linalg.cholesky(b.T @ cov.bb @ b + reg * np.eye(b.shape[1])))
-    return np.clip(np.linalg.svd(wa @ (a.T @ cov.ab @ b) @ wb.T, compute_uv=False), 0.0, 1.0)
+    return canonical_correlations(a.T @ cov.aa @ a, b.T @ cov.bb @ b, a.T @ cov.ab @ b, reg=reg)
 
 
 def mean_top(rho: np.ndarray, k: int) -> float:

@@ -108,8 +108,6 @@ FORK_1100_RUNS: dict[str, dict[str, Any]] = {
     PAPER_LOOP: {"PRESET": "paper", "TRAINER": "loop", "PRECISION": "fp32", "FORK_EPOCH": OLD_FORK},
     BOOK_1100: {"PRESET": "book", "FORK_EPOCH": OLD_FORK},
 }
-#: Kept for the chapters that name the loop runs alone.
-LOOP_RUNS: dict[str, dict[str, Any]] = {k: FORK_1100_RUNS[k] for k in (BOOK_LOOP, PAPER_LOOP)}
 
 KNOBS: tuple[str, ...] = tuple(PRESETS["book"])
 

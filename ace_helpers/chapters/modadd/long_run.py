@@ -8,7 +8,7 @@ alone, so the stored part holds exactly the numbers the finished run will have a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,22 @@ def _partial_name(cfg: Mapping[str, Any], model_index: int) -> str:
 
 def _partial_key(cfg: Mapping[str, Any], model_index: int, through: Mapping[str, int]) -> dict[str, Any]:
     return model_key(cfg, model_index) | {"through_epoch": dict(through)}
+
+
+def _arm_arrays(arm: str, rows: Sequence[tuple[int, Any]], p: int) -> dict[str, np.ndarray]:
+    """One arm's ``(epoch, plain row)`` checkpoints as the ``<arm>/<field>`` arrays of a run artifact."""
+    stacked = stack_rows([e for e, _ in rows], [row_from_plain(r) for _, r in rows], p)
+    return {f"{arm}/{k}": v for k, v in stacked.items()}
+
+
+def _save_partial(
+    cfg: Mapping[str, Any], directory: Path, m: int, arrays: dict[str, np.ndarray], through: dict[str, int], wall_s: float
+) -> None:
+    """Write model ``m``'s ``partial_<hash>_m<i>`` artifact (see :func:`store_partial`)."""
+    save_artifact(
+        directory, _partial_name(cfg, m), params=_partial_key(cfg, m, through), arrays=arrays,
+        data={"model_index": m, "through_epoch": through}, wall_s=wall_s,
+    )  # fmt: skip
 
 
 def store_partial(
@@ -73,13 +89,9 @@ def store_partial(
         arrays: dict[str, np.ndarray] = {}
         for arm, snap in zip(ARMS, snaps):
             keep = [(e, r) for e, r in zip(snap.data["epochs"], snap.data["rows"]) if e <= through[arm]]
-            rows = [row_from_plain(r) for _, r in keep]
-            arrays |= {f"{arm}/{k}": v for k, v in stack_rows([e for e, _ in keep], rows, p).items()}
+            arrays |= _arm_arrays(arm, keep, p)
         wall = sum(float(s.data.get("wall_s", 0.0)) for s in snaps)
-        save_artifact(
-            directory, _partial_name(cfg, m), params=_partial_key(cfg, m, through), arrays=arrays,
-            data={"model_index": m, "through_epoch": through}, wall_s=wall,
-        )  # fmt: skip
+        _save_partial(cfg, directory, m, arrays, through, wall)
     return through
 
 
@@ -112,12 +124,8 @@ def store_partial_ensemble(
         arrays: dict[str, np.ndarray] = {}
         for a, arm in enumerate(ARMS):
             keep = sorted((int(e["epoch"]), e["row"]) for e in index.data["rows"] if int(e["model"]) == m and int(e["arm"]) == a)
-            rows = [row_from_plain(r) for _, r in keep]
-            arrays |= {f"{arm}/{k}": v for k, v in stack_rows([e for e, _ in keep], rows, cfg["P"]).items()}
-        save_artifact(
-            directory, _partial_name(cfg, m), params=_partial_key(cfg, m, through), arrays=arrays,
-            data={"model_index": m, "through_epoch": through}, wall_s=wall,
-        )  # fmt: skip
+            arrays |= _arm_arrays(arm, keep, cfg["P"])
+        _save_partial(cfg, directory, m, arrays, through, wall)
     return through
 
 
