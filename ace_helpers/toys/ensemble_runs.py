@@ -57,6 +57,7 @@ def train_ensemble(
     track_loss: bool = False,
     precision: str = "fp32",
     fast: bool = False,
+    constrain: Callable[[ToyEnsemble, np.ndarray], None] | None = None,
 ) -> EnsembleRun:
     """Train ``len(seeds)`` ToyTransformers together (cross-entropy at the last or at every position).
 
@@ -89,6 +90,10 @@ def train_ensemble(
             :mod:`ace_helpers.toys.precision`; weights, optimizer state and loss stay fp32).
         fast: the fast kernels (see :meth:`ToyEnsemble.forward`): same maths, other rounding
             and another dropout random stream than the reference kernels.
+        constrain: ``constrain(ensemble, member_ids)`` (``member_ids`` as for ``evaluate``),
+            called without gradients once before the first step and after every optimizer step:
+            projected training (e.g. confine each member's embedding to a subspace, edited in
+            place on the stacked weights).
 
     Returns:
         :class:`EnsembleRun`.
@@ -126,6 +131,9 @@ def train_ensemble(
     pos = n  # position in the current epoch's permutation (n: start a new epoch)
     bar = tqdm(total=max_steps, desc=desc, disable=not progress, mininterval=10.0)
     step = 0
+    if constrain is not None:
+        with torch.no_grad():
+            constrain(ensemble, active.copy())
     while step < max_steps and len(active):
         if pos >= n:
             order = torch.stack([torch.randperm(n, generator=data_gens[m]) for m in active])
@@ -152,6 +160,9 @@ def train_ensemble(
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if constrain is not None:
+            with torch.no_grad():
+                constrain(ensemble, active.copy())
         if track_loss:
             epoch_total[torch.as_tensor(active)] += member_loss.detach().double() * b
             if pos >= n:  # the epoch is complete

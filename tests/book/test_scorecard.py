@@ -160,6 +160,7 @@ def rebuild(stem: str, result: dict) -> list[dict]:
         claims = mod.fit_claims(fits, cfg)
         claims.not_tested = mod.not_tested(fits)
         mod.check_margin_ode(claims, mod.margin_fits_from_rows(result["margin_ode"]))
+        mod.check_redundancy(claims, mod.redundancy_from_rows(result["redundancy"]))
         promoted = {r["id"] for r in result["claims"] if r["section"] != section and r["kind"] == "paper" and r["headline"]}
         return mod.own_as_evidence(claims.records(section), promoted)
     if stem in ("02_modadd_grokking", "03_core_inflation"):

@@ -28,6 +28,8 @@ and trains them otherwise (a paper-preset run stores what it trained).
 * Ω law over every p-sweep ω (``None`` with one ω): ``omega_law_b``, ``omega_law_b_ci``,
   ``omega_law_p_crit``, ``omega_law_r2``;
 * ``margin_ode``: the margin-ODE fits, one dict per run (:func:`margin_rows`), or ``None``;
+* ``redundancy``: the redundancy intervention's runs (:class:`RedundancyRun` as dicts: ``k``, ``seed``, ``freqs``,
+  ``tau_mem``, ``tau_test``, ``tau_grok``, ``censored``, ``steps_trained``), or ``None``;
 * ``n_censored``, ``eval_every``, ``from_artifact``, ``omega_sweep_wall_s``, ``p_sweep_wall_s``,
   ``claims_passed``, ``claims_total``, ``wall_s``;
 * ``paper_settings``: the stored runs at the paper's settings shown beside a shorter preset
@@ -53,9 +55,16 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     p_sweep_rows,
     setting_rows,
 )
-from ace_helpers.chapters.grokking_scaling_law.claims_limits import check_margin_ode, margin_ode_untested
+from ace_helpers.chapters.grokking_scaling_law.claims_limits import (
+    check_margin_ode,
+    check_redundancy,
+    margin_ode_untested,
+    redundancy_untested,
+)
 from ace_helpers.chapters.grokking_scaling_law.jobs import default_store, grok_jobs
 from ace_helpers.chapters.grokking_scaling_law.margin_ode import MarginTrace, OdeFit, fit_margin_ode, trace_margins
+from ace_helpers.chapters.grokking_scaling_law.redundancy import MAX_STEPS as REDUNDANCY_MAX_STEPS
+from ace_helpers.chapters.grokking_scaling_law.redundancy import RedundancyRun, redundancy_runs, redundancy_slope
 from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS, PRESETS, check, sweep_memory  # noqa: F401 - the chapter's knobs
 from ace_helpers.chapters.grokking_scaling_law.paper_store import (
     MIN_SEEDS,
@@ -95,6 +104,7 @@ __all__ = [
     "paper_claims", "records_from_dicts", "results", "run", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
     "setting_stats", "stored_paper_sweeps", "StoredSweeps", "sweeps_from_runs", "sweep_config", "uncensored",
     "limit_numbers", "with_paper_evidence", "MarginTrace", "OdeFit", "fit_margin_ode", "trace_margins", "margin_rows",
+    "RedundancyRun", "REDUNDANCY_MAX_STEPS", "redundancy_runs", "redundancy_slope", "redundancy_from_rows",
 ]  # fmt: skip
 
 
@@ -204,6 +214,8 @@ class ScalingRun:
     #: The margin-ODE runs (:func:`trace_margins`) and their fits (:func:`fit_margin_ode`); empty when not made.
     margin_traces: list[MarginTrace] = field(default_factory=list)
     margin: list[OdeFit] = field(default_factory=list)
+    #: The redundancy intervention's runs (:func:`redundancy_runs`); empty when not made.
+    redundancy: list[RedundancyRun] = field(default_factory=list)
 
     @property
     def omega_runs(self) -> list[GrokRecord]:
@@ -223,12 +235,16 @@ def run(cfg: Params, progress: bool = False) -> ScalingRun:
     omega_runs, p_runs = sweeps.omega(progress), sweeps.p(progress)
     sweeps.save()
     traces = trace_margins()  # the margin ODE's four small runs (the same at every preset; minutes)
-    return ScalingRun(sweeps, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]), traces, [fit_margin_ode(t) for t in traces])
+    redundancy = redundancy_runs()  # the redundancy intervention's twelve small runs (the same at every preset)
+    return ScalingRun(sweeps, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]), traces, [fit_margin_ode(t) for t in traces],
+                      redundancy)
 
 
-def build_claims(res: ScalingRun, cfg: Params, margin: list[OdeFit] | None = None) -> Claims:
+def build_claims(res: ScalingRun, cfg: Params, margin: list[OdeFit] | None = None,
+                 redundancy: list[RedundancyRun] | None = None) -> Claims:
     """The chapter's claims from its fits (:func:`fit_claims`), with those it cannot test inside; ``margin``:
-    the margin-ODE fits (default: the run's own, ``ScalingRun.margin``), else ``scaling.margin_ode`` is not tested."""
+    the margin-ODE fits (default: the run's own, ``ScalingRun.margin``), else ``scaling.margin_ode`` is not tested;
+    ``redundancy``: the redundancy runs (default: ``ScalingRun.redundancy``), else ``scaling.redundancy_cause`` is not tested."""
     claims = fit_claims(res.fits, cfg)
     claims.not_tested = not_tested(res.fits)
     margin = res.margin if margin is None else margin
@@ -236,7 +252,17 @@ def build_claims(res: ScalingRun, cfg: Params, margin: list[OdeFit] | None = Non
         check_margin_ode(claims, margin)
     else:
         claims.not_tested.append(margin_ode_untested("the margin-ODE runs were not made in this run (build_claims without margin fits)"))
+    redundancy = res.redundancy if redundancy is None else redundancy
+    if redundancy:
+        check_redundancy(claims, redundancy)
+    else:
+        claims.not_tested.append(redundancy_untested("the redundancy runs were not made in this run (build_claims without them)"))
     return claims
+
+
+def redundancy_from_rows(rows: list[dict[str, Any]]) -> list[RedundancyRun]:
+    """The redundancy runs stored in ``results.json`` (``redundancy``), back as :class:`RedundancyRun`."""
+    return [RedundancyRun(**{**r, "freqs": tuple(r["freqs"])}) for r in rows]
 
 
 def margin_fits_from_rows(rows: list[dict[str, Any]]) -> list[OdeFit]:
@@ -294,7 +320,7 @@ def paper_results(paper: StoredSweeps | None) -> dict[str, Any] | None:
 
 
 def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps | None = None,
-            margin: list[OdeFit] | None = None) -> dict[str, Any]:
+            margin: list[OdeFit] | None = None, redundancy: list[RedundancyRun] | None = None) -> dict[str, Any]:
     """The chapter's flat ``results.json`` dict (keys in the module docstring); ``paper``: the
     stored paper-settings runs shown beside this run (:func:`paper_results`)."""
     sweeps, fits = res.sweeps, res.fits
@@ -324,5 +350,6 @@ def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps 
         "claims_total": len(claims.rows),
         "paper_settings": paper_results(paper),
         "margin_ode": margin_rows(margin) if margin else None,
+        "redundancy": [r.to_dict() for r in redundancy] if redundancy else None,
         "wall_s": wall_s,
     }  # fmt: skip

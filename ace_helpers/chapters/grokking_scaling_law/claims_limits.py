@@ -1,5 +1,6 @@
-"""Chapter 4 claim rows of the law's limits and its ODE: ``scaling.p`` over the large primes, ``scaling.Omega``
-from an ω sweep, ``scaling.margin_ode`` from measured margins.
+"""Chapter 4 claim rows of the law's limits and its causes: ``scaling.p`` over the large primes, ``scaling.Omega``
+from an ω sweep, ``scaling.margin_ode`` from measured margins, ``scaling.redundancy_cause`` from an intervention
+on the number of usable Fourier modes at one p.
 
 The numbers come from :mod:`.law_checks`; each row is judged on its seed-bootstrap interval against
 the exponent window :data:`~.intervals.WINDOW` (:func:`~.intervals.window_bound`: inconclusive where the
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from ace_helpers.chapters.grokking_scaling_law.intervals import SEED_BOOTSTRAP, WINDOW, window_bound
 from ace_helpers.chapters.grokking_scaling_law.law_checks import LargePrimeSlope, OmegaFromSweep
+from ace_helpers.chapters.grokking_scaling_law import redundancy as red
 from ace_helpers.chapters.grokking_scaling_law.margin_ode import NO_DECAY, P, TRAIN_FRACTION, OdeFit
 from ace_helpers.repro.report import ClaimRow, Claims
 
@@ -107,3 +109,55 @@ def margin_ode_untested(why: str) -> ClaimRow:
     return ClaimRow("the measured margin follows dm/dt = −ω̂·m + b·‖ψ‖² with ω̂ the run's weight decay (within a factor 2)",
                     "dm/dt = −ω·m + c·ω·‖ψ‖² (the theory's margin dynamics)", "—", why, THEORY,
                     "|log₂(ω̂/ω)| ≤ 1 in every run of the margin-ODE fit", id="scaling.margin_ode")  # fmt: skip
+
+
+REDUNDANCY_CLAIM = "at one p, fewer usable equivalent Fourier modes slow grokking: τ_grok falls as the allowed frequencies k grow"
+REDUNDANCY_PAPER = "functional redundancy (more equivalent modes) is what speeds grokking up"
+
+
+def check_redundancy(claims: Claims, runs: list[red.RedundancyRun]) -> None:
+    """``scaling.redundancy_cause`` (headline): the slope of log τ_grok on log k over every arm, judged on its seed
+    bootstrap against 0.  Where it does not hold, the diagnosis row: the same slope between the confined arms only
+    (k < ⌊p/2⌋), where the embedding's rank grows with k, so a lower-rank prior cannot make τ fall with k; when τ
+    falls there while the unconstrained arm is the slowest, the failure is the rank confound (a measured cause)."""
+    fit = red.redundancy_slope(runs)
+    top = max(fit.ks)  # the unconstrained arm's k = ⌊p/2⌋
+    constrained = [r for r in runs if r.k < top]
+    sub = red.redundancy_slope(constrained) if len({r.k for r in constrained}) >= 2 else None
+    confound = sub is not None and sub.interval[1] < 0 and fit.means[-1] > max(fit.means[:-1])
+    means = ", ".join(f"k = {k}: {m:.0f}" for k, m in zip(fit.ks, fit.means))
+    lo, hi = fit.interval
+    gap = (f"the unconstrained embedding (k = {top}, mean τ_grok {fit.means[-1]:.0f} steps) groks slowest of all arms, "
+           f"while between the confined arms τ falls as k grows (slope {sub.slope:+.2f}; diagnosis row): confining the "
+           f"embedding to a few frequencies also takes away its room to memorise, and that speeds grokking up more than "
+           f"the lost modes slow it (the design's rank confound)") if confound else None  # fmt: skip
+    held = claims.check(REDUNDANCY_CLAIM, REDUNDANCY_PAPER,
+                 f"slope of log τ_grok on log k {fit.slope:+.2f} [{lo:+.2f}, {hi:+.2f}]; mean τ_grok (steps) {means}"
+                 + (f"; {fit.n_censored} runs censored" if fit.n_censored else ""), fit.slope < 0, gap,
+                 where=f"{FIG_B} (the paper reads p as the redundancy axis)", id="scaling.redundancy_cause",
+                 value=fit.slope, interval=list(fit.interval), threshold=0.0, op="<", method=red.SEED_BOOTSTRAP,
+                 short="slope of log τ_grok on log k (allowed frequencies, one p) < 0 over its seed bootstrap",
+                 rule=f"ours (the paper infers the cause from the p sweep): the sweep model at p = {red.P}, train fraction "
+                      f"{red.TRAIN_FRACTION}, ω = {red.OMEGA:g}, {len(set(r.seed for r in runs))} seeds per arm; each "
+                      f"member's token embedding confined (projected after every step) to the constant and cos/sin of k "
+                      f"frequencies drawn per seed, k in {list(fit.ks)} (k = {top}: unconstrained); OLS slope of log τ_grok "
+                      f"on log k < 0, inconclusive where its interval straddles 0; censored runs enter with their lower "
+                      f"bound. Confining to k frequencies also lowers the embedding's rank (2k + 1): the test cannot "
+                      f"separate fewer modes from less capacity, and it says nothing about why τ falls with p")  # fmt: skip
+    if held or sub is None:
+        return
+    slo, shi = sub.interval
+    claims.check("between the confined embeddings only, τ_grok falls as k grows (their rank grows with k too)", "—",
+                 f"slope {sub.slope:+.2f} [{slo:+.2f}, {shi:+.2f}] over k = {list(sub.ks)}", sub.slope < 0,
+                 where=DIAGNOSIS, id="ours.grokking_scaling_law.redundancy_constrained", explains="scaling.redundancy_cause",
+                 value=sub.slope, interval=list(sub.interval), threshold=0.0, op="<", method=red.SEED_BOOTSTRAP,
+                 short=f"slope of log τ_grok on log k over the confined arms (k < {top}) < 0",
+                 rule="the headline's slope over the arms whose embedding is confined (k < ⌊p/2⌋) only: there a larger k "
+                      "means more modes *and* a higher-rank embedding, so a fall of τ with k cannot come from a "
+                      "lower-rank prior; inconclusive where the interval straddles 0")  # fmt: skip
+
+
+def redundancy_untested(why: str) -> ClaimRow:
+    """``scaling.redundancy_cause`` as not tested, ``why`` the reason."""
+    return ClaimRow(REDUNDANCY_CLAIM, REDUNDANCY_PAPER, "—", why, f"{FIG_B} (the paper reads p as the redundancy axis)",
+                    "slope of log τ_grok on log k (allowed frequencies, one p) < 0", id="scaling.redundancy_cause")

@@ -10,6 +10,7 @@ from matplotlib import ticker
 
 from ace_helpers.chapters.grokking_scaling_law import GrokRecord, setting_stats
 from ace_helpers.chapters.grokking_scaling_law.margin_ode import MarginTrace, OdeFit
+from ace_helpers.chapters.grokking_scaling_law.redundancy import RedundancyRun
 from ace_helpers.method.fits import LogLawFit, OmegaLawFit, PowerLawFit, log_law
 from ace_helpers.repro.style import step_axis
 from ace_helpers.repro.tables import markdown_table
@@ -167,5 +168,22 @@ def plot_margin_traces(traces: Sequence[MarginTrace], fits: Sequence[OdeFit]):
     ax_m.set(xlabel="optimizer step", ylabel="mean test margin m", title="margin (dashed: fitted ODE from τ_mem)")
     ax_p.set(xlabel="optimizer step", ylabel="‖ψ‖² proxy", title="power of the (a + b − c) logit component")
     ax_m.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_redundancy(runs: Sequence[RedundancyRun]):
+    """τ_grok (log scale) against the frequencies k each member's embedding may use (log scale): one dot per run
+    (open: censored, a lower bound), the mean per k joined by a line.  Returns the figure."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    ks = sorted({r.k for r in runs})
+    for r in runs:
+        ax.scatter(r.k, max(r.tau_grok or 1, 1), s=22, color="C0", facecolors="none" if r.censored else "C0", zorder=3)
+    means = [np.mean([max(r.tau_grok or 1, 1) for r in runs if r.k == k]) for k in ks]
+    ax.plot(ks, means, color="C1", lw=1.5, marker="s", label="mean over seeds")
+    ax.set(xscale="log", yscale="log", xlabel="frequencies k the embedding may use (right: unconstrained)",
+           ylabel="τ_grok (steps)", title="grokking time against usable Fourier modes, one p")
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
