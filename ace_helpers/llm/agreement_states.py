@@ -17,19 +17,33 @@ import torch
 
 from ace_helpers import llm
 from ace_helpers.llm.agreement import VERBS, verb_token_ids
+from ace_helpers.llm.readout import metric_gradients
 from ace_helpers.method import interventions
 from ace_helpers.method.core import Core, GramianAccumulator
 
 
 def layer_list(layers: str | Sequence[int], n_layers: int) -> list[int]:
-    """The 1-based layers ℓ to sweep: ``"all"`` -> 1..n_layers; a list is checked against n_layers."""
+    """The 1-based layers ℓ to sweep in a model of ``n_layers`` blocks: ``"all"`` -> 1..n_layers; ``"every:k"`` ->
+    k, 2k, … up to n_layers (the same rule at any depth); a list is checked against n_layers."""
     if layers == "all":
         return list(range(1, n_layers + 1))
+    if isinstance(layers, str):
+        step = every_step(layers)
+        return list(range(step, n_layers + 1, step)) or [n_layers]
     out = sorted(set(int(v) for v in layers))
     bad = [v for v in out if not 1 <= v <= n_layers]
     if bad:
         raise ValueError(f"LAYERS={list(layers)!r} is not allowed: this model has layers 1..{n_layers}; bad: {bad}")
     return out
+
+
+def every_step(layers: str) -> int:
+    """k of ``"every:k"`` (1..64); ``ValueError`` naming the allowed forms otherwise."""
+    head, _, tail = layers.partition(":")
+    if head != "every" or not tail.isdigit() or not 1 <= int(tail) <= 64:
+        raise ValueError(f"LAYERS={layers!r} is not allowed: LAYERS is 'all', 'every:k' (k in 1..64: layers k, 2k, … of "
+                         "each model) or a list of layers ℓ (layer ℓ = output of block ℓ−1)")
+    return int(tail)
 
 
 @contextlib.contextmanager
@@ -73,52 +87,25 @@ def collect_states(
 ) -> States:
     """Block outputs (and margin gradients) at the last token for every layer in ``layers``.
 
-    With ``gradients``, each batch runs **one** forward and **one** backward pass in a single
-    nnsight trace; the gradients of all layers are read from that backward (latest layer first,
-    as nnsight requires). ``remote`` is passed to ``lm.trace`` (``True`` = NDIF, ``"local"`` =
-    nnsight's offline dry run of the remote protocol); only saved values leave the trace.
+    The margin's readout through the public :func:`ace_helpers.llm.readout.metric_gradients` (one forward and
+    one backward per batch, in one nnsight trace). ``remote`` is passed to ``lm.trace`` (``True`` = NDIF,
+    ``"local"`` = nnsight's offline dry run of the remote protocol); only saved values leave the trace.
     """
-    paths = llm.block_paths(lm)
-    mods = [paths[ell - 1] for ell in layers]
-    enc = llm.encode(tokenizer, prompts)
-    trace_kw = {} if remote is False else {"remote": remote}
     if remote is not False:  # the remote model's head cannot be cut from here
-        return _collect(lm, enc, mods, verb_token_ids(tokenizer), layers, gradients, batch_size, trace_kw)
+        return _collect(lm, tokenizer, prompts, verb_token_ids(tokenizer), layers, gradients, batch_size, remote)
     with verb_head(lm, tokenizer) as ids:
-        return _collect(lm, enc, mods, ids, layers, gradients, batch_size, trace_kw)
+        return _collect(lm, tokenizer, prompts, ids, layers, gradients, batch_size, remote)
 
 
-def _collect(lm, enc, mods, ids, layers, gradients, batch_size, trace_kw) -> States:
-    import nnsight  # load time: a heavy import, done on first use
+def _collect(lm, tokenizer, prompts, ids, layers, gradients, batch_size, remote) -> States:
+    def agreement(logits: torch.Tensor) -> torch.Tensor:  # (B, T, V) -> (B,) the plural-minus-singular margin
+        z = logits[:, -1]
+        return z[:, ids["are"]] + z[:, ids["were"]] - z[:, ids["is"]] - z[:, ids["was"]]
 
-    hs, gs, ms = [], [], []
-    for start in range(0, enc["input_ids"].shape[0], batch_size):
-        batch = llm.batch_rows(enc, start, start + batch_size)
-        grad_ctx = torch.enable_grad() if gradients else torch.no_grad()
-        with grad_ctx:
-            with lm.trace(batch, **trace_kw):
-                outs = []
-                for path in mods:  # requested in forward order; each access waits for that block
-                    outs.append(interventions.resolve_module(lm, path).output)
-                    if gradients and len(outs) == 1:
-                        outs[0].requires_grad_(True)  # parameters are frozen: start the graph here
-                h_last = nnsight.save([o[:, -1].detach() for o in outs])
-                logits = lm.output.logits[:, -1]
-                m = logits[:, ids["are"]] + logits[:, ids["were"]] - logits[:, ids["is"]] - logits[:, ids["was"]]
-                m_saved = m.detach().save()
-                if gradients:
-                    with m.sum().backward():
-                        g_rev = nnsight.save([outs[i].grad[:, -1] for i in reversed(range(len(outs)))])
-        hs.append(torch.stack(list(h_last)).float().numpy())
-        ms.append(m_saved.float().numpy())
-        if gradients:
-            gs.append(torch.stack(list(g_rev)[::-1]).float().numpy())
-    return States(
-        layers=list(layers),
-        H=np.concatenate(hs, axis=1),
-        G=np.concatenate(gs, axis=1) if gradients else None,
-        margin=np.concatenate(ms),
-    )
+    r = metric_gradients(lm, tokenizer, prompts, agreement, list(layers), gradients=gradients,
+                         batch_size=batch_size, remote=remote)  # fmt: skip
+    order = [r.layers.index(ell) for ell in layers]  # read in forward order; given in the caller's order
+    return States(layers=list(layers), H=r.H[order], G=None if r.G is None else r.G[order], margin=r.values)
 
 
 def layer_cores(states: States, *, rank: int = 1) -> list[Core]:

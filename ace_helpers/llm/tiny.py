@@ -28,6 +28,16 @@ def word_tokenizer(words: Sequence[str]):
     return tok
 
 
+#: The architectures of the paper's LLM families, as transformers (config, model) class names: GPT-2, Llama-3.1,
+#: Gemma-2 and Qwen2(.5).
+ARCHS: dict[str, tuple[str, str]] = {
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel"),
+    "llama": ("LlamaConfig", "LlamaForCausalLM"),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
+}
+
+
 def tiny_model(
     arch: str = "gpt2",
     *,
@@ -37,10 +47,10 @@ def tiny_model(
     n_heads: int = 4,
     seed: int = 0,
 ):
-    """A small random GPT-2- or Llama-shaped HF model (from a config) with a word-level tokenizer.
+    """A small random HF model of one of the paper's architectures (from a config) with a word-level tokenizer.
 
     Args:
-        arch: ``"gpt2"`` or ``"llama"``.
+        arch: a key of :data:`ARCHS` (``"gpt2"``, ``"llama"``, ``"gemma2"``, ``"qwen2"``).
         words: vocabulary of the tokenizer (plus the three special tokens).
         n_layers, d_model, n_heads: model shape.
         seed: weight initialisation seed (deterministic).
@@ -48,31 +58,27 @@ def tiny_model(
     Returns:
         ``(lm, tokenizer)`` as :func:`load_model` returns them.
     """
-    from transformers import (  # load time: a heavy import, done on first use
-        GPT2Config,
-        GPT2LMHeadModel,
-        LlamaConfig,
-        LlamaForCausalLM,
-    )  # load time: a heavy import, done on first use
+    import transformers  # load time: a heavy import, done on first use
 
-    if arch not in ("gpt2", "llama"):
-        raise ValueError(f"arch={arch!r} is not allowed: arch must be one of ['gpt2', 'llama']")
+    if arch not in ARCHS:
+        raise ValueError(f"arch={arch!r} is not allowed: arch must be one of {list(ARCHS)}")
     tok = word_tokenizer(words)
     vocab = len(tok)
     gen = torch.random.fork_rng()
     with gen:
         torch.manual_seed(seed)
+        special = {"bos_token_id": 2, "eos_token_id": 2, "pad_token_id": 1}
         if arch == "gpt2":
-            config = GPT2Config(
-                vocab_size=vocab, n_positions=128, n_embd=d_model, n_layer=n_layers, n_head=n_heads,
-                bos_token_id=2, eos_token_id=2, pad_token_id=1,
-            )
-            model = GPT2LMHeadModel(config)
+            config = transformers.GPT2Config(vocab_size=vocab, n_positions=128, n_embd=d_model, n_layer=n_layers,
+                                             n_head=n_heads, **special)  # fmt: skip
+            model = transformers.GPT2LMHeadModel(config)
         else:
-            config = LlamaConfig(
+            config_cls, model_cls = ARCHS[arch]
+            extra = {"head_dim": d_model // n_heads, "sliding_window": 64} if arch == "gemma2" else {}
+            config = getattr(transformers, config_cls)(
                 vocab_size=vocab, hidden_size=d_model, intermediate_size=2 * d_model, num_hidden_layers=n_layers,
                 num_attention_heads=n_heads, num_key_value_heads=max(1, n_heads // 2), max_position_embeddings=128,
-                bos_token_id=2, eos_token_id=2, pad_token_id=1, tie_word_embeddings=False,
+                tie_word_embeddings=arch in ("gemma2", "qwen2"), **special, **extra,
             )
-            model = LlamaForCausalLM(config)
+            model = getattr(transformers, model_cls)(config)
     return wrap(model, tok)

@@ -23,3 +23,11 @@ def test_readme_block_runs(code, tmp_path):
     env = dict(os.environ, TORCH_THREADS="1", OMP_NUM_THREADS="1")
     run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, f"README example failed:\n{run.stderr[-3000:]}"
+
+
+def test_the_quick_start_page_shows_the_readme_llm_example():
+    """The book's Quick start page carries the README's LLM example verbatim (so the tests above run it)."""
+    page = re.findall(r"```python\n(.*?)```", (ROOT / "book" / "quickstart.md").read_text(), flags=re.DOTALL)
+    llm_blocks = [b for b in BLOCKS if "layer_sweep" in b]
+    assert len(page) == 1 and llm_blocks == page, "book/quickstart.md and the README's LLM example differ"
+    assert "ace_helpers.chapters" not in page[0], "the quick start must use the library only, no chapter code"

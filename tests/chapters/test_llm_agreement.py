@@ -146,6 +146,12 @@ def test_models_must_be_loadable_here(monkeypatch, tmp_path):
         A.PARAMS.resolve(PRESET="ci", MODELS=[str(folder)], LAYERS=[1, 5])
     with pytest.raises(ValueError, match="GEN_TOKENS=30 .*context of 32"):
         A.PARAMS.resolve(PRESET="ci", MODELS=[str(folder)], LAYERS=[1])
+    # the ci default LAYERS ("every:2") follows the model's depth: a 4-layer folder needs no LAYERS knob
+    assert A.PARAMS.resolve(PRESET="ci", MODELS=[str(folder)], GEN_TOKENS=8).LAYERS == "every:2"
+    assert A.layer_list("every:2", 4) == [2, 4] and A.layer_list("every:2", 30)[-1] == 30 and A.layer_list("every:5", 3) == [3]
+    for bad in ("every:0", "every", "some:2", "every:x"):
+        with pytest.raises(ValueError, match=r"LAYERS=.*'all', 'every:k'"):
+            A.PARAMS.resolve(PRESET="ci", LAYERS=bad)
     monkeypatch.delenv("NDIF_API_KEY", raising=False)
     for remote in (True, 1, "yes"):
         with pytest.raises(ValueError, match="REMOTE"):
@@ -210,7 +216,7 @@ def test_sizes_are_estimated_before_compute(monkeypatch):
 # ----------------------------------------------------------------------------- model paths (tiny random models)
 
 
-@pytest.fixture(scope="module", params=["gpt2", "llama"])
+@pytest.fixture(scope="module", params=sorted(llm.tiny.ARCHS))  # the paper's GPT-2, Llama-3.1, Gemma-2, Qwen2
 def tiny(request):
     lm, tok = llm.tiny_model(request.param, words=ag.vocabulary(), n_layers=3, seed=2)
     return lm, tok, ag.agreement_split(24, seed=0)
@@ -465,3 +471,21 @@ def test_notebook_source_carries_no_execution_metadata():
     header = source.split("# ---\n")[1]  # the jupytext header (the prose may name papermill in its run box)
     assert "papermill" not in header and "jupytext_version" not in source
     assert "session.start(chapter, globals())" in source
+
+
+def test_a_stored_model_run_reads_back_the_same_analysis(tiny, tmp_path):
+    from ace_helpers.chapters.llm_agreement import stored
+
+    lm, tok, data = tiny
+    res = A.analyse_model("tiny", lm, tok, data, layers=[2, 3], batch_size=6, gen_tokens=3, gen_samples=1,
+                          gen_prompts=ag.GENERATION_PROMPTS[:1], demo_prompts=ag.DEMO_PROMPTS, n_random=2, n_permutations=200)
+    cfg = A.PARAMS.resolve(PRESET="ci")
+    stored.save_model_result(cfg, res, wall_s=1.0, directory=tmp_path)
+    back, manifest = stored.load_model_result(cfg, "tiny", directory=tmp_path)
+    assert manifest["params"]["model"] == "tiny" and back.cores == []
+    a, b = A.flat_results({"tiny": res}, []), A.flat_results({"tiny": back}, [])
+    assert a == b
+    assert isinstance(back.generations["official"].clean_disagree[0], tuple) and back.knob.z.shape == res.knob.z.shape
+    other = A.PARAMS.resolve(PRESET="ci", SEED=1)
+    assert stored.load_model_result(other, "tiny", directory=tmp_path) is None  # other knobs: not this run
+    assert stored.STORED_MODELS == ("qwen2.5-1.5b",)  # the chapter's run reads stored runs of these models only

@@ -255,3 +255,11 @@ def test_offline_smollm2_loads_and_agrees(smollm2):
     d = (logits[:, ids["is"]] - logits[:, ids["are"]]).numpy()
     assert d[0] > 0 > d[1]
     assert np.isfinite(d).all()
+
+
+def test_model_labels_are_short_and_distinct(tmp_path):
+    folder = tmp_path / "coder05b-hf-fp32"
+    folder.mkdir()
+    assert llm.model_label("qwen2.5-0.5b") == "qwen2.5-0.5b" and llm.model_label(str(folder)) == "coder05b-hf-fp32"
+    assert llm.model_label("meta-llama/Llama-3.1-8B") == "Llama-3.1-8B"
+    assert llm.model_labels([str(folder), f"{folder}/", "gpt2"]) == ["coder05b-hf-fp32", "coder05b-hf-fp32-2", "gpt2"]

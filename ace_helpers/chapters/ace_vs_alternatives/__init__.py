@@ -101,7 +101,7 @@ _COMMON = {"N_SAMPLES": 4000, "DIM": 32, "R_CORE": 3, "PLANTED_R_MAX": 9, "T": P
 #: 400 synthetic prompts, ranks 1..4; off at ci, where loading the models would dominate the tests).
 PRESETS: dict[str, dict[str, Any]] = {
     "ci": _COMMON | {"DAS_STEPS": 150, "DAS_LR": 0.05, "MODADD": False},
-    "book": _COMMON | {"N_TRAIN": 3000, "EPOCHS": 20, "MODADD": True, "LLM_MODELS": ["smollm2-135m", "gemma3-270m"]},
+    "book": _COMMON | {"N_TRAIN": 3000, "EPOCHS": 20, "MODADD": True, "LLM_MODELS": ["smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "qwen2.5-1.5b"]},
 }
 PRESETS["paper"] = PRESETS["book"]
 

@@ -20,7 +20,7 @@ train mean at the last token): the accuracy of the margin's sign against the sub
 the flip's margin shift toward the other number, mean of −sᵢ (m_flip − m), sᵢ = ±1 the number.
 
 ``results.json`` (``llm`` key): {model: {``layer``, ``n_layers``, ``ranks``, ``base_acc``,
-``chance_acc``, ``keep`` / ``remove`` / ``flip`` {method: accuracy per rank, None where the method
+``chance_acc``, ``n_params`` (the model's parameter count), ``keep`` / ``remove`` / ``flip`` {method: accuracy per rank, None where the method
 has fewer directions}, ``flip_shift`` {method: per rank}, ``ns_rank`` {method: rank or None},
 ``seconds`` {method: fit time of all its bases}, ``eval_s``, ``n_train``, ``n_test``} or
 {``unavailable``: reason}}.
@@ -169,7 +169,8 @@ def compare_model(name: str, lm, tokenizer, data: AgreementSplit, ranks: list[in
     t = time.perf_counter()
     scores = score_bases(lm, tokenizer, data, layer, bases, h.mean(axis=0), test.margin.astype(np.float64), batch_size=bs)
     base = float(np.mean((2.0 * np.asarray(data.test_labels) - 1.0) * test.margin > 0))
-    out = {"layer": layer, "n_layers": n_layers, "ranks": ranks, "base_acc": base, "chance_acc": 0.5,
+    n_params = sum(p.numel() for p in llm.torch_module(lm).parameters())
+    out = {"layer": layer, "n_layers": n_layers, "n_params": n_params, "ranks": ranks, "base_acc": base, "chance_acc": 0.5,
            "n_train": len(data.train_prompts), "n_test": len(data.test_prompts), **scores, "seconds": seconds,
            "eval_s": time.perf_counter() - t}
     out["ns_rank"] = {m: minimal_ns_rank(ranks, out["keep"][m], out["remove"][m], base, 0.5, keep_tol=KEEP_TOL,
@@ -278,6 +279,9 @@ def add_claims(claims: Any, res_llm: dict[str, Any] | None, models: Sequence[str
                      short=SHORT[2])
         claims.check(specs[3][0], PAPER, one["pca"], ns["pca"] != 1, where=WHERE, rule=specs[3][1], id=ids[3],
                      short=SHORT[3])
+    why_not = _scale_invariance(claims, ok) if ok else None  # no LLM ran (the ci preset): no row at all
+    if why_not is not None:
+        not_tested.append(row_cls(SCALE_CLAIM, SCALE_PAPER, "—", why_not, where=SCALE_WHERE, rule=SCALE_RULE, id=SCALE))
     if any(r.id == ONE_DIM for r in claims.rows):
         claims.combine(ONE_DIM, "one causal axis: a 1-D core is necessary and sufficient in every model", ONE_DIM_PAPER,
                        where=ONE_DIM_WHERE, rule="the per-model rows above (ACE at r = 1: " + SHORT[0] + ") hold in every "
@@ -286,6 +290,36 @@ def add_claims(claims: Any, res_llm: dict[str, Any] | None, models: Sequence[str
         not_tested.append(row_cls("one causal axis: a 1-D core is necessary and sufficient in every model", ONE_DIM_PAPER,
                                   "—", "no model ran at this preset", where=ONE_DIM_WHERE, rule=NS_RULE, id=ONE_DIM))
     return not_tested
+
+
+SCALE = "sva.scale_invariance"
+SCALE_PAPER = "the core stays one-dimensional from GPT-2 Small to Large (6.6× parameters, 3× depth)"
+SCALE_WHERE = "SVA section (GPT-2 Small, Medium, Large)"
+SCALE_CLAIM = "the agreement core stays one-dimensional across model scale"
+#: The scale span the claim needs: the paper's GPT-2 Small → Large.
+SCALE_SPAN = 6.6
+SCALE_RULE = (f"ACE's 1-D core is N&S ({SHORT[0]}) in every model, and the models span at least {SCALE_SPAN}× in "
+              "parameters (the paper's GPT-2 Small → Large); partly: in the smallest and the largest but not in every "
+              "model between; our models come from three families, the paper's from one")
+
+
+def _scale_invariance(claims: Any, ok: dict[str, dict[str, Any]]) -> str | None:
+    """``sva.scale_invariance`` over the models that ran; returns why it is not tested (None when it is)."""
+    sized = {n: s for n, s in ok.items() if s.get("n_params")}
+    if len(sized) < 2:
+        return f"{len(sized)} model with a parameter count ran: a scale comparison needs two or more"
+    by_size = sorted(sized, key=lambda n: sized[n]["n_params"])
+    small, large = by_size[0], by_size[-1]
+    span = sized[large]["n_params"] / sized[small]["n_params"]
+    if span < SCALE_SPAN:
+        return f"the models span {span:.1f}× in parameters ({small} to {large}); the claim compares {SCALE_SPAN}× or more"
+    one = {n: sized[n]["ns_rank"]["ace"] == 1 for n in by_size}
+    ours = ", ".join(f"{n} ({sized[n]['n_params'] / 1e6:.0f}M): rank {sized[n]['ns_rank']['ace']}" for n in by_size)
+    claims.check(SCALE_CLAIM, SCALE_PAPER, f"minimal N&S rank of ACE per model, {ours}; span {span:.1f}×", all(one.values()),
+                 where=SCALE_WHERE, rule=SCALE_RULE, id=SCALE, partly=one[small] and one[large],
+                 per_seed=[float(sized[n]["ns_rank"]["ace"] or 0) for n in by_size], value=span,
+                 short=f"ACE's core is 1-D and N&S in every model over ≥ {SCALE_SPAN}× parameters")  # fmt: skip
+    return None
 
 
 def finding_text(res_llm: dict[str, Any] | None) -> str:

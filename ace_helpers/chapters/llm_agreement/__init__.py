@@ -68,9 +68,9 @@ from ace_helpers.chapters.llm_agreement.pipeline import (
     flat_results,
     generation_rules,
     hook_site,
-    run,
     run_models,
 )
+from ace_helpers.chapters.llm_agreement.stored import STORED_MODELS, load_model_result, run, save_model_result
 from ace_helpers.chapters.llm_agreement.within_class import CLASSES, knob_tests, pairwise_alignment
 from ace_helpers.llm.agreement import GENERATION_PROMPTS, PromptsFile, read_prompts_file, split, synthetic_prompts
 from ace_helpers.llm.agreement_demo import COMPARISONS, DemoTests, combined_demo_tests, paired_wilcoxon_p
@@ -86,6 +86,7 @@ from ace_helpers.llm.agreement_states import (
     States,
     collect_states,
     layer_cores,
+    every_step,
     layer_list,
     spectral_gap,
     verb_head,
@@ -98,12 +99,12 @@ from ace_helpers.repro.report import Claims
 PRESETS: dict[str, dict[str, Any]] = {
     "ci": {
         "MODELS": ["smollm2-135m"], "REMOTE": False, "N_PROMPTS": 300, "PROMPTS_FILE": None,
-        "LAYERS": list(range(2, 31, 2)),
+        "LAYERS": "every:2",
         "SEED": 0, "BATCH_SIZE": 50, "GEN_TOKENS": 30, "GEN_SAMPLES": 6, "GEN_REFINE": 2,
         "GEN_EPS": 3.0, "N_PERMUTATIONS": 2000, "N_RANDOM": 8,
     },
     "book": {
-        "MODELS": ["smollm2-135m", "gemma3-270m"], "REMOTE": False, "N_PROMPTS": 400, "PROMPTS_FILE": None,
+        "MODELS": ["smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "qwen2.5-1.5b"], "REMOTE": False, "N_PROMPTS": 400, "PROMPTS_FILE": None,
         "LAYERS": "all", "SEED": 0, "BATCH_SIZE": 50, "GEN_TOKENS": 40, "GEN_SAMPLES": 8, "GEN_REFINE": 2,
         "GEN_EPS": 3.0, "N_PERMUTATIONS": 10000, "N_RANDOM": 16,
     },
@@ -200,9 +201,10 @@ def _check_sizes(cfg: dict[str, Any]) -> None:
         if not config or not all(isinstance(config.get(k), int) for k in ("num_hidden_layers", "hidden_size")):
             continue
         depth, width = config["num_hidden_layers"], config["hidden_size"]
-        if cfg["LAYERS"] != "all" and cfg["LAYERS"][-1] > depth:
-            raise ValueError(f"LAYERS={cfg['LAYERS']!r} is not allowed: {model} has layers 1..{depth}")
-        swept = depth if cfg["LAYERS"] == "all" else len(cfg["LAYERS"])
+        if not isinstance(cfg["LAYERS"], str) and cfg["LAYERS"][-1] > depth:
+            raise ValueError(f"LAYERS={cfg['LAYERS']!r} is not allowed: {model} has layers 1..{depth} (or use LAYERS "
+                             "'all' or 'every:k', which follow each model's depth)")
+        swept = len(layer_list(cfg["LAYERS"], depth))
         states = STATE_BYTES * n * swept * width
         if states > budget:
             raise ValueError(
@@ -234,8 +236,8 @@ def check(cfg: dict[str, Any]) -> None:
     id whose weights are in the local Hugging Face cache; with REMOTE any Hub id); REMOTE: bool
     (True needs ``$NDIF_API_KEY``); N_PROMPTS: even, 20..100 000; PROMPTS_FILE: None or a UTF-8
     .csv / .json file, read here once (the run uses what was read), with at least 4 prompts of
-    each number and both numbers in both halves of the seeded split; LAYERS: ``"all"`` or 1-based
-    layers (sorted, deduplicated; at most each model's depth); SEED >= 0; BATCH_SIZE; GEN_TOKENS
+    each number and both numbers in both halves of the seeded split; LAYERS: ``"all"``, ``"every:k"`` (layers
+    k, 2k, … of each model, whatever its depth) or 1-based layers (sorted, deduplicated; at most each model's depth); SEED >= 0; BATCH_SIZE; GEN_TOKENS
     (prompt + new tokens within each model's context); GEN_SAMPLES; GEN_REFINE (extra secant steps
     of the generation calibration, 0 = one step); GEN_EPS (target copula margin on the other side,
     nats); N_PERMUTATIONS (the alignment and within-class knob p-values); N_RANDOM (random directions of
@@ -260,7 +262,9 @@ def check(cfg: dict[str, Any]) -> None:
     if cfg["PROMPTS_FILE"] is not None:
         cfg["PROMPTS_FILE"] = _check_prompts_file(cfg["PROMPTS_FILE"], cfg["SEED"])
     layers = cfg["LAYERS"]
-    if layers != "all":
+    if isinstance(layers, str) and layers != "all":
+        every_step(layers)
+    elif layers != "all":
         cfg["LAYERS"] = sorted(set(checks.check_list("LAYERS", layers, lambda n, v: checks.check_int(n, v, low=1))))
     cfg["BATCH_SIZE"] = checks.check_int("BATCH_SIZE", cfg["BATCH_SIZE"], low=1, high=4096)
     cfg["GEN_TOKENS"] = checks.check_int("GEN_TOKENS", cfg["GEN_TOKENS"], low=1, high=512)
@@ -286,7 +290,7 @@ __all__ = [
     "Generation", "generate_with_flip", "sample_top_k", "steered_generate", "steered_generations", "copula_disagreements",
     "number_pair_ids", "OFFICIAL_RULE", "generation_rules",
     "AgreementRun", "ModelResult", "analyse_model", "run", "run_models", "cross_model_alignment", "flat_results",
-    "build_claims", "demo_shifts", "flat_claims",
+    "build_claims", "demo_shifts", "flat_claims", "STORED_MODELS", "load_model_result", "save_model_result",
 ]
 
 

@@ -18,6 +18,7 @@ from ace_helpers.chapters.llm_agreement.combined import OURS_PREFIX, WILSON_METH
 from ace_helpers.chapters.llm_agreement.flip_demo import DEMO_P, flip_demo_claim  # noqa: F401 - DEMO_P re-exported
 from ace_helpers.chapters.llm_agreement.gaps import GAP_CAUSES, KNOWN_GAPS  # noqa: F401 - re-exported
 from ace_helpers.chapters.llm_agreement.pipeline import OFFICIAL_RULE
+from ace_helpers.llm.loading import model_labels
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
 
@@ -336,14 +337,15 @@ def _pair_claims(claims: Claims, results: dict[str, Any], key: str) -> None:
 def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None = None) -> Claims:
     """The chapter's claims from its flat results (:func:`~.pipeline.flat_results`, or a stored ``results.json``).
 
-    Per model (``models``, default ``cfg.MODELS``, in that order): the sweep (base, keep, remove,
+    Per model (``models``, default the labels of ``cfg.MODELS``, in that order): the sweep (base, keep, remove,
     flip), the controls and the removal diagnoses (when the run had controls), the knob pooled and
     within class, the flip demo, steered generation under the official rule (and our refined one
     with its diagnosis, when it differs); over models, the flip demo's Wilcoxon tests (:mod:`.flip_demo`); per pair of
     models, the alignment pooled and within class.
     """
     claims = Claims()
-    models = list(cfg.MODELS if models is None else models)
+    labels = model_labels(list(cfg.MODELS))  # results name models by their short labels
+    models = list(labels if models is None else models)
     for name in models:
         get = lambda k, name=name: results.get(f"{name}.{k}")  # noqa: E731
         first = len(claims.rows)
@@ -358,7 +360,7 @@ def flat_claims(results: dict[str, Any], cfg: Params, models: list[str] | None =
             _generation_claims(claims, get, name, cfg)
         name_model(claims.rows[first:], name)
     _combine(claims, "models")
-    gap = KNOWN_GAPS.reason(cfg, "demo_tests") if models == list(cfg.MODELS) else None  # measured on the preset's models
+    gap = KNOWN_GAPS.reason(cfg, "demo_tests") if models == labels else None  # measured on the preset's models
     flip_demo_claim(claims, results, models, gap)
     stored = results.get("pairwise_spearman", {})
     for i, a in enumerate(models):  # pairs in the models' order (a stored file sorts its keys)

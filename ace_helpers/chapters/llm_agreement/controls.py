@@ -26,6 +26,7 @@ import torch
 
 from ace_helpers.llm.agreement import PLURAL_HEADS, SINGULAR_HEADS, AgreementSplit
 from ace_helpers.llm.agreement_edits import edit_margins
+from ace_helpers.llm.edits import core_edits
 from ace_helpers.method import stats
 from ace_helpers.method.core import Core
 
@@ -68,10 +69,6 @@ def mean_difference_direction(h: np.ndarray, labels: np.ndarray) -> np.ndarray:
     h, labels = np.asarray(h, float), np.asarray(labels)
     d = h[labels == 1].mean(0) - h[labels == 0].mean(0)
     return d / np.linalg.norm(d)
-
-
-def _core_edits(core: Core) -> list[Callable[[torch.Tensor], torch.Tensor]]:
-    return [lambda h: core.keep(h, centered=True), lambda h: core.remove(h, centered=True), core.flip]
 
 
 def _matched(core: Core, direction: np.ndarray, factor: float) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -140,16 +137,16 @@ def run_controls(
     mu = core.mean
     dom = unit_core(mean_difference_direction(train_h, data.train_labels), mu)
     rand = random_directions(core.dim, n_random, seed)
-    edits = _core_edits(core) + [_zero_remove(core)] + _core_edits(dom)
+    edits = core_edits(core) + [_zero_remove(core)] + core_edits(dom)
     for r in rand:
-        edits += _core_edits(unit_core(r, mu)) + [_matched(core, r, 1.0), _matched(core, r, 2.0)]
+        edits += core_edits(unit_core(r, mu)) + [_matched(core, r, 1.0), _matched(core, r, 2.0)]
     m = edit_margins(lm, tokenizer, data.test_prompts, layer, edits, batch_size=batch_size, remote=remote)
     y = data.test_labels
     auc = [stats.roc_auc(row, y) for row in m]
     names = ["ace.keep", "ace.remove", "ace.flip", "ace.remove_zero", "dom.keep", "dom.remove", "dom.flip"]
     rand_auc = np.array(auc[len(names):]).reshape(n_random, len(RANDOM_MODES))
     free, free_y = attractor_free_prompts()
-    mf = edit_margins(lm, tokenizer, free, layer, [lambda h: h, *_core_edits(core)], batch_size=batch_size, remote=remote)
+    mf = edit_margins(lm, tokenizer, free, layer, [lambda h: h, *core_edits(core)], batch_size=batch_size, remote=remote)
     q = core.basis[:, 0]
     h = np.asarray(train_h, float)
     by_class = lambda v: [float(v[y == 0].mean()), float(v[y == 1].mean())]  # noqa: E731

@@ -179,15 +179,19 @@ def plot_alignment(coords: Mapping[str, np.ndarray], labels: np.ndarray):
     set_style()
     names = list(coords)
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-    fig, axes = plt.subplots(1, max(1, len(pairs)), figsize=(4.4 * max(1, len(pairs)), 3.8), squeeze=False)
+    cols = min(3, max(1, len(pairs)))
+    rows = -(-max(1, len(pairs)) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.8 * rows), squeeze=False)
     labels = np.asarray(labels)
-    for ax, (a, b) in zip(axes[0], pairs):
+    for ax in axes.flat[len(pairs):]:
+        ax.set_visible(False)
+    for ax, (a, b) in zip(axes.flat, pairs):
         za, zb = _z(coords[a]), _z(coords[b])
         if np.corrcoef(za, zb)[0, 1] < 0:
             zb = -zb
         for value, color, text in ((0, "tab:blue", "singular"), (1, "tab:red", "plural")):
             ax.scatter(za[labels == value], zb[labels == value], s=10, alpha=0.6, color=color, label=text)
-        ax.set(title=f"E (ours): cross-model alignment, {a} vs {b}", xlabel=f"{a} core coordinate (z-scored, SD units)",
+        ax.set(title=f"E (ours): {a} vs {b}", xlabel=f"{a} core coordinate (z-scored, SD units)",
                ylabel=f"{b} core coordinate (z-scored, sign-aligned)")
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -313,6 +317,29 @@ def alignment_table(flat: Mapping[str, object]) -> str:
     header = ("models", "pooled Spearman", "Pearson", "p (random pairing)", "label-only null (median)", "p (label-preserving)",
               "singular ρ (p)", "plural ρ (p)")  # fmt: skip
     return markdown_table(header, rows)
+
+
+def alignment_matrix(flat: Mapping[str, object], models: Sequence[str]) -> str:
+    """Markdown: the models × models matrix of the sign-aligned Spearman of the core coordinates, pooled above the
+    diagonal and, below it, within class (singular / plural) beside the label-only null's median pooled value."""
+    pooled = flat.get("pairwise_spearman", {})
+
+    def pair(a: str, b: str) -> str | None:
+        return f"{a}~{b}" if f"{a}~{b}" in pooled else f"{b}~{a}" if f"{b}~{a}" in pooled else None
+
+    rows = []
+    for i, a in enumerate(models):
+        cells = []
+        for j, b in enumerate(models):
+            key = pair(a, b)
+            if i == j or key is None:
+                cells.append("—")
+            elif i < j:
+                cells.append(f"{_f(pooled[key])} (null {_f(flat['pairwise_label_null'][key])})")
+            else:
+                cells.append(f"{_f(flat['pairwise_spearman_singular'][key])} / {_f(flat['pairwise_spearman_plural'][key])}")
+        rows.append((a, *cells))
+    return markdown_table(("", *models), rows)
 
 
 def _each(flat: Mapping[str, object], models: Sequence[str], key: str, digits: int = 3) -> str:

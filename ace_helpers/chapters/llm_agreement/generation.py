@@ -16,7 +16,7 @@ import torch
 
 from ace_helpers import llm
 from ace_helpers.llm.agreement import copula_margin, verb_token_ids
-from ace_helpers.llm.agreement_edits import clean_block_outputs, tail_edit
+from ace_helpers.llm.edits import clean_block_outputs, tail_edit
 from ace_helpers.llm.agreement_states import verb_head
 from ace_helpers.method import interventions
 from ace_helpers.method.core import Core
@@ -125,7 +125,7 @@ def generate_with_flip(
     one token: clean (m0, and the cache for the next step), with s0 (m1), then with
     s* = clip((−sign(m0)·eps − m0)/g, ±clip), g = (m1 − m0)/s0, and samples from that last run.
     The edited runs recompute only blocks ℓ−1.. (the clean run's output of block ℓ−2 is fed past
-    the earlier blocks, :func:`~.sweep.tail_edit`: the same numbers, a fraction of the work at the
+    the earlier blocks, :func:`~ace_helpers.llm.edits.tail_edit`: the same numbers, a fraction of the work at the
     late layers where the core lives). The calibration runs (m0, m1 and the secant steps) need only
     the copula margin, so they run under the four-verb head (:func:`~.states.verb_head`); only the
     run that is sampled from computes the whole vocabulary (its unembedding is most of a small

@@ -262,16 +262,24 @@ def hook_site(cfg: Params) -> HookSite:
     return HookSite(lm, llm.encode(tok, data.train_prompts), llm.block_paths(lm)[layer - 1], grads, score, positions=-1, trace=trace)
 
 
-def run_models(cfg: Params, *, log: Callable[[str], None] = print) -> dict[str, ModelResult]:
-    """Load each model of ``cfg.MODELS`` in turn and run :func:`analyse_model` on the chapter's data.
+def run_models(
+    cfg: Params, *, log: Callable[[str], None] = print, read_stored: Callable[[str], ModelResult | None] = lambda label: None
+) -> dict[str, ModelResult]:
+    """Load each model of ``cfg.MODELS`` in turn and run :func:`analyse_model` on the chapter's data; the results
+    are keyed by each model's short label (:func:`ace_helpers.llm.loading.model_labels`), never a machine path.
+    ``read_stored(label)``: a model's stored analysis to use instead of computing it (None: compute it).
 
     ``cfg``: the chapter's resolved :class:`~ace_helpers.repro.params.Params`. Models are freed after their analysis.
     """
     data = agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
     out: dict[str, ModelResult] = {}
-    for name in cfg.MODELS:
+    for source, name in zip(cfg.MODELS, llm.model_labels(list(cfg.MODELS))):  # results name a model by its label
+        stored = read_stored(name)
+        if stored is not None:
+            out[name] = stored
+            continue
         start = time.perf_counter()
-        lm, tok = llm.load_model(name, remote=cfg.REMOTE)
+        lm, tok = llm.load_model(source, remote=cfg.REMOTE)
         log(f"{name}: loaded in {time.perf_counter() - start:.0f} s")
         out[name] = analyse_model(
             name, lm, tok, data, layers=cfg.LAYERS, batch_size=cfg.BATCH_SIZE, gen_tokens=cfg.GEN_TOKENS,
@@ -318,8 +326,10 @@ class AgreementRun:
     flat: dict[str, Any]
 
 
-def run(cfg: Params, *, log: Callable[[str], None] = print) -> AgreementRun:
-    """The chapter's run: :func:`run_models`, :func:`cross_model_alignment`, :func:`flat_results`."""
-    models = run_models(cfg, log=log)
+def run(
+    cfg: Params, *, log: Callable[[str], None] = print, read_stored: Callable[[str], ModelResult | None] = lambda label: None
+) -> AgreementRun:
+    """The chapter's run: :func:`run_models` (``read_stored`` as there), :func:`cross_model_alignment`, :func:`flat_results`."""
+    models = run_models(cfg, log=log, read_stored=read_stored)
     pairs = cross_model_alignment(models, cfg)
     return AgreementRun(models, pairs, flat_results(models, pairs))
