@@ -376,13 +376,15 @@ else:
                      "mean over models with min–max band; grey: the weight-decay arm after epoch 900. Look at the burst "
                      "right after the fork in both runs — the WD-off core grows larger than the weight-decay core and its "
                      "modes fill nearly every bin — and at how the run forked at 1100 settles thousands of epochs later, "
-                     "while the run forked at 900 has not by its last stored epoch. The table gives each run's checkpoint "
+                     "while the run forked at 900 never does. The table gives each run's checkpoint "
                      "nearest the same number of epochs after its fork."))  # fmt: skip
     display(Markdown(chapter.fork_table(frun.nowd, f_cfg.FORK_EPOCH, orun.nowd, o_cfg.FORK_EPOCH,
                                         [0, 100, 300, 500, 1000, 2000, 3000, 5000, 8000, 10000, 15000, 18900])))  # fmt: skip
 
 # %% [markdown]
-# The chapter's claims on the run forked at 900. "No inflation without weight decay" (Fig. 2A)
+# The chapter's claims on the run forked at 900 while it is unfinished; once it has reached epoch 20 000 it is the
+# long run above and carries these headlines, and this table shows the run forked at 1100 beside it, as a named
+# variant. "No inflation without weight decay" (Fig. 2A)
 # and "no mode proliferation" (Fig. 2D) are judged by one rule, as the paper shows both: the
 # WD-off arm's value at the last epoch both arms reached against its value at grokking. The burst
 # after the fork is shown in the figure and table above (its peak ratio is in the results). Weight
@@ -390,8 +392,12 @@ else:
 # which only the runs forked at 900 store (next section).
 
 # %%
-if pair is not None:
-    fork_claims = chapter.build_claims(frun, f_cfg, last_epoch=fthrough["wd"])
+if pair is not None:  # once the run forked at 900 is finished it is the long run above: show the run forked at 1100 here
+    shown = pair[1] if long is not None and chapter.finished_at_paper_fork(long) else pair[0]
+    s_cfg, srun, sthrough = shown
+    print(f"claims on the run forked at {s_cfg.FORK_EPOCH}"
+          + (" (a named variant beside the finished run forked at 900, which carries the headlines)" if shown is pair[1] else ""))
+    fork_claims = chapter.build_claims(srun, s_cfg, last_epoch=sthrough["wd"])
     display(Markdown(report.claims_table(fork_claims, fork_claims.not_tested)))
 
 # %%
@@ -500,38 +506,34 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 # claim counts once, from the run that tests it as the paper ran it: the weight-decay claims from
 # the most complete 20 000-epoch run, the claims on the WD-off arm and on the harmonics from the
 # run forked at 900 (this chapter's own run while the paper-preset run forked at 900 is not
-# stored). In words: in the book run the weight-decay cores burst soon after grokking (the
+# stored; once that run is finished it carries both). In words: in the book run the weight-decay cores burst soon after grokking (the
 # necessary dimension jumps while the energy rank stays flat, and at that checkpoint the modes
 # fill the cap) and partly fall back by epoch 1400, where the run stops; its misses of the
 # 20 000-epoch targets are reported against the claims with the run's length as the cause. The
-# stored 20 000-epoch run (all three models, both arms) inflates with weight decay, but the seeds
-# end far apart: one core passes the paper's ~60 dimensions while the smallest stops growing well
-# below it, so "~60 in every model" holds only partly. Its sufficient dimension does not stay
-# flat: it grows too, less than the necessary dimension, so their gap (redundancy) still widens.
-# Without weight decay the arm bursts right after the fork — its necessary dimension grows past the
-# weight-decay arm's and its modes fill nearly every bin — and settles thousands of epochs later at
-# about its size at grokking; judged at the end of the run, as the paper's figures compare the arms,
-# "no inflation" and "no mode proliferation" hold in every model, and the burst (the figure of
-# the fork section) is what an earlier rule, the maximum over the whole run, counted as inflation.
-# The burst comes with the fork at 900 too (this chapter's run and the paper-preset run forked there
-# show it), so the later fork of the stored run does not cause it. But in the paper-preset run forked
-# at 900 the WD-off necessary dimension has not settled by its last stored epoch: it stays at two to
-# three times its size at grokking while its energy rank stays flat (the mechanism of the residue
-# table), so whether the end state depends on the fork waits for that run's 20 000 epochs. The same
-# run's weight-decay arm, a sibling of the finished run's, has every core past 50 dimensions and its
-# modes in 26 of the 27 bins by its last stored epoch. Once the core has inflated, the mode count under
-# weight decay runs along the cap ⌊d/2⌋ + 1 of the core's dimension and stops one bin short of 27
-# in the larger cores. In the dimension-matched reference, random subspaces of the core's
-# dimension hold nearly as many modes as the core (at grokking they hold clearly fewer): the count
-# restates the core's size rather than adding a second measurement. Weight decay as redistribution:
-# random initial weights spread the embedding's Fourier power evenly over all ⌊p/2⌋ frequencies;
-# training concentrates it on a few, and by the end of this chapter's run more so with weight decay
-# than without. In the paper-preset run forked at 900 the two weights part ways as the core inflates:
-# under weight decay the unembedding's weight spreads again, to most of the ⌊p/2⌋ harmonics, while
-# without weight decay it stays on a few; the embedding's has not spread again by the last stored
-# epoch (far fewer than ⌊p/2⌋ effective harmonics, not clearly more than the WD-off arm's). So
+# stored 20 000-epoch run forked at 900, as in the paper (all three models, both arms), inflates with
+# weight decay: every core passes 48 dimensions (the paper's ~60 within 20 %), though the seeds end
+# apart and the smallest core grew least since grokking. Its sufficient dimension does not stay flat:
+# it grows too, less than the necessary dimension, so their gap (redundancy) still widens. Without
+# weight decay the arm bursts right after the fork — its necessary dimension grows past the
+# weight-decay arm's and its modes fill nearly every bin — and it never settles: at epoch 20 000 its
+# necessary dimension is still two to three times its size at grokking while its energy rank stays
+# flat (the mechanism of the residue table), so judged at the end of the run, as the paper's figures
+# compare the arms, "no inflation" and "no mode proliferation without weight decay" do not reproduce.
+# The run forked at 1100 (shown beside it as a named variant) bursts too and then settles thousands of
+# epochs later at about its size at grokking, where both claims hold: the fork does not cause the
+# burst, but the end state depends on it, and the paper's own fork gives the failing one. Once the
+# core has inflated, the mode count under weight decay runs along the cap ⌊d/2⌋ + 1 of the core's
+# dimension and stops one bin short of 27 in the larger cores. In the dimension-matched reference,
+# random subspaces of the core's dimension hold nearly as many modes as the core (at grokking they
+# hold clearly fewer): the count restates the core's size rather than adding a second measurement.
+# Weight decay as redistribution: random initial weights spread the embedding's Fourier power evenly
+# over all ⌊p/2⌋ frequencies; training concentrates it on a few, and by the end of this chapter's run
+# more so with weight decay than without. In the run forked at 900 the two weights part ways as the
+# core inflates: under weight decay the unembedding's weight spreads again, to most of the ⌊p/2⌋
+# harmonics, while without weight decay it stays on a few; the embedding's does not spread again by
+# epoch 20 000 (far fewer than ⌊p/2⌋ effective harmonics, not clearly more than the WD-off arm's). So
 # "weight decay redistributes weight across all harmonics" holds for the unembedding and not for the
-# embedding there (partly), before the claim's 20 000 epochs.
+# embedding (partly).
 
 # %% [markdown]
 # ## Results
@@ -553,10 +555,10 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 results = chapter.results(
     cfg, run, claims, long, long_claims if long is not None else None,
     wall_s=time.perf_counter() - start_time, reference=own if ref is not None else None,
-    fork=pair[0] if pair is not None else None, fork_claims=fork_claims if pair is not None else None,
+    fork=shown if pair is not None else None, fork_claims=fork_claims if pair is not None else None,
 )  # fmt: skip
 records = chapter.chapter_records(  # each paper claim's headline on the run that tests it as the paper ran it
-    cfg, claims, long, long_claims if long is not None else None, pair[0] if pair is not None else None,
+    cfg, claims, long, long_claims if long is not None else None, shown if pair is not None else None,
     fork_claims if pair is not None else None, (ref_claims, ref_epochs) if ref is not None else None,
 )  # fmt: skip
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

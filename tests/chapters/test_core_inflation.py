@@ -266,13 +266,14 @@ def test_every_stored_section_rebuilds_from_the_stored_artifacts():
     claims = chapter.build_claims(run, cfg)
     long_claims = chapter.long_run_claims(cfg, long_cfg, lrun, through, chapter.compare_with_long_run(cfg, run, long_cfg, lrun))
     pair = chapter.fork_pair(cfg)
-    fork_claims = None if pair is None else chapter.build_claims(pair[0][1], pair[0][0], last_epoch=pair[0][2]["wd"])
+    shown = None if pair is None else pair[1] if chapter.finished_at_paper_fork(long) else pair[0]
+    fork_claims = None if shown is None else chapter.build_claims(shown[1], shown[0], last_epoch=shown[2]["wd"])
     ref_cfg, ref_run = chapter.reference_source(cfg, run)
     assert ref_cfg["PRESET"] == "paper" and ref_cfg["TRAINER"] == "loop"  # the run the reference was retrained from
     ref = chapter.stored_reference(ref_cfg)
     assert ref is not None, "the reference artifact is missing from book/artifacts/core_inflation_reference"
     ref_claims = chapter.reference_claims(ref, ref_run, chapter.reference_rows(ref, ref_cfg.P))
-    rebuilt = chapter.chapter_records(cfg, claims, long, long_claims, None if pair is None else pair[0], fork_claims,
+    rebuilt = chapter.chapter_records(cfg, claims, long, long_claims, shown, fork_claims,
                                       (ref_claims, ref.data["epochs"]))  # fmt: skip
     assert json.loads(json.dumps(rebuilt)) == result["claims"]
     assert [r["ace"] for r in result["mode_reference"]] == [r["ace"] for r in chapter.reference_rows(ref, ref_cfg.P)]
@@ -296,39 +297,41 @@ def test_the_chapters_prose_agrees_with_the_stored_verdicts():
     flat = re.sub(r"\s*\n#\s*", " ", text)
     assert "a core of fewer than 52 dimensions does not" in flat and chapter.mode_cap(51, 53) < 27 == chapter.mode_cap(52, 53)
     assert result["long_run"]["n_models"] == 3 and "(all three models, both arms)" in finds
-    assert "one core passes the paper's ~60 dimensions while the smallest stops growing well below it" in finds
-    assert max(dims) > 60 and min(dims) < 48 and verdict("with WD: core dim ~60") == "partly"
-    assert verdict("with WD: the cores below 48 have stopped growing") == "reproduced"
+    # the long run is the finished run forked at 900, as in the paper
+    assert "stored 20 000-epoch run forked at 900, as in the paper" in finds and result["long_run"]["through_epoch"]["wd"] == 20000
+    assert "every core passes 48 dimensions" in finds and min(dims) >= 48 and verdict("with WD: core dim ~60") == "reproduced"
     assert "sufficient dimension does not stay flat: it grows too" in finds
     assert verdict("with WD: sufficient dim stays flat") == "not reproduced"
     assert verdict("with WD: the sufficient dim grows at a 1 % keep tolerance") == "reproduced"
     assert "their gap (redundancy) still widens" in finds and verdict("with WD: necessary and sufficient dims separate") == "reproduced"
-    assert '"no inflation" and "no mode proliferation" hold in every model' in finds
-    assert verdict("WD-off arm: core dim at the last epoch") == verdict("WD-off arm: OLS modes at the last epoch") == "reproduced"
+    # its WD-off arm never settles: two to three times its size at grokking at epoch 20 000, energy rank flat
+    ratio = result["long_run"]["numbers"]["nowd_dim_ratio_to_grok_at_end"]["ratio"]
+    assert "it never settles" in finds and "two to three times its size at grokking" in finds and 1.5 < min(ratio) < max(ratio) < 3.5
+    assert max(result["long_run"]["numbers"]["nowd_energy_rank_max_ratio_to_fork"]) <= 1.5
+    assert '"no mode proliferation without weight decay" do not reproduce' in finds
+    assert verdict("WD-off arm: core dim at the last epoch") == verdict("WD-off arm: OLS modes at the last epoch") == "not reproduced"
     peak = result["long_run"]["numbers"]["nowd_dim_max_ratio_to_grok"]
     assert "Without weight decay the arm bursts right after the fork" in finds and min(peak) >= 2  # the burst, in every model
+    # the run forked at 1100, shown beside it as a named variant: it settles, and both WD-off claims hold there
+    fork = result["fork_run"]
+    assert fork is not None and fork["fork_epoch"] == 1100 and fork["through_epoch"]["wd"] == 20000
+    f_ratio = fork["numbers"]["nowd_dim_ratio_to_grok_at_end"]["ratio"]
+    assert "settles thousands of epochs later at about its size at grokking" in finds and max(f_ratio) <= 1.5
     # the burst with the fork at 900: this chapter's run forks there, and its WD-off arm bursts too
-    assert "The burst comes with the fork at 900 too" in finds and result["fork_epoch"] == 900
+    assert "The run forked at 1100 (shown beside it as a named variant) bursts too" in finds and result["fork_epoch"] == 900
     nowd, grok_i = np.asarray(result["nowd_core_dim"]), result["epochs"].index(result["grok_epoch"])
     assert (nowd.max(axis=1) >= 2 * np.asarray(result["core_dim"])[:, grok_i]).all()
     # harmonics: random weights spread over all ⌊p/2⌋; at the end of the book run fewer with weight decay than without
     spread = lambda key: chapter.effective_harmonics(np.asarray(result[key]))  # noqa: E731
     assert (spread("emb_spectrum")[:, 0] > 0.9 * 26).all()
     assert "more so with weight decay than without" in finds and (spread("emb_spectrum")[:, -1] < spread("nowd_emb_spectrum")[:, -1]).all()
-    fork = result["fork_run"]
-    assert fork is not None and fork["fork_epoch"] == 900 and fork["through_epoch"]["wd"] < 20000
-    h, u = fork["numbers"]["effective_harmonics_embedding"], fork["numbers"]["effective_harmonics_unembedding"]
-    assert "the embedding's has not spread again by the last stored epoch" in finds
+    long_nums = result["long_run"]["numbers"]
+    h, u = long_nums["effective_harmonics_embedding"], long_nums["effective_harmonics_unembedding"]
+    assert "the embedding's does not spread again by epoch 20 000" in finds
     assert max(h["wd"]) < 0.5 * h["of"] and not all(w >= 1.5 * n for w, n in zip(h["wd"], h["nowd"]))
     assert "the unembedding's weight spreads again, to most of the ⌊p/2⌋ harmonics" in finds
     assert min(u["wd"]) > 0.5 * u["of"] and all(w >= 1.5 * n for w, n in zip(u["wd"], u["nowd"]))
-    # the fork-900 WD-off arm has not settled: its necessary dim near the WD arm's, its energy rank flat
-    assert "has not settled by its last stored epoch" in finds
-    ratio = fork["numbers"]["nowd_dim_ratio_to_grok_at_end"]["ratio"]
-    assert "two to three times its size at grokking" in finds and 1.5 < min(ratio) and max(ratio) < 3.5
-    assert max(fork["numbers"]["nowd_energy_rank_max_ratio_to_fork"]) <= 1.5
-    assert "every core past 50 dimensions and its modes in 26 of the 27 bins" in finds
-    assert min(fork["numbers"]["core_dim_last"]) > 50 and fork["numbers"]["modes_ols_last"] == [26] * 3
+    assert "stops one bin short of 27 in the larger cores" in finds and sorted(long_nums["modes_ols_last"])[-2:] == [26, 26]
     # the book run: the cores burst after grokking (the necessary dim jumps past twice the energy rank, which
     # stays flat) and partly fall back by its last checkpoint; the 20 000-epoch targets are not tested there
     assert "the weight-decay cores burst soon after grokking" in finds and "partly fall back by epoch 1400" in finds
@@ -345,7 +348,7 @@ def test_the_chapters_prose_agrees_with_the_stored_verdicts():
     readme = re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
     said = lambda xs: f"{', '.join(str(x) for x in xs[:-1])} and {xs[-1]}"  # noqa: E731
     assert f"inflates to {said(dims)} dims" in readme and f"OLS modes reach {said(modes)} of 27" in readme
-    assert verdict("with WD: the modes fill the cap") == "reproduced" and verdict("with WD: rotational modes (OLS) → 27") == "partly"
+    assert verdict("with WD: the modes fill the cap") != "not reproduced" and verdict("with WD: rotational modes (OLS) → 27") == "partly"
     ref = {r["claim"]: r["verdict"] for r in result["claims"] if r["section"].startswith("dimension-matched")}
     assert "random subspaces of the core's dimension hold nearly as many modes as the core" in finds
     assert "at grokking they hold clearly fewer" in finds
@@ -460,7 +463,8 @@ def test_the_stored_runs_claims_carry_ids_and_one_headline_per_paper_claim():
     assert _check_ids(chapter.build_claims(run, cfg), "book preset") == CH3_PAPER_IDS | {"inflation.redistribution"}
     long_cfg, lrun, through = chapter.stored_long_run(cfg)
     long_claims = chapter.long_run_claims(cfg, long_cfg, lrun, through, chapter.compare_with_long_run(cfg, run, long_cfg, lrun))
-    assert _check_ids(long_claims, "long") == CH3_PAPER_IDS
+    spectra = {"inflation.redistribution"} if chapter.has_spectra(lrun.wd) else set()  # the runs forked at 900 store spectra
+    assert _check_ids(long_claims, "long") == CH3_PAPER_IDS | spectra
     ref_cfg, ref_run = chapter.reference_source(cfg, run)
     ref = chapter.stored_reference(ref_cfg)
     ref_claims = chapter.reference_claims(ref, ref_run, chapter.reference_rows(ref, ref_cfg.P))

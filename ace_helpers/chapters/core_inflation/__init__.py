@@ -171,6 +171,12 @@ def results(
     return out
 
 
+def finished_at_paper_fork(run: tuple[Params, GrokRun, Mapping[str, int]]) -> bool:
+    """Whether a stored ``(cfg, run, through)`` is the paper preset's run forked at the paper's epoch (900) and finished."""
+    run_cfg, _, through = run
+    return run_cfg["FORK_EPOCH"] == config.PRESETS["paper"]["FORK_EPOCH"] and min(through.values()) >= run_cfg["EPOCHS"]
+
+
 def chapter_records(
     cfg: Params,
     claims: Claims,
@@ -185,16 +191,19 @@ def chapter_records(
     run ``long`` for the weight-decay claims, the paper-preset run forked at 900 ``fork`` for the
     WD-off and harmonics claims, this run for what no stored run carries.  ``reference``: the
     dimension-matched reference's claims and its epochs (our own rows only)."""
-    own = headline_ids({"fork_900": fork is not None, "long": long is not None})
+    long_at_900 = long is not None and finished_at_paper_fork(long)
+    own = headline_ids({"fork_900": fork is not None or long_at_900, "long": long is not None})
     sections = [(claims.records(f"{cfg['PRESET']} preset"), own["own"])]
     if long is not None and long_claims is not None:
         long_cfg, _, through = long
+        carried = own["long"] + (own["fork_900"] if long_at_900 else ())  # the finished run forked at 900 carries both
         sections.append((long_claims.records(f"stored paper-preset run, through epoch {through['wd']}",
-                                             how_trained(long_cfg)), own["long"]))  # fmt: skip
+                                             how_trained(long_cfg)), carried))  # fmt: skip
     if fork is not None and fork_claims is not None:
         f_cfg, _, f_through = fork
+        carried = () if long_at_900 else own["fork_900"]  # beside a finished run forked at 900: evidence only
         sections.append((fork_claims.records(f"stored paper-preset run forked at {f_cfg['FORK_EPOCH']}, through epoch "
-                                             f"{f_through['wd']}", how_trained(f_cfg)), own["fork_900"]))  # fmt: skip
+                                             f"{f_through['wd']}", how_trained(f_cfg)), carried))  # fmt: skip
     if reference is not None:
         ref_claims, ref_epochs = reference
         sections.append((ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {list(ref_epochs)}"), ()))

@@ -54,6 +54,21 @@ KNOWN_GAPS = KnownGaps(
         config.PAPER_ENSEMBLE: {
             "suff_flat": "with weight decay the sufficient dim grows too, less than the necessary dim, so their gap still "
             "widens (the redundancy row), as in the run forked at 1100",
+            "nowd_no_inflation": _WD_OFF_GAP + "; unlike the run forked at 1100, whose WD-off arm ends at its size at "
+            "grokking, this arm stays two to three times as large to epoch 20 000 (the fork table)",
+            "nowd_no_modes": "the OLS modes are counted on the WD-off core, which stays two to three times its size at "
+            "grokking (the row above) while its energy rank stays flat (the WD-off energy-rank row): the fit runs in a "
+            "larger space and its cap ⌊d/2⌋ + 1 grows with d",
+            "modes_contrast": "the WD-off cores stay large (the WD-off rows), so their OLS fit runs in a space nearly as "
+            "large as the weight-decay arm's and fills nearly as many bins (its cap ⌊d/2⌋ + 1 grows with d)",
+            "growth_45": "the seeds end apart: model 0's core ends smallest (inside the ~60 rule, the inflation row) and "
+            "grew least from its size at grokking; the other two grew by about 45",
+            "modes_27": "the count is capped by the core's size (the cap row: ⌊d/2⌋ + 1 bins for a d-dimensional core): "
+            "model 0's core leaves room for fewer than 27, and the larger cores fill all but one bin, as in the run "
+            "forked at 1100",
+            "redistribution": "measured, cause not identified: under weight decay the unembedding's Fourier power "
+            "spreads to most of the ⌊p/2⌋ harmonics while the embedding's stays on a few, as without weight decay (the "
+            "harmonics figure); the claim holds for one of the two weights",
         },
         # the same protocol on the ensemble trainer in bf16 (all 3 models, both arms), forked at 1100
         config.PAPER_ENSEMBLE_1100: {
