@@ -15,8 +15,10 @@
 # Large, the algorithmic core of **subject–verb agreement** is a *single axis* of the residual
 # stream. The paper reports that keeping only that axis keeps agreement, removing it destroys it,
 # and reflecting the prompt's coordinate along it about the dataset mean *inverts* the verb's
-# number — during free generation too. Here we run the same analysis on the two language models
-# that ship offline with this book (SmolLM2-135M, a Llama; Gemma-3-270M) through nnsight, and add
+# number — during free generation too. Here we run the same analysis on the four language models
+# that ship offline with this book, in three families from 135M to 1.5B parameters (11×): SmolLM2-135M
+# (a Llama), Gemma-3-270M, and Qwen2.5-Coder-0.5B and -1.5B (the paper's Qwen2.5 family at small scale),
+# through nnsight, and add
 # what the paper does not show: controls (random directions, the difference of the class means),
 # a closer look at removal, and statistics within each number class. Any Hub model (GPT-2, Llama,
 # Gemma, Qwen) or an NDIF-hosted model runs by setting `MODELS` (and `REMOTE`).
@@ -48,18 +50,20 @@
 # From `notebooks/`: `papermill 05_llm_agreement.ipynb out.ipynb -p PRESET ci` (SmolLM2 only, 300
 # prompts, every other layer: a few minutes on a CPU). Change the main knobs with `-p`, e.g.
 # `-p MODELS gemma3-270m -p N_PROMPTS 400 -p LAYERS all -p GEN_TOKENS 40`; several models as a list:
-# `-y "MODELS: [smollm2-135m, gemma3-270m]"`; your own prompts: `-p PROMPTS_FILE my_prompts.csv`
+# `-y "MODELS: [smollm2-135m, qwen2.5-0.5b]"`; your own model from a local folder: `-y "MODELS: [/path/to/model]"`
+# (results name it by the folder's name; `LAYERS` follows each model's depth); your own prompts:
+# `-p PROMPTS_FILE my_prompts.csv`
 # (UTF-8, columns `prompt,number`). A model that cannot be loaded here, or sizes that would not fit
 # in memory, are refused in the second cell, before any compute.
 # ```
 
 # %% tags=["parameters", "hide-input"]
 PRESET = None  # "ci" | "book" | "paper"; None: $ACE_PRESET, else "book"
-MODELS = None  # model names: "smollm2-135m", "gemma3-270m", or Hub ids ("gpt2", "meta-llama/Llama-3.1-8B", ...)
+MODELS = None  # "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "qwen2.5-1.5b", a local folder, or a Hub id ("gpt2", ...)
 REMOTE = None  # True: run the traces on NDIF (needs NDIF_API_KEY; no generation section)
 N_PROMPTS = None  # synthetic prompts (half singular); split 50/50 into train (core) and test (evaluation)
 PROMPTS_FILE = None  # your own prompts (CSV prompt,number or JSON list); replaces the synthetic set
-LAYERS = None  # "all", or a list of layers ℓ (1-based: output of block ℓ−1) to sweep
+LAYERS = None  # "all", "every:k" (layers k, 2k, … of each model), or a list of layers ℓ (output of block ℓ−1)
 SEED = None  # seed of the prompt generator, the split and the sampled generations
 BATCH_SIZE = None  # prompts per forward/backward batch
 GEN_TOKENS = None  # new tokens per steered generation (paper: 50)
@@ -126,7 +130,10 @@ del site  # the full sweep below loads each model itself
 # (mean-centred, last token only; each edit recomputes only the last token from the edited layer
 # on), the controls at the chosen layer, the flip demo, and steered generation. The offline models
 # are read from a float32 safetensors cache built from their GGUF files on first use. Every table
-# below, and the claims, read the flat results that `results.json` stores.
+# below, and the claims, read the flat results that `results.json` stores. At the `book` preset the
+# 1.5B model's analysis (about half an hour on one CPU thread) is read from its stored run, made by
+# `python -m ace_helpers.chapters.llm_agreement --preset book --store qwen2.5-1.5b` with the same knobs; the
+# log below says when and at which commit (any other knobs analyse it afresh).
 
 # %%
 res = chapter.run(cfg)
@@ -156,7 +163,7 @@ fig = plots.plot_auc_depth(curves, chosen={n: r.chosen_layer for n, r in results
 # (core removed) and red (core flipped) against the dashed base line and chance (0.5); the dotted
 # vertical line is the chosen layer.
 #
-# In both offline models nothing happens in the early and middle layers — the number of the subject
+# In the offline models nothing happens in the early and middle layers — the number of the subject
 # has not reached the last token yet, so a last-token edit cannot touch it — and in the last few
 # layers a single direction becomes sufficient and its reflection inverts agreement, with the
 # spectral gap w1/w2 jumping at the same depth. Keep can exceed the base AUC: projecting out
@@ -333,10 +340,14 @@ else:
 # models, "up to 0.93" across families (values not retrieved). Random pairings of the prompts are
 # the wrong null here: both coordinates separate singular from plural, so two unrelated coordinates
 # that each separate the labels would correlate too. The table therefore adds a label-preserving
-# null (pairings within each number class) and the correlation within each class.
+# null (pairings within each number class) and the correlation within each class. The first table is the
+# matrix over every pair of models: above the diagonal the pooled correlation with the label-only null's median
+# in brackets, below it the correlations within the singular / plural prompts; the second lists each pair's
+# tests.
 
 # %%
 if pairs:
+    display(Markdown(plots.alignment_matrix(out, models)))
     display(Markdown(plots.alignment_table(out)))
     fig = plots.plot_alignment({n: r.test_coords for n, r in results.items()}, data.test_labels)
 else:
@@ -345,7 +356,7 @@ else:
 # %% [markdown]
 # *Fig. E (ours, cross-model alignment; drawn with two or more models):* look at how closely the
 # points follow the diagonal *within* each colour — the same prompts sit at the same place along
-# both models' axes.
+# both models' axes (one panel per pair).
 #
 # {glue:md}`align`.
 
@@ -353,7 +364,7 @@ else:
 # ## Claims
 #
 # The claims are the paper's — one axis, sufficient and necessary, flip inverts, steered
-# generation changes verb number, the axes of two models align — plus our controls and the
+# generation changes verb number, the axes of every pair of models align — plus our controls and the
 # diagnoses of what does not reproduce as stated. The paper states its agreement results in
 # words, so most numeric lines are ours; each row gives the paper's statement and where it is
 # made, our rule and why, our number, and the verdict. At the `ci` preset (SmolLM2 only, fewer

@@ -22,7 +22,7 @@
 #   activation means per current state;
 # * **modular addition** after grokking (chapter 7's model) — the Fourier subspace of the key
 #   frequencies, read from the token embedding;
-# * **subject–verb agreement** in SmolLM2-135M and Gemma-3-270M (chapter 5's prompts and margin
+# * **subject–verb agreement** in the four offline LLMs, SmolLM2-135M, Gemma-3-270M and Qwen2.5-Coder 0.5B and 1.5B (chapter 5's prompts and margin
 #   m = L[are] + L[were] − L[is] − L[was]) — no ground truth: causal metrics only.
 #
 # Each method returns a rank-r basis at the same layer from the same activations: **ACE**;
@@ -155,7 +155,7 @@ if res["modadd"] is not None:
 #
 # No ground truth here, so only causal metrics. At one layer per model (the block output at the
 # last token; the layer chapter 5's rule, the lowest flip AUC, chose at its book run: ℓ = 29 of 30
-# in SmolLM2, ℓ = 18 of 18 in Gemma-3), every method gets the same train prompts: their
+# in SmolLM2, ℓ = 18 of 18 in Gemma-3, the last block in both Qwen2.5 models), every method gets the same train prompts: their
 # activations and the gradients of the margin m. The probe and the class means have one direction
 # (two numbers). The learned (DAS-like) basis is trained through the tail's first-order expansion
 # m − g·(I − P)(h − μ), since a backward pass through the model at every step would cost minutes

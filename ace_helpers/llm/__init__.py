@@ -61,6 +61,7 @@ from ace_helpers.llm.batching import (  # noqa: F401
     restricted_head,
 )
 from ace_helpers.llm.core_sweep import LayerCore, layer_sweep  # noqa: F401
+from ace_helpers.llm.labels import model_label, model_labels  # noqa: F401
 from ace_helpers.llm.layers import (  # noqa: F401
     block_paths,
     envoy,
@@ -76,8 +77,6 @@ from ace_helpers.llm.loading import (  # noqa: F401
     cache_dir,
     load_model,
     model_config,
-    model_label,
-    model_labels,
     offline_model_path,
     quiet_loading,
     unavailable_reason,

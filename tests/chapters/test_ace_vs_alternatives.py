@@ -81,7 +81,7 @@ def test_planted_comparison_and_claims(planted_run) -> None:
     assert rows["planted (diagnosis): the smaller N&S basis (probe, rank 2) is not the ground truth; "
                 "ACE's rank-3 subspace is"].passed
     assert rows["planted: PCA and the Jacobian Gram fail on the distractors"].passed
-    assert len([r for r in not_tested if r.claim.startswith("modadd")]) == 2 and len(not_tested) == 2 + 2 * 3 + 1  # + LLMs: 3 own rows each, one sva.one_dim row
+    assert len([r for r in not_tested if r.claim.startswith("modadd")]) == 2 and len(not_tested) == 2 + 3 * len(chapter.llm.LAYER) + 1  # + LLMs: 3 own rows each, one sva.one_dim row
     assert "planted" in chapter.finding_text(res) and "| ace |" in chapter.ns_markdown(res)
     broken = copy.deepcopy(res)
     broken["planted"]["ns_rank"]["pca"] = 2

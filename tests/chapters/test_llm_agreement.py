@@ -114,7 +114,7 @@ def test_params_resolve_and_check():
     assert ci.MODELS == ["smollm2-135m"] and ci.PROMPTS_FILE is None and ci.is_preset_run()
     book = A.PARAMS.resolve(PRESET="book", N_PROMPTS=40, LAYERS=[3, 1, 3], MODELS="gemma3-270m")
     assert book.N_PROMPTS == 40 and book.LAYERS == [1, 3] and book.MODELS == ["gemma3-270m"] and not book.is_preset_run()
-    assert len(A.PARAMS.resolve(PRESET="book").MODELS) == 2
+    assert len(A.PARAMS.resolve(PRESET="book").MODELS) == 4
     for bad, match in ((dict(N_PROMPTS=41), "N_PROMPTS"), (dict(MODELS=[]), "MODELS"), (dict(MODELS=["a", "a"]), "MODELS"),
                        (dict(LAYERS=[0]), r"LAYERS\[0\]"), (dict(REMOTE="yes"), "REMOTE"), (dict(SEED=-1), "SEED"),
                        (dict(GEN_EPS=0.0), "GEN_EPS"), (dict(PROMPTS_FILE=3), "PROMPTS_FILE"),

@@ -55,7 +55,7 @@ from ace_helpers.repro.verdicts import bootstrap_interval
 METHODS = ("ace", "pca", "jacobian", "probe", "class_means", "random", "das")
 #: The layer per model: the one chapter 5's rule (lowest flip AUC over all layers) chose at its
 #: book run; any other model uses its last block.
-LAYER = {"smollm2-135m": 29, "gemma3-270m": 18}
+LAYER = {"smollm2-135m": 29, "gemma3-270m": 18, "qwen2.5-0.5b": 24, "qwen2.5-1.5b": 28}
 #: N&S on the agreement task: keep accuracy ≥ base − KEEP_TOL, remove accuracy ≤ 0.5 + REMOVE_TOL.
 KEEP_TOL, REMOVE_TOL = 0.05, 0.10
 #: A basis flips the number when at most this share of test prompts keeps the right number.

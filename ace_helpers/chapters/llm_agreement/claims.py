@@ -18,7 +18,7 @@ from ace_helpers.chapters.llm_agreement.combined import OURS_PREFIX, WILSON_METH
 from ace_helpers.chapters.llm_agreement.flip_demo import DEMO_P, flip_demo_claim  # noqa: F401 - DEMO_P re-exported
 from ace_helpers.chapters.llm_agreement.gaps import GAP_CAUSES, KNOWN_GAPS  # noqa: F401 - re-exported
 from ace_helpers.chapters.llm_agreement.pipeline import OFFICIAL_RULE
-from ace_helpers.llm.loading import model_labels
+from ace_helpers.llm.labels import model_labels
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
 

@@ -324,9 +324,7 @@ def alignment_matrix(flat: Mapping[str, object], models: Sequence[str]) -> str:
     diagonal and, below it, within class (singular / plural) beside the label-only null's median pooled value."""
     pooled = flat.get("pairwise_spearman", {})
 
-    def pair(a: str, b: str) -> str | None:
-        return f"{a}~{b}" if f"{a}~{b}" in pooled else f"{b}~{a}" if f"{b}~{a}" in pooled else None
-
+    pair = lambda a, b: f"{a}~{b}" if f"{a}~{b}" in pooled else f"{b}~{a}" if f"{b}~{a}" in pooled else None  # noqa: E731
     rows = []
     for i, a in enumerate(models):
         cells = []

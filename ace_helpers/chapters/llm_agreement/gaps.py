@@ -53,6 +53,8 @@ KNOWN_GAPS = KnownGaps({
     "book": _gaps({
         "smollm2-135m": ["remove", "demo_flip", "generation_official"],
         "gemma3-270m": ["remove", "knob_r2", "knob_within", "demo_flip", "generation_official"],
+        "qwen2.5-0.5b": ["remove"],
+        "qwen2.5-1.5b": ["remove", "demo_flip"],
     }),
 })
 

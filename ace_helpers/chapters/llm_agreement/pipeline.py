@@ -266,7 +266,7 @@ def run_models(
     cfg: Params, *, log: Callable[[str], None] = print, read_stored: Callable[[str], ModelResult | None] = lambda label: None
 ) -> dict[str, ModelResult]:
     """Load each model of ``cfg.MODELS`` in turn and run :func:`analyse_model` on the chapter's data; the results
-    are keyed by each model's short label (:func:`ace_helpers.llm.loading.model_labels`), never a machine path.
+    are keyed by each model's short label (:func:`ace_helpers.llm.labels.model_labels`), never a machine path.
     ``read_stored(label)``: a model's stored analysis to use instead of computing it (None: compute it).
 
     ``cfg``: the chapter's resolved :class:`~ace_helpers.repro.params.Params`. Models are freed after their analysis.
