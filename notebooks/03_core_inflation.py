@@ -393,7 +393,7 @@ else:
 
 # %%
 if pair is not None:  # once the run forked at 900 is finished it is the long run above: show the run forked at 1100 here
-    shown = pair[1] if long is not None and chapter.finished_at_paper_fork(long) else pair[0]
+    shown = chapter.fork_shown(long, pair)
     s_cfg, srun, sthrough = shown
     print(f"claims on the run forked at {s_cfg.FORK_EPOCH}"
           + (" (a named variant beside the finished run forked at 900, which carries the headlines)" if shown is pair[1] else ""))

@@ -261,6 +261,11 @@ def margin(logits, ids: dict[str, int]):
     return logits[..., ids["are"]] + logits[..., ids["were"]] - logits[..., ids["is"]] - logits[..., ids["was"]]
 
 
+def margin_metric(ids: dict[str, int]):
+    """The margin as a :data:`~ace_helpers.llm.readout.Metric`: logits (B, T, V) -> (B,) at the last token."""
+    return lambda logits: margin(logits[:, -1], ids)
+
+
 def copula_margin(logits, ids: dict[str, int]):
     """logsumexp(L[are], L[were]) − logsumexp(L[is], L[was]) from logits (..., V), a torch tensor."""
 

@@ -7,34 +7,18 @@ blocks from the edited one on) with the agreement margin as their metric.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
 from ace_helpers import llm
-from ace_helpers.llm.agreement import VERBS, margin, verb_token_ids
+from ace_helpers.llm.agreement import VERBS, margin_metric, verb_token_ids
 from ace_helpers.llm.agreement_demo import demo_scores, demo_tests  # noqa: F401 - the demo's statistics, re-exported
-from ace_helpers.llm.agreement_states import verb_head
+from ace_helpers.llm.agreement_states import verb_columns
 from ace_helpers.llm.edits import MODES, edit_values, sweep_values
 from ace_helpers.method import interventions
 from ace_helpers.method.core import Core
-
-
-def _margin_metric(ids: dict[str, int]):
-    """The agreement margin as a :data:`~ace_helpers.llm.readout.Metric` on last-token logits."""
-    return lambda logits: margin(logits[:, -1], ids)
-
-
-@contextlib.contextmanager
-def _verb_ids(lm, tokenizer, remote: bool | str):
-    """The verb -> logit-column map: the four-row head locally, the full vocabulary remotely (its head cannot be cut)."""
-    if remote:
-        yield verb_token_ids(tokenizer)
-    else:
-        with verb_head(lm, tokenizer) as ids:
-            yield ids
 
 
 def sweep_margins(
@@ -50,8 +34,8 @@ def sweep_margins(
 ) -> dict[str, np.ndarray]:
     """Margins under each mode at each layer: ``{mode: (L, N)}``, mean-centred edits at the last token
     (:func:`ace_helpers.llm.edits.sweep_values` with the agreement margin)."""
-    with _verb_ids(lm, tokenizer, remote) as ids:
-        return sweep_values(lm, tokenizer, prompts, layers, cores, _margin_metric(ids), modes=modes,
+    with verb_columns(lm, tokenizer, remote) as ids:
+        return sweep_values(lm, tokenizer, prompts, layers, cores, margin_metric(ids), modes=modes,
                             batch_size=batch_size, remote=remote)  # fmt: skip
 
 
@@ -67,8 +51,8 @@ def edit_margins(
 ) -> np.ndarray:
     """Margins (E, N) of the N ``prompts`` under each of the E ``edits`` at ``layer`` (last token)
     (:func:`ace_helpers.llm.edits.edit_values` with the agreement margin)."""
-    with _verb_ids(lm, tokenizer, remote) as ids:
-        return edit_values(lm, tokenizer, prompts, layer, edits, _margin_metric(ids), batch_size=batch_size, remote=remote)
+    with verb_columns(lm, tokenizer, remote) as ids:
+        return edit_values(lm, tokenizer, prompts, layer, edits, margin_metric(ids), batch_size=batch_size, remote=remote)
 
 
 # ----------------------------------------------------------------------------- the flip demo

@@ -13,12 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from ace_helpers import llm
-from ace_helpers.llm.agreement import VERBS, verb_token_ids
+from ace_helpers.llm.agreement import VERBS, margin_metric, verb_token_ids
 from ace_helpers.llm.readout import metric_gradients
-from ace_helpers.method import interventions
 from ace_helpers.method.core import Core, GramianAccumulator
 
 
@@ -58,6 +56,17 @@ def verb_head(lm, tokenizer):
         yield {v: i for i, v in enumerate(VERBS)}
 
 
+@contextlib.contextmanager
+def verb_columns(lm, tokenizer, remote: bool | str = False):
+    """The verb -> logit-column map of the agreement margin: the four-row head locally (:func:`verb_head`), the
+    full vocabulary remotely (a remote model's head cannot be cut from here)."""
+    if remote is not False:
+        yield verb_token_ids(tokenizer)
+    else:
+        with verb_head(lm, tokenizer) as ids:
+            yield ids
+
+
 @dataclass
 class States:
     """Last-token residual states of N prompts at L layers.
@@ -91,19 +100,9 @@ def collect_states(
     one backward per batch, in one nnsight trace). ``remote`` is passed to ``lm.trace`` (``True`` = NDIF,
     ``"local"`` = nnsight's offline dry run of the remote protocol); only saved values leave the trace.
     """
-    if remote is not False:  # the remote model's head cannot be cut from here
-        return _collect(lm, tokenizer, prompts, verb_token_ids(tokenizer), layers, gradients, batch_size, remote)
-    with verb_head(lm, tokenizer) as ids:
-        return _collect(lm, tokenizer, prompts, ids, layers, gradients, batch_size, remote)
-
-
-def _collect(lm, tokenizer, prompts, ids, layers, gradients, batch_size, remote) -> States:
-    def agreement(logits: torch.Tensor) -> torch.Tensor:  # (B, T, V) -> (B,) the plural-minus-singular margin
-        z = logits[:, -1]
-        return z[:, ids["are"]] + z[:, ids["were"]] - z[:, ids["is"]] - z[:, ids["was"]]
-
-    r = metric_gradients(lm, tokenizer, prompts, agreement, list(layers), gradients=gradients,
-                         batch_size=batch_size, remote=remote)  # fmt: skip
+    with verb_columns(lm, tokenizer, remote) as ids:
+        r = metric_gradients(lm, tokenizer, prompts, margin_metric(ids), list(layers), gradients=gradients,
+                             batch_size=batch_size, remote=remote)  # fmt: skip
     order = [r.layers.index(ell) for ell in layers]  # read in forward order; given in the caller's order
     return States(layers=list(layers), H=r.H[order], G=None if r.G is None else r.G[order], margin=r.values)
 

@@ -266,7 +266,7 @@ def test_every_stored_section_rebuilds_from_the_stored_artifacts():
     claims = chapter.build_claims(run, cfg)
     long_claims = chapter.long_run_claims(cfg, long_cfg, lrun, through, chapter.compare_with_long_run(cfg, run, long_cfg, lrun))
     pair = chapter.fork_pair(cfg)
-    shown = None if pair is None else pair[1] if chapter.finished_at_paper_fork(long) else pair[0]
+    shown = chapter.fork_shown(long, pair)
     fork_claims = None if shown is None else chapter.build_claims(shown[1], shown[0], last_epoch=shown[2]["wd"])
     ref_cfg, ref_run = chapter.reference_source(cfg, run)
     assert ref_cfg["PRESET"] == "paper" and ref_cfg["TRAINER"] == "loop"  # the run the reference was retrained from

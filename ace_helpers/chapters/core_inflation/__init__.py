@@ -177,6 +177,18 @@ def finished_at_paper_fork(run: tuple[Params, GrokRun, Mapping[str, int]]) -> bo
     return run_cfg["FORK_EPOCH"] == config.PRESETS["paper"]["FORK_EPOCH"] and min(through.values()) >= run_cfg["EPOCHS"]
 
 
+def fork_shown(
+    long: tuple[Params, GrokRun, Mapping[str, int]] | None,
+    pair: tuple[tuple[Params, GrokRun, Mapping[str, int]], tuple[Params, GrokRun, Mapping[str, int]]] | None,
+) -> tuple[Params, GrokRun, Mapping[str, int]] | None:
+    """The run the fork section shows from ``pair`` (:func:`fork_pair`, or None): the run forked at 1100, as a named
+    variant, once the long run ``long`` is the finished run forked at 900 (:func:`finished_at_paper_fork`); else the
+    run forked at 900."""
+    if pair is None:
+        return None
+    return pair[1] if long is not None and finished_at_paper_fork(long) else pair[0]
+
+
 def chapter_records(
     cfg: Params,
     claims: Claims,

@@ -135,7 +135,7 @@ def check_redundancy(claims: Claims, runs: list[red.RedundancyRun]) -> None:
                  f"slope of log τ_grok on log k {fit.slope:+.2f} [{lo:+.2f}, {hi:+.2f}]; mean τ_grok (steps) {means}"
                  + (f"; {fit.n_censored} runs censored" if fit.n_censored else ""), fit.slope < 0, gap,
                  where=f"{FIG_B} (the paper reads p as the redundancy axis)", id="scaling.redundancy_cause",
-                 value=fit.slope, interval=list(fit.interval), threshold=0.0, op="<", method=red.SEED_BOOTSTRAP,
+                 value=fit.slope, interval=list(fit.interval), threshold=0.0, op="<", method=SEED_BOOTSTRAP,
                  short="slope of log τ_grok on log k (allowed frequencies, one p) < 0 over its seed bootstrap",
                  rule=f"ours (the paper infers the cause from the p sweep): the sweep model at p = {red.P}, train fraction "
                       f"{red.TRAIN_FRACTION}, ω = {red.OMEGA:g}, {len(set(r.seed for r in runs))} seeds per arm; each "
@@ -150,7 +150,7 @@ def check_redundancy(claims: Claims, runs: list[red.RedundancyRun]) -> None:
     claims.check("between the confined embeddings only, τ_grok falls as k grows (their rank grows with k too)", "—",
                  f"slope {sub.slope:+.2f} [{slo:+.2f}, {shi:+.2f}] over k = {list(sub.ks)}", sub.slope < 0,
                  where=DIAGNOSIS, id="ours.grokking_scaling_law.redundancy_constrained", explains="scaling.redundancy_cause",
-                 value=sub.slope, interval=list(sub.interval), threshold=0.0, op="<", method=red.SEED_BOOTSTRAP,
+                 value=sub.slope, interval=list(sub.interval), threshold=0.0, op="<", method=SEED_BOOTSTRAP,
                  short=f"slope of log τ_grok on log k over the confined arms (k < {top}) < 0",
                  rule="the headline's slope over the arms whose embedding is confined (k < ⌊p/2⌋) only: there a larger k "
                       "means more modes *and* a higher-rank embedding, so a fall of τ with k cannot come from a "

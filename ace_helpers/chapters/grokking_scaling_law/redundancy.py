@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ace_helpers.chapters.grokking_scaling_law.intervals import SEED_BOOTSTRAP, log_slopes, seed_bootstrap
+from ace_helpers.chapters.grokking_scaling_law.intervals import log_slopes, seed_bootstrap
 from ace_helpers.chapters.grokking_scaling_law.runs import ACC_THRESHOLD, grok_times, sweep_config
 from ace_helpers.method.checks import check_prime
 from ace_helpers.toys.ensemble import ToyEnsemble
@@ -32,8 +32,6 @@ from ace_helpers.toys.tasks.modadd import modadd_dataset
 #: 0.7), ω = 1, frequencies allowed per member KS (26 = ⌊53/2⌋: unconstrained), four seeds each.
 P, OMEGA, KS, SEEDS, TRAIN_FRACTION, BATCH, LR = 53, 1.0, (2, 6, 26), (42, 43, 44, 45), 0.7, 512, 1e-3
 MAX_STEPS, EVAL_EVERY = 4000, 10
-__all__ = ["SEED_BOOTSTRAP", "RedundancyRun", "RedundancySlope", "fourier_projector", "draw_freqs", "redundancy_runs",
-           "redundancy_slope"]
 
 
 def fourier_projector(p: int, freqs: Sequence[int]) -> torch.Tensor:
