@@ -69,6 +69,7 @@ SEED = None  # base seed of model initialisation, data order and dropout
 LR = None  # AdamW learning rate (paper: 1e-4, no weight decay)
 BATCH_SIZE = None  # mini-batch size (paper: 64)
 PRECISION = None  # "fp32" (the stored results) or "bf16" (matmuls on AMX, fast dropout masks)
+DEVICE = None  # where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
 DATA_SEED = None  # numpy RandomState seed of the training sequences (paper: 0)
 TEST_DATA_SEED = None  # numpy RandomState seed of the test sequences (paper: 999)
 EXTRA_CHAINS = None  # "try your own chain": more transition matrices, analysed the same way

@@ -77,6 +77,7 @@ CLOCK_EPOCHS = None  # unused here (Chapter 2's clock panels); kept so both chap
 WORKERS = None  # processes training the models in parallel, "loop" trainer only (same numbers; book: 2); the ensemble trains in one
 TRAINER = None  # "ensemble" (default): every model and both arms in one batched step; "loop": each model alone (the first stored runs)
 PRECISION = None  # "fp32" (default) or "bf16" (matmuls in bf16, fast on AMX; only with the ensemble trainer)
+DEVICE = None  # where the ensemble trainer runs: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
 ARTIFACT_DIR = None  # cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)
 OUTPUT_DIR = None  # where results.json goes; None -> outputs/03_core_inflation
 

@@ -71,6 +71,7 @@ OMEGA_P = None  # weight decay of the p sweep
 EXTRA_OMEGAS_P = None  # further weight decays of the p sweep (tests Omega ~ 1/omega; paper none)
 LR = None  # AdamW learning rate
 PRECISION = None  # "fp32" (the stored results) or "bf16" (matmuls on AMX, fast dropout masks)
+DEVICE = None  # where the sweeps train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/04_grokking_scaling_law
 
 # %% tags=["hide-input"]

@@ -53,7 +53,10 @@
 # `-y "MODELS: [smollm2-135m, qwen2.5-0.5b]"`; your own model from a local folder: `-y "MODELS: [/path/to/model]"`
 # (results name it by the folder's name; `LAYERS` follows each model's depth); your own prompts:
 # `-p PROMPTS_FILE my_prompts.csv`
-# (UTF-8, columns `prompt,number`). A model that cannot be loaded here, or sizes that would not fit
+# (UTF-8, columns `prompt,number`). The paper's protocol on your own copies of its models:
+# `-p PRESET paper -y "MODELS: [/path/gpt2, /path/gpt2-medium, /path/gpt2-large]"` (600 test prompts).
+# The setup cell prints the command that runs the chapter again with the knobs in force, and each
+# model's estimated time before anything is loaded. A model that cannot be loaded here, or sizes that would not fit
 # in memory, are refused in the second cell, before any compute.
 # ```
 
@@ -98,6 +101,9 @@ cfg = session.start(chapter, globals())  # validates every knob before any compu
 # opposite-number attractor, six connectors, five templates (plain, front pad, back pad, the
 # ungrammatical "There …", a relative clause), "In the past," in front of half of them; split 50/50
 # with the seed. `PROMPTS_FILE` replaces it with your own prompts (read once, in the check).
+# The paper evaluates on 600 test prompts (the `paper` preset's `N_PROMPTS=1200`); the `book` preset
+# uses fewer to fit the book's CPU budget, and the last line below says what the paper's size would
+# cost here, by the estimate the setup cell prints.
 
 # %%
 data = agreement.agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
@@ -105,6 +111,7 @@ print(f"{len(data.train_prompts)} train / {len(data.test_prompts)} test prompts;
       f"test plural fraction {data.test_labels.mean():.2f}")
 for text, label in list(zip(data.test_prompts, data.test_labels))[:6]:
     print(f"  {'plural  ' if label else 'singular'} | {text}")
+print(chapter.cost.paper_size_line(cfg) or "")
 
 # %% [markdown]
 # ## ACE in plain sight

@@ -83,6 +83,7 @@ LLM_N_PROMPTS = None  # agreement prompts (half to fit the methods, half to scor
 LLM_R_MAX = None  # LLM ranks 1..LLM_R_MAX
 LLM_BATCH_SIZE = None  # prompts per LLM forward and backward batch
 PRECISION = None  # model training: "fp32" (the stored results) or "bf16" (bf16 matmuls, fast dropout masks)
+DEVICE = None  # where the toy models train (the LLMs run on the CPU): "auto", "cpu", "cuda", "cuda:N", "mps"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/06_ace_vs_alternatives
 
 # %% tags=["hide-input"]

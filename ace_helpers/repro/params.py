@@ -18,8 +18,10 @@ be writable before any compute.  What comes back is a read-only :class:`Params`:
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
+import shlex
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -27,9 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from ace_helpers.method.checks import check_choice, fail
-from ace_helpers.repro.artifacts import default_output_dir
+from ace_helpers.repro.artifacts import default_output_dir, display_path
 
 PRESET_NAMES = ("ci", "book", "paper")
+
+DEVICE_KNOB = "DEVICE"
+"""The knob naming where a chapter computes (:mod:`ace_helpers.method.devices`); it never makes a run another
+experiment (:meth:`Params.is_preset_run`)."""
 
 
 def preset_from_env(default: str = "book") -> str:
@@ -110,10 +116,46 @@ class Params(Mapping[str, Any]):
         return self._chapter.resolve(**knobs)
 
     def is_preset_run(self, knobs: Iterable[str] | None = None) -> bool:
-        """Whether ``knobs`` (default: all the chapter's knobs) equal the values of the preset in force."""
+        """Whether ``knobs`` (default: all the chapter's knobs) equal the values of the preset in force.
+
+        ``DEVICE`` is never compared: where a run computes does not change its protocol (a CPU and a GPU run are
+        two samples of it)."""
         preset = self._chapter.check_copy(self._chapter.presets[self._values["PRESET"]])  # validated once
         names = self._chapter.knobs if knobs is None else tuple(knobs)
-        return all(self._values[k] == preset[k] for k in names)
+        return all(self._values[k] == preset[k] for k in names if k != DEVICE_KNOB)
+
+    def changed_knobs(self) -> dict[str, Any]:
+        """The knobs whose values differ from the preset in force (what a command must pass besides ``PRESET``).
+
+        The preset is compared in its validated form; a preset that does not validate here (e.g. ``paper`` naming
+        models this machine lacks) is compared as written."""
+        preset = self._chapter.presets[self._values["PRESET"]]
+        try:
+            preset = self._chapter.check_copy(preset)
+        except ValueError:
+            pass
+        return {k: self._values[k] for k in self._chapter.knobs if self._values[k] != preset[k]}
+
+    def command(self, output: str | None = None) -> str:
+        """The papermill command that runs this notebook again with these knobs, from the repository root.
+
+        Only ``PRESET`` and the knobs that differ from it are passed (as ``-y`` YAML, written as JSON);
+        ``OUTPUT_DIR`` is passed when it is not the default.  ``output``: the executed notebook's path
+        (default ``<notebook>.out.ipynb``).  Under the reproducible kernels the command starts with
+        ``python -m ace_helpers.kernels --``, as the book's runs do.
+        """
+        from ace_helpers.repro import kernels  # load time: only a printed command needs it
+
+        stem = self._chapter.notebook
+        parts = ["papermill", f"notebooks/{stem}.ipynb", output or f"{stem}.out.ipynb", "-p", "PRESET", self._values["PRESET"]]
+        changed: dict[str, Any] = {k: (str(v) if isinstance(v, (str, os.PathLike)) else v) for k, v in self.changed_knobs().items()}
+        out_dir = Path(self._values["OUTPUT_DIR"])
+        if out_dir.resolve() != default_output_dir(stem).resolve():
+            changed["OUTPUT_DIR"] = display_path(out_dir)
+        if changed:
+            parts += ["-y", json.dumps(changed, default=str, ensure_ascii=False)]
+        prefix = ["python", "-m", "ace_helpers.kernels", "--"] if kernels.in_force() == "reproducible" else []
+        return shlex.join(prefix + parts)
 
     def knob_values(self) -> dict[str, Any]:
         """The chapter's knobs with their values (no ``PRESET`` / ``OUTPUT_DIR``), as a new dict."""

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_helpers.repro.params import DEVICE_KNOB
 from ace_helpers.repro.paper_claims import check_id
 from ace_helpers.repro.tables import markdown_table
 from ace_helpers.repro.verdicts import BOOTSTRAP_METHOD, as_numbers, check_op, interval_side, is_flat_numbers, k_of_n
@@ -122,10 +123,11 @@ class KnownGaps:
 
     def run_name(self, cfg: Any) -> str | None:
         """The run of ``gaps`` that ``cfg`` is (a name in ``runs``, else its preset), or None when it is
-        neither (some knob in ``run_knobs`` differs from the preset's)."""
+        neither (some knob in ``run_knobs`` differs from the preset's).  ``DEVICE`` is not compared: a run's
+        known gaps are the protocol's, wherever it computed."""
         knobs = self.run_knobs if self.run_knobs is not None else tuple(cfg.knob_values())
         for name, changes in self.runs.items():
-            if cfg["PRESET"] == changes["PRESET"] and all(cfg[k] == v for k, v in changes.items() if k != "PRESET"):
+            if cfg["PRESET"] == changes["PRESET"] and all(cfg[k] == v for k, v in changes.items() if k not in ("PRESET", DEVICE_KNOB)):
                 return name if cfg.is_preset_run(tuple(k for k in knobs if k not in changes)) else None
         return cfg["PRESET"] if cfg.is_preset_run(self.run_knobs) else None
 

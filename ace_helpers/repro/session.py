@@ -2,7 +2,8 @@
 
 :func:`start` is the notebook's second cell: it resolves and validates every knob (a bad value stops
 here, before any compute), sets the threads, removes the previous run's results, prints what runs
-(knobs, versions, kernel setting, precision) and sets the figure style.  :func:`finish` is its last
+(knobs, versions, kernel setting, precision, the command that runs it again and, where the chapter
+gives one, its cost estimate) and sets the figure style.  :func:`finish` is its last
 computing cell: it glues the verdict summary shown at the top of the page and writes ``results.json``.
 """
 
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from ace_helpers.method.checks import check_int
+from ace_helpers.method.devices import describe_device
 from ace_helpers.repro.artifacts import clear_results, display_path, write_results
 from ace_helpers.repro.kernels import describe as describe_kernels
 from ace_helpers.repro.machine import versions
@@ -31,7 +33,8 @@ def begin(cfg: Params) -> None:
     """A chapter's validation-cell side effects: set torch threads, remove the previous run's
     ``OUTPUT_DIR/results.json`` (so an interrupted run never leaves an older result looking like
     its own), print the knobs in force, the versions, whether the reproducible kernels are in force
-    (:func:`ace_helpers.repro.kernels.describe`) and, in a training chapter, which kernels its ``PRECISION`` runs on this CPU."""
+    (:func:`ace_helpers.repro.kernels.describe`) and, in a training chapter, which kernels its ``PRECISION`` runs on this CPU
+    and which device its ``DEVICE`` names (:func:`ace_helpers.method.devices.describe_device`)."""
     set_threads()
     shown = display_path(cfg["OUTPUT_DIR"])
     if clear_results(cfg["OUTPUT_DIR"]):
@@ -46,6 +49,9 @@ def begin(cfg: Params) -> None:
     print(describe_kernels())
     if "PRECISION" in cfg:
         print(f"PRECISION={cfg['PRECISION']!r}: {describe_precision(cfg['PRECISION'])}")
+    if "DEVICE" in cfg:
+        print(describe_device(cfg["DEVICE"]))
+    print(f"this run again, from the repository root: {cfg.command()}")
 
 
 def seed_everything(seed: int) -> None:
@@ -61,6 +67,9 @@ def start(chapter: ModuleType, namespace: Mapping[str, Any]) -> Params:
     ``globals()``: the parameters cell), then :func:`begin` and the book's figure style.  Returns what runs."""
     cfg = chapter.PARAMS.resolve(namespace)
     begin(cfg)
+    estimate = getattr(chapter, "cost_estimate", None)  # a chapter whose cost depends on its knobs says it first
+    if estimate is not None:
+        print(estimate(cfg))
     set_style()
     return cfg
 

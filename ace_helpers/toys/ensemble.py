@@ -218,7 +218,7 @@ class ToyEnsemble(nn.Module):
 
     @torch.no_grad()
     def member(self, m: int) -> ToyTransformer:
-        """A plain :class:`ToyTransformer` holding member ``m``'s current weights."""
+        """A plain :class:`ToyTransformer` holding member ``m``'s current weights, on the CPU (where the analyses run)."""
         if not 0 <= m < self.n_members:
             raise ValueError(f"member index m={m} out of range [0, {self.n_members})")
         model = ToyTransformer(self.config)
@@ -305,7 +305,7 @@ class ToyEnsemble(nn.Module):
 
         Like :meth:`select`, this replaces the parameters; hand the optimizer the new ones.
         """
-        idx = torch.as_tensor(copies, dtype=torch.long)
+        idx = torch.as_tensor(copies, dtype=torch.long, device=self.tok_emb.device)
         for module in self.modules():
             for name, param in list(module.named_parameters(recurse=False)):
                 grown = torch.cat([param.detach(), param.detach().index_select(0, idx)])
@@ -318,7 +318,7 @@ class ToyEnsemble(nn.Module):
         The parameters are replaced by new ``nn.Parameter`` objects (autograd caches a leaf's
         shape), so an optimizer must be handed the new :meth:`parameters` afterwards.
         """
-        idx = torch.as_tensor(keep, dtype=torch.long)
+        idx = torch.as_tensor(keep, dtype=torch.long, device=self.tok_emb.device)
         for module in self.modules():
             for name, param in list(module.named_parameters(recurse=False)):
                 setattr(module, name, nn.Parameter(param.detach().index_select(0, idx).contiguous()))
@@ -332,12 +332,15 @@ def ensemble_accuracy(
 
     Args:
         inputs: (N, T) long, fed to every member.  answers: (N,) long, the last-position target.
+            Both are moved to the ensemble's device.
     """
     was_training = ensemble.training
     ensemble.eval()
-    correct = torch.zeros(ensemble.n_members, dtype=torch.float64)
+    device = ensemble.tok_emb.device
+    inputs, answers = inputs.to(device), answers.to(device)
+    correct = torch.zeros(ensemble.n_members, dtype=torch.float64, device=device)
     for start in range(0, inputs.shape[0], chunk):
         logits = ensemble(inputs[start : start + chunk], last_only=True)  # (M, b, V)
         correct += (logits.argmax(-1) == answers[start : start + chunk]).sum(1).double()
     ensemble.train(was_training)
-    return (correct / inputs.shape[0]).numpy()
+    return (correct / inputs.shape[0]).cpu().numpy()

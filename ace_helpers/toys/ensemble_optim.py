@@ -36,7 +36,7 @@ class EnsembleAdamW:
     ) -> None:
         self.params = list(params)
         self.lr, self.betas, self.eps = float(lr), betas, float(eps)
-        self.weight_decay = torch.as_tensor(weight_decay, dtype=torch.float32).clone()
+        self.weight_decay = torch.as_tensor(weight_decay, dtype=torch.float32).clone().to(self.params[0].device)
         M = self.params[0].shape[0]
         if self.weight_decay.shape != (M,):
             raise ValueError(f"weight_decay must have one value per member ({M}), got shape {tuple(self.weight_decay.shape)}")
@@ -89,7 +89,7 @@ class EnsembleAdamW:
     def select(self, keep: Sequence[int] | torch.Tensor, params: Sequence[nn.Parameter]) -> None:
         """Keep only the members ``keep`` of the optimizer state; ``params`` are the new
         (already selected) parameters, in the original order (``ToyEnsemble.parameters()``)."""
-        idx = torch.as_tensor(keep, dtype=torch.long)
+        idx = torch.as_tensor(keep, dtype=torch.long, device=self.weight_decay.device)
         self.params = list(params)
         self.weight_decay = self.weight_decay.index_select(0, idx)
         self.exp_avg = [s.index_select(0, idx).contiguous() for s in self.exp_avg]
@@ -102,26 +102,33 @@ class EnsembleAdamW:
         ``params`` are the new (already extended) parameters (``ToyEnsemble.parameters()``)."""
         n_new = len(weight_decay)
         M = self.weight_decay.shape[0]
+        device = self.weight_decay.device
         if self.member_t is None:
-            self.member_t = torch.full((M,), float(self.t), dtype=torch.float64)
-        self.member_t = torch.cat([self.member_t, torch.zeros(n_new, dtype=torch.float64)])
-        self.weight_decay = torch.cat([self.weight_decay, torch.as_tensor(weight_decay, dtype=torch.float32)])
+            self.member_t = torch.full((M,), float(self.t), dtype=torch.float64, device=device)
+        self.member_t = torch.cat([self.member_t, torch.zeros(n_new, dtype=torch.float64, device=device)])
+        self.weight_decay = torch.cat([self.weight_decay, torch.as_tensor(weight_decay, dtype=torch.float32, device=device)])
         self.params = list(params)
         self.exp_avg = [torch.cat([s, s.new_zeros((n_new, *s.shape[1:]))]) for s in self.exp_avg]
         self.exp_avg_sq = [torch.cat([s, s.new_zeros((n_new, *s.shape[1:]))]) for s in self.exp_avg_sq]
 
     def state_arrays(self) -> dict[str, np.ndarray]:
         """The optimizer state as flat arrays (``exp_avg/<i>``, ``exp_avg_sq/<i>``, ``weight_decay``, ``t``)."""
-        out = {f"exp_avg/{i}": s.numpy().copy() for i, s in enumerate(self.exp_avg)}
-        out |= {f"exp_avg_sq/{i}": s.numpy().copy() for i, s in enumerate(self.exp_avg_sq)}
+        out = {f"exp_avg/{i}": s.cpu().numpy().copy() for i, s in enumerate(self.exp_avg)}
+        out |= {f"exp_avg_sq/{i}": s.cpu().numpy().copy() for i, s in enumerate(self.exp_avg_sq)}
         t = self.member_t if self.member_t is not None else torch.full_like(self.weight_decay, self.t, dtype=torch.float64)
-        return out | {"weight_decay": self.weight_decay.numpy().copy(), "t": t.numpy().copy(), "t_shared": np.array(self.t)}
+        return out | {"weight_decay": self.weight_decay.cpu().numpy().copy(), "t": t.cpu().numpy().copy(),
+                      "t_shared": np.array(self.t)}
 
     def load_state_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
-        """Load what :meth:`state_arrays` stored (for the same parameters, already loaded)."""
-        self.exp_avg = [torch.from_numpy(np.array(arrays[f"exp_avg/{i}"])) for i in range(len(self.params))]
-        self.exp_avg_sq = [torch.from_numpy(np.array(arrays[f"exp_avg_sq/{i}"])) for i in range(len(self.params))]
-        self.weight_decay = torch.from_numpy(np.array(arrays["weight_decay"]))
+        """Load what :meth:`state_arrays` stored (for the same parameters, already loaded, on their device)."""
+        device = self.params[0].device
+
+        def tensor(key: str) -> torch.Tensor:
+            return torch.from_numpy(np.array(arrays[key])).to(device)
+
+        self.exp_avg = [tensor(f"exp_avg/{i}") for i in range(len(self.params))]
+        self.exp_avg_sq = [tensor(f"exp_avg_sq/{i}") for i in range(len(self.params))]
+        self.weight_decay = tensor("weight_decay")
         self.t = int(arrays["t_shared"])
-        t = torch.from_numpy(np.array(arrays["t"]))
+        t = tensor("t")
         self.member_t = None if bool((t == self.t).all()) else t

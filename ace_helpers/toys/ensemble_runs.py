@@ -58,6 +58,7 @@ def train_ensemble(
     precision: str = "fp32",
     fast: bool = False,
     constrain: Callable[[ToyEnsemble, np.ndarray], None] | None = None,
+    device: str | torch.device = "cpu",
 ) -> EnsembleRun:
     """Train ``len(seeds)`` ToyTransformers together (cross-entropy at the last or at every position).
 
@@ -94,6 +95,9 @@ def train_ensemble(
             called without gradients once before the first step and after every optimizer step:
             projected training (e.g. confine each member's embedding to a subspace, edited in
             place on the stacked weights).
+        device: where the ensemble, its optimizer state, the data and the per-member generators live
+            (default the CPU; members are initialised on the CPU, as ``build_model`` does, then moved).
+            ``evaluate`` and ``constrain`` get the ensemble on that device; kept models come back on the CPU.
 
     Returns:
         :class:`EnsembleRun`.
@@ -117,16 +121,18 @@ def train_ensemble(
     track_loss = track_loss or all_positions
     n = inputs.shape[0]
     batch_size = min(int(batch_size), n)
-    ensemble = ToyEnsemble.from_seeds(config, seeds).train()
+    device = torch.device(device)
+    inputs, targets = inputs.to(device), targets.to(device)
+    ensemble = ToyEnsemble.from_seeds(config, seeds).to(device).train()
     opt = EnsembleAdamW(list(ensemble.parameters()), lr=lr, weight_decay=wds)
-    data_gens = [torch.Generator().manual_seed(s) for s in seeds]
-    drop_gens = [torch.Generator().manual_seed(s + DROPOUT_SEED_OFFSET) for s in seeds]
+    data_gens = [torch.Generator(device).manual_seed(s) for s in seeds]
+    drop_gens = [torch.Generator(device).manual_seed(s + DROPOUT_SEED_OFFSET) for s in seeds]
     active = np.arange(len(seeds))
     steps = np.zeros(len(seeds), dtype=np.int64)
     finals: dict[int, ToyTransformer] = {}
     labels = targets[:, -1]
     losses: list[list[float]] = [[] for _ in seeds]
-    epoch_total = torch.zeros(len(seeds), dtype=torch.float64)  # summed batch losses x batch sizes
+    epoch_total = torch.zeros(len(seeds), dtype=torch.float64, device=device)  # summed batch losses x batch sizes
     order = None
     pos = n  # position in the current epoch's permutation (n: start a new epoch)
     bar = tqdm(total=max_steps, desc=desc, disable=not progress, mininterval=10.0)
@@ -136,20 +142,20 @@ def train_ensemble(
             constrain(ensemble, active.copy())
     while step < max_steps and len(active):
         if pos >= n:
-            order = torch.stack([torch.randperm(n, generator=data_gens[m]) for m in active])
+            order = torch.stack([torch.randperm(n, generator=data_gens[m], device=device) for m in active])
             pos = 0
         idx = order[:, pos : pos + batch_size]  # (A, b)
         pos += batch_size
         gens = [drop_gens[m] for m in active]
         if all_positions:
-            with autocast(precision):
+            with autocast(precision, device.type):
                 logits = ensemble(inputs[idx], generators=gens, fast=fast).float()  # (A, b, T, V)
             A, b = idx.shape
             per_token = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[idx].reshape(-1), reduction="none")
             member_loss = per_token.view(A, -1).mean(dim=1)  # (A,) each member's own mean
             loss = member_loss.sum()
         else:
-            with autocast(precision):
+            with autocast(precision, device.type):
                 logits = ensemble(inputs[idx], last_only=True, generators=gens, fast=fast).float()
             A, b, V = logits.shape
             loss = F.cross_entropy(logits.reshape(A * b, V), labels[idx].reshape(-1), reduction="sum") / b
@@ -164,10 +170,11 @@ def train_ensemble(
             with torch.no_grad():
                 constrain(ensemble, active.copy())
         if track_loss:
-            epoch_total[torch.as_tensor(active)] += member_loss.detach().double() * b
-            if pos >= n:  # the epoch is complete
+            epoch_total[torch.as_tensor(active, device=device)] += member_loss.detach().double() * b
+            if pos >= n:  # the epoch is complete: its losses come back to the host once
+                totals = (epoch_total / n).cpu().tolist()
                 for m in active:
-                    losses[int(m)].append(float(epoch_total[int(m)] / n))
+                    losses[int(m)].append(totals[int(m)])
                 epoch_total.zero_()
         step += 1
         steps[active] = step
@@ -189,7 +196,7 @@ def train_ensemble(
                 if len(active):
                     ensemble.select(keep)
                     opt.select(keep, list(ensemble.parameters()))
-                    order = order[torch.as_tensor(keep)]
+                    order = order[torch.as_tensor(keep, device=device)]
                 bar.set_postfix(active=len(active))
     bar.close()
     models = [finals[m] for m in range(len(seeds))] if keep_models else []
@@ -218,6 +225,7 @@ def train_seeds(
     lr: float,
     method: str = "ensemble",
     precision: str = "fp32",
+    device: str | torch.device = "cpu",
 ) -> TrainResult:
     """Train one language model per seed (AdamW, no weight decay, cross-entropy on every position).
 
@@ -230,6 +238,8 @@ def train_seeds(
     ``nn.Module`` s (dropout from torch's global RNG seeded with ``seed + 1_000_003``).
     ``precision="bf16"`` (ensemble methods only) trains under bf16 autocast with the fast
     kernels (``fast=True`` of :func:`train_ensemble`); ``"fp32"`` runs the reference kernels.
+    ``device``: where training runs (the ``sequential`` method keeps torch's global CPU RNG for dropout, so it
+    trains on the CPU only); the models come back on the CPU.
 
     Returns:
         :class:`TrainResult` with plain :class:`ToyTransformer` s in eval mode.
@@ -239,6 +249,8 @@ def train_seeds(
         raise ValueError(f"method must be one of ['ensemble', 'ensemble1', 'sequential'], got {method!r}")
     if method == "sequential" and precision != "fp32":
         raise ValueError(f"precision={precision!r} needs an ensemble method; method='sequential' trains in fp32 only")
+    if method == "sequential" and torch.device(device).type != "cpu":
+        raise ValueError(f"device={str(device)!r} needs an ensemble method; method='sequential' trains on the CPU only")
     seeds = [int(s) for s in seeds]
     start, start_cpu = time.perf_counter(), time.process_time()
     models: list[ToyTransformer] = []
@@ -261,7 +273,7 @@ def train_seeds(
         run = train_ensemble(config, inputs, targets, seeds=group, weight_decays=[0.0] * len(group),
                              batch_size=batch_size, lr=lr, max_steps=int(epochs) * steps_per_epoch,
                              eval_every=int(epochs) * steps_per_epoch, keep_models=True, progress=False,
-                             loss_positions="all", precision=precision, fast=precision == "bf16")
+                             loss_positions="all", precision=precision, fast=precision == "bf16", device=device)
         models += run.models
         losses += run.loss
     return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)

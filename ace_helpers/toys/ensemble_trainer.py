@@ -52,7 +52,7 @@ def member_losses(
     Returns:
         (M,) float32, with the graph: the step backpropagates ``.sum()`` so that members' gradients do not mix.
     """
-    with autocast(precision):
+    with autocast(precision, inputs.device.type):
         logits = ensemble(inputs, last_only=loss_positions == "last", generators=generators, fast=fast)
     logits = logits.float()
     M, V = logits.shape[0], logits.shape[-1]
@@ -71,6 +71,10 @@ class EnsembleTrainer:
     Args:
         precision: ``"fp32"`` or ``"bf16"`` (forward pass under bf16 autocast).
         fast: the ensemble's fast kernels (see :meth:`ToyEnsemble.forward`).
+        device: where the ensemble, its optimizer state and its generators live (default the CPU); members
+            are initialised on the CPU, as ``build_model`` does, then moved.  Each epoch stays on the device:
+            the permutations and dropout masks come from per-member generators there, the losses are summed
+            there and read back once per epoch.
     """
 
     def __init__(
@@ -84,6 +88,7 @@ class EnsembleTrainer:
         loss_positions: str = "last",
         precision: str = "fp32",
         fast: bool = True,
+        device: str | torch.device = "cpu",
     ) -> None:
         if len(seeds) == 0 or len(seeds) != len(weight_decays):
             raise ValueError(f"seeds and weight_decays must be non-empty and of equal length, got {len(seeds)} and {len(weight_decays)}")
@@ -96,13 +101,14 @@ class EnsembleTrainer:
         self.config = config
         self.batch_size = int(batch_size)
         self.loss_positions = loss_positions
-        self.ensemble = ToyEnsemble.from_seeds(config, [int(s) for s in seeds]).train()
+        self.device = torch.device(device)
+        self.ensemble = ToyEnsemble.from_seeds(config, [int(s) for s in seeds]).to(self.device).train()
         self.opt = EnsembleAdamW(list(self.ensemble.parameters()), lr=lr, weight_decay=[float(w) for w in weight_decays])
         self.data_gens: list[torch.Generator] = []
         self.drop_gens: list[torch.Generator] = []
         for s in seeds:
-            self.data_gens.append(torch.Generator())
-            self.drop_gens.append(torch.Generator())
+            self.data_gens.append(torch.Generator(self.device))
+            self.drop_gens.append(torch.Generator(self.device))
             self.reseed(len(self.data_gens) - 1, int(s))
 
     @property
@@ -126,12 +132,12 @@ class EnsembleTrainer:
         self.ensemble.extend(list(members))
         self.opt.extend([float(weight_decay)] * len(members), list(self.ensemble.parameters()))
         for _ in members:
-            self.data_gens.append(torch.Generator().manual_seed(0))
-            self.drop_gens.append(torch.Generator().manual_seed(DROPOUT_SEED_OFFSET))
+            self.data_gens.append(torch.Generator(self.device).manual_seed(0))
+            self.drop_gens.append(torch.Generator(self.device).manual_seed(DROPOUT_SEED_OFFSET))
         return list(range(first, self.n_members))
 
     def train_epoch(self, inputs: torch.Tensor, targets: torch.Tensor) -> np.ndarray:
-        """One epoch of every member over the shared data: inputs, targets (N, T) long.
+        """One epoch of every member over the shared data: inputs, targets (N, T) long (moved to the device).
 
         Returns:
             (M,) float64: each member's mean training loss over the epoch.
@@ -140,8 +146,9 @@ class EnsembleTrainer:
             raise ValueError(f"inputs and targets must both be (N, T); got {tuple(inputs.shape)} and {tuple(targets.shape)}")
         n = inputs.shape[0]
         M = self.n_members
-        order = torch.stack([torch.randperm(n, generator=g) for g in self.data_gens])  # (M, N)
-        total = torch.zeros(M, dtype=torch.float64)
+        inputs, targets = inputs.to(self.device), targets.to(self.device)
+        order = torch.stack([torch.randperm(n, generator=g, device=self.device) for g in self.data_gens])  # (M, N)
+        total = torch.zeros(M, dtype=torch.float64, device=self.device)
         self.ensemble.train()
         for start in range(0, n, self.batch_size):
             idx = order[:, start : start + self.batch_size]  # (M, b)
@@ -153,7 +160,7 @@ class EnsembleTrainer:
             self.opt.step()
             total += member_loss.detach().double() * b
         self.ensemble.eval()
-        return (total / n).numpy()
+        return (total / n).cpu().numpy()
 
     def member(self, j: int) -> ToyTransformer:
         """Member ``j``'s current weights as a plain :class:`ToyTransformer` (eval mode, fp32)."""
@@ -164,7 +171,7 @@ class EnsembleTrainer:
 
         The generators are not stored: a caller that resumes reseeds every member first.
         """
-        out = {f"model/{k}": v.detach().numpy().copy() for k, v in self.ensemble.state_dict().items()}
+        out = {f"model/{k}": v.detach().cpu().numpy().copy() for k, v in self.ensemble.state_dict().items()}
         return out | {f"opt/{k}": v for k, v in self.opt.state_arrays().items()}
 
     def load_state_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -176,6 +183,6 @@ class EnsembleTrainer:
             raise ValueError(f"stored state holds {M} members, fewer than the trainer's {self.n_members}")
         if grow:
             self.fork([0] * grow, 0.0)
-        self.ensemble.load_state_dict(weights)
+        self.ensemble.load_state_dict(weights)  # copies into the parameters, on their device
         self.opt.params = list(self.ensemble.parameters())
         self.opt.load_state_arrays({k[4:]: v for k, v in arrays.items() if k.startswith("opt/")})

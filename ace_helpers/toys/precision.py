@@ -92,10 +92,11 @@ def describe(precision: str) -> str:
     )
 
 
-def autocast(precision: str) -> contextlib.AbstractContextManager:
-    """The context to run a training forward pass in: bf16 autocast on the CPU, or nothing for fp32."""
+def autocast(precision: str, device_type: str = "cpu") -> contextlib.AbstractContextManager:
+    """The context to run a training forward pass in: bf16 autocast on ``device_type`` (``"cpu"``, ``"cuda"``,
+    ``"mps"``), or nothing for fp32."""
 
     check_precision("PRECISION", precision)
     if precision == "fp32":
         return contextlib.nullcontext()
-    return torch.autocast("cpu", dtype=torch.bfloat16)
+    return torch.autocast(device_type, dtype=torch.bfloat16)

@@ -49,6 +49,7 @@ def train_lm(
     optimizer: torch.optim.Optimizer | None = None,
     start_epoch: int = 0,
     callback: Callable[[int, nn.Module], None] | None = None,
+    device: str | torch.device | None = None,
 ) -> TrainLog:
     """Train ``model`` in place with AdamW on (inputs, targets).
 
@@ -59,7 +60,10 @@ def train_lm(
         batch_size: mini-batch size (``>= N`` means full batch).
         seed: seeds the shuffling generator (the model's init is the caller's business).
         optimizer: reuse an optimizer (e.g. to continue training); a fresh AdamW otherwise.
-        callback: ``callback(epoch, model)`` after every epoch, epoch counted from 1.
+        callback: ``callback(epoch, model)`` after every epoch, epoch counted from 1 (the model on ``device``).
+        device: train there (default: where the model is); the model and data are moved there, the shuffling
+            generator lives there, and the epoch's loss is summed there (read back once per epoch).  The model
+            is moved back where it was when training ends; an optimizer passed in keeps its state on ``device``.
 
     Returns:
         :class:`TrainLog` with the mean loss of every epoch run.
@@ -70,26 +74,31 @@ def train_lm(
         )
     if epochs < 0 or batch_size < 1:
         raise ValueError(f"epochs must be >= 0 and batch_size >= 1, got {epochs}, {batch_size}")
+    home = next(model.parameters()).device
+    device = home if device is None else torch.device(device)
+    model.to(device)
+    inputs, targets = inputs.to(device), targets.to(device)
     opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator(device).manual_seed(seed)
     n = inputs.shape[0]
     log = TrainLog()
     for epoch in range(start_epoch + 1, start_epoch + epochs + 1):
         model.train()
-        order = torch.randperm(n, generator=generator)
-        total = 0.0
+        order = torch.randperm(n, generator=generator, device=device)
+        total = torch.zeros((), dtype=torch.float64, device=device)
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
             loss = lm_loss(model(inputs[idx]), targets[idx], loss_positions)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            total += loss.item() * len(idx)
-        log.loss.append(total / n)
+            total += loss.detach().double() * len(idx)
+        log.loss.append(float(total) / n)
         if callback is not None:
             model.eval()
             callback(epoch, model)
     model.eval()
+    model.to(home)
     return log
 
 

@@ -263,3 +263,18 @@ def test_model_labels_are_short_and_distinct(tmp_path):
     assert llm.model_label("qwen2.5-0.5b") == "qwen2.5-0.5b" and llm.model_label(str(folder)) == "coder05b-hf-fp32"
     assert llm.model_label("meta-llama/Llama-3.1-8B") == "Llama-3.1-8B"
     assert llm.model_labels([str(folder), f"{folder}/", "gpt2"]) == ["coder05b-hf-fp32", "coder05b-hf-fp32-2", "gpt2"]
+
+
+def test_an_unreachable_ndif_server_is_named_before_anything_is_built(monkeypatch):
+    monkeypatch.setenv("NDIF_API_KEY", "any")
+    monkeypatch.setenv("NDIF_HOST", "http://127.0.0.1:9")  # the discard port: nothing listens there
+    with pytest.raises(RuntimeError, match=r"the NDIF server at http://127.0.0.1:9 cannot be reached: .*NDIF_HOST"):
+        llm.load_model("gpt2", remote=True)
+
+
+def test_a_local_folder_is_a_remote_model_for_a_server_of_ones_own(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "has no config.json" in llm.unavailable_reason(str(empty), remote=True)
+    (tmp_path / "config.json").write_text("{}")
+    assert llm.unavailable_reason(str(tmp_path), remote=True) is None

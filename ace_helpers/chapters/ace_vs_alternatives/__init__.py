@@ -58,6 +58,7 @@ from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models import views as toy_views
 from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.method import checks
+from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import extract_core
 from ace_helpers.method.subspaces import (  # fmt: skip
@@ -93,7 +94,8 @@ _COMMON = {"N_SAMPLES": 4000, "DIM": 32, "R_CORE": 3, "PLANTED_R_MAX": 9, "T": P
            "SEED": 0, "DAS_STEPS": 300, "DAS_LR": 0.02,
            "P": 31, "TRAIN_FRACTION": 0.6, "MODADD_LR": 3e-3, "MODADD_SEED": 1031, "MODADD_ENERGY": 0.99,
            "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16,
-           "LLM_MODELS": [], "LLM_N_PROMPTS": 400, "LLM_R_MAX": 4, "LLM_BATCH_SIZE": 50, "PRECISION": "fp32"}
+           "LLM_MODELS": [], "LLM_N_PROMPTS": 400, "LLM_R_MAX": 4, "LLM_BATCH_SIZE": 50, "PRECISION": "fp32",
+           "DEVICE": "auto"}
 #: ``ci``: planted + Markov (chapter 1's ci training), shorter DAS training (150
 #: steps at lr 0.05); ``book``: 3000 Markov training sequences and 20 epochs,
 #: DAS 300 steps at lr 0.02, mod-add (chapter 7's setting: p = 31, trained until test accuracy
@@ -207,7 +209,7 @@ def run_markov(cfg: Params) -> dict[str, Any]:
     """One Markov seed (chapter 1's model), layer output at every position; ground truth: the state means."""
     data = markov_dataset(cfg["T"], cfg["N_TRAIN"], cfg["N_TEST"], cfg["SEQ_LEN"], train_seed=0, test_seed=999)
     model = markov.train_models(data, [cfg["SEED"]], d_model=cfg["D_MODEL"], epochs=cfg["EPOCHS"], lr=cfg["LR"],
-                                      precision=cfg["PRECISION"]).models[0]
+                                      precision=cfg["PRECISION"], device=resolve_device(cfg["DEVICE"])).models[0]
     view = toy_views.markov_view(model, data, cfg["ENERGY"])
     dim = view.h_train.shape[1]
     test_h = view.h_test.reshape(-1, dim)

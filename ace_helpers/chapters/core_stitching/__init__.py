@@ -70,6 +70,7 @@ from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
 from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.toy_models.views import FREQ_POWER, View, key_frequencies, markov_view, modadd_view
+from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.stitching import (  # fmt: skip
     Chart,
     LinearMap,
@@ -188,7 +189,8 @@ def run_markov(cfg: Params) -> dict[str, Any]:
                           test_seed=cfg["TEST_DATA_SEED"])
     seeds = markov.model_seeds(cfg["SEED"], 3)
     trained = markov.train_models(data, seeds, d_model=cfg["D_MODEL"], epochs=cfg["EPOCHS"],
-                                        batch_size=cfg["BATCH_SIZE"], lr=cfg["LR"], precision=cfg["PRECISION"])
+                                        batch_size=cfg["BATCH_SIZE"], lr=cfg["LR"], precision=cfg["PRECISION"],
+                                        device=resolve_device(cfg["DEVICE"]))
     views = [markov_view(m, data, cfg["ENERGY"]) for m in trained.models]
     setting = StitchSetting("layers.0", None, data.test_inputs, data.test_targets, crossed_order(cfg["N_TEST"], cfg["SEED"]), views)
     out = pair_results(setting, 0, 1, cfg, cfg["R_MAX"], cfg["SEED"])

@@ -93,6 +93,7 @@ from ace_helpers.chapters.grokking_scaling_law.runs import (
 )
 from ace_helpers.chapters.modadd.grokked import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import stored_redundancy_gap
+from ace_helpers.method.devices import device_kind, resolve_device
 from ace_helpers.repro.artifacts import load_artifact, project_root, save_artifact
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
@@ -121,8 +122,12 @@ def artifact_dir() -> Path:
 
 
 def artifact_key(cfg: Params) -> dict:
-    """The artifact's parameters: every knob of the run (not ``PRESET`` or ``OUTPUT_DIR``)."""
-    return cfg.knob_values()
+    """The artifact's parameters: every knob of the run (not ``PRESET`` or ``OUTPUT_DIR``) but ``DEVICE``, whose kind
+    is recorded only when it is not the CPU (the stored CPU sweeps keep their keys; a GPU sweep is stored as another
+    sample of the same runs)."""
+    knobs = cfg.knob_values()
+    kind = device_kind(knobs.pop("DEVICE"))
+    return knobs | ({"DEVICE": kind} if kind != "cpu" else {})
 
 
 class Sweeps:
@@ -234,8 +239,9 @@ def run(cfg: Params, progress: bool = False) -> ScalingRun:
     sweeps = Sweeps(cfg)
     omega_runs, p_runs = sweeps.omega(progress), sweeps.p(progress)
     sweeps.save()
-    traces = trace_margins()  # the margin ODE's four small runs (the same at every preset; minutes)
-    redundancy = redundancy_runs()  # the redundancy intervention's twelve small runs (the same at every preset)
+    device = resolve_device(cfg["DEVICE"])
+    traces = trace_margins(device=device)  # the margin ODE's four small runs (the same at every preset; minutes)
+    redundancy = redundancy_runs(device=device)  # the redundancy intervention's twelve small runs (every preset)
     return ScalingRun(sweeps, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]), traces, [fit_margin_ode(t) for t in traces],
                       redundancy)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from ace_helpers.chapters.grokking_scaling_law.knobs import PARAMS, PRESETS
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, p_sweep_omegas, records_from_dicts, run_grok_sweep
+from ace_helpers.method.devices import describe_device, device_kind, resolve_device
 from ace_helpers.repro.artifacts import project_root
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.sweeps import Job, SweepReport, run_sweep
@@ -35,23 +36,28 @@ CHAPTERS = ("04_grokking_scaling_law",)
 
 def grok_unit(
     sweep: str, p: int, omega: float, seed: int, *, batch_size: int | None, max_steps: int, eval_every: int,
-    train_fraction: float, stop_margin: int, lr: float, precision: str = "fp32",
+    train_fraction: float, stop_margin: int, lr: float, precision: str = "fp32", device: str = "cpu",
 ) -> dict[str, Any]:  # fmt: skip
-    """One grokking run (modulus ``p``, weight decay ``omega``, ``seed``): its :class:`GrokRecord` as a dict."""
+    """One grokking run (modulus ``p``, weight decay ``omega``, ``seed``), on a device of kind ``device``
+    (``"cpu"``, ``"cuda"``, ``"mps"``; a Dask worker with one GPU sees it as ``cuda``): its :class:`GrokRecord` as a dict."""
     (record,) = run_grok_sweep(
         p, [omega], [seed], batch_size=batch_size, max_steps=max_steps, eval_every=eval_every,
         train_fraction=train_fraction, stop_margin=stop_margin, lr=lr, sweep=sweep, progress=False,
-        precision=precision,
+        precision=precision, device=resolve_device(device),
     )  # fmt: skip
     return record.to_dict()
 
 
 def grok_jobs(cfg: Params) -> list[Job]:
     """One job per run of chapter 4's sweeps under resolved ``cfg``: the ω sweep, then the p sweep at
-    each of its weight decays (``OMEGA_P``, then ``EXTRA_OMEGAS_P``)."""
+    each of its weight decays (``OMEGA_P``, then ``EXTRA_OMEGAS_P``).  A job that runs on a GPU carries the kind
+    of its device (``"device": "cuda"``), so it is stored beside the CPU runs, whose keys have no device."""
     seeds = [cfg["SEED"] + i for i in range(cfg["N_SEEDS"])]
     common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"],
               "precision": cfg["PRECISION"]}  # fmt: skip
+    kind = device_kind(cfg["DEVICE"])
+    if kind != "cpu":
+        common["device"] = kind
     fn = "ace_helpers.chapters.grokking_scaling_law.jobs:grok_unit"  # not __name__: run as a script, that is "__main__"
     jobs = [
         Job(fn, {"sweep": "omega", "p": cfg["P_OMEGA"], "omega": float(w), "seed": s, "batch_size": cfg["BATCH_SIZE_OMEGA"],
@@ -89,8 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--n-seeds", type=int, help="run only the first N seeds (the rest later: each run is keyed by its own "
                     "parameters, so the full sweep skips these)")
     ap.add_argument("--sweep", choices=("omega", "p", "both"), default="both", help="run one sweep only (default: both)")
+    ap.add_argument("--device", default=None, help="where each run trains: auto (CUDA when present, else the CPU), cpu, "
+                    "cuda, mps (default: auto); a GPU run is stored beside the CPU runs, keyed by its device kind")
     args = ap.parse_args(argv)
-    cfg = PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds)
+    cfg = PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds, DEVICE=args.device)
+    print(describe_device(cfg["DEVICE"]))
     jobs = [t for t in grok_jobs(cfg) if args.sweep in ("both", t.kwargs["sweep"])]
     report = run_sweep(
         jobs, args.store or default_store(args.chapter, args.preset), workers=args.workers, scheduler=args.scheduler,

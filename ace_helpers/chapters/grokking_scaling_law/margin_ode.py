@@ -83,8 +83,10 @@ def mean_margin(logits: torch.Tensor, answers: torch.Tensor) -> torch.Tensor:
 def trace_margins(
     p: int = P, omegas: Sequence[float] = OMEGAS, seeds: Sequence[int] = SEEDS, *, train_fraction: float = TRAIN_FRACTION,
     batch_size: int = BATCH, lr: float = LR, max_steps: int = MAX_STEPS, eval_every: int = EVAL_EVERY, stop: int = STOP,
+    device: str | torch.device = "cpu",
 ) -> list[MarginTrace]:  # fmt: skip
-    """Train every (ω, seed) as one ensemble of the sweep model and record m(t) and the ‖ψ‖² proxy.
+    """Train every (ω, seed) as one ensemble of the sweep model (on ``device``) and record m(t) and the ‖ψ‖² proxy
+    (from the logits, brought to the CPU at each evaluation).
 
     A member leaves ``stop`` steps after its test accuracy reaches 0.99.  Returns one trace per (ω, seed), ω-major.
     """
@@ -101,7 +103,7 @@ def trace_margins(
 
     @torch.no_grad()
     def evaluate(step: int, ensemble, ids: np.ndarray) -> np.ndarray:
-        logits = ensemble(pairs, last_only=True).float()  # (A, p², p)
+        logits = ensemble(pairs.to(ensemble.tok_emb.device), last_only=True).float().cpu()  # (A, p², p)
         ok = (logits.argmax(-1) == answers).double().numpy()
         margin = mean_margin(logits[:, torch.from_numpy(is_test)], answers[torch.from_numpy(is_test)]).numpy()
         psi2 = harmonic_power(logits, pairs[:, 0], pairs[:, 1], p).numpy()
@@ -116,7 +118,7 @@ def trace_margins(
 
     train_ensemble(sweep_config(p), data.train_inputs, data.train_targets, seeds=[s for _, s in members],
                    weight_decays=[w for w, _ in members], batch_size=batch_size, lr=lr, max_steps=max_steps,
-                   eval_every=eval_every, evaluate=evaluate, progress=False, desc="margin ODE")  # fmt: skip
+                   eval_every=eval_every, evaluate=evaluate, progress=False, desc="margin ODE", device=device)  # fmt: skip
     out = []
     for m, (w, s) in enumerate(members):
         h = np.asarray(rec[m], float).reshape(-1, 5)

@@ -78,27 +78,29 @@ class RedundancyRun:
 def redundancy_runs(
     p: int = P, ks: Sequence[int] = KS, seeds: Sequence[int] = SEEDS, *, omega: float = OMEGA,
     train_fraction: float = TRAIN_FRACTION, batch_size: int = BATCH, lr: float = LR, max_steps: int = MAX_STEPS,
-    eval_every: int = EVAL_EVERY,
+    eval_every: int = EVAL_EVERY, device: str | torch.device = "cpu",
 ) -> list[RedundancyRun]:  # fmt: skip
-    """Train every (k, seed) as one ensemble of the sweep model, each member's embedding confined to its ``k``
-    frequencies, until it groks (test accuracy ≥ 0.99) or ``max_steps``.  Returns one run per (k, seed), k-major."""
+    """Train every (k, seed) as one ensemble of the sweep model (on ``device``), each member's embedding confined to
+    its ``k`` frequencies, until it groks (test accuracy ≥ 0.99) or ``max_steps``.  Returns one run per (k, seed),
+    k-major."""
+    device = torch.device(device)
     check_prime("p", p, low=5)
     data = modadd_dataset(p, train_fraction, 42)
     members = [(int(k), int(s), draw_freqs(p, int(k), int(s))) for k in ks for s in seeds]
-    proj = torch.stack([fourier_projector(p, f).float() for _, _, f in members])  # (M, p, p)
+    proj = torch.stack([fourier_projector(p, f).float() for _, _, f in members]).to(device)  # (M, p, p)
     hist: dict[int, list[tuple[int, float, float]]] = {m: [] for m in range(len(members))}
-    test_in, test_y = data.test_inputs, data.test_targets[:, -1]
-    train_in, train_y = data.train_inputs, data.train_targets[:, -1]
+    test_in, test_y = data.test_inputs.to(device), data.test_targets[:, -1].to(device)
+    train_in, train_y = data.train_inputs.to(device), data.train_targets[:, -1].to(device)
 
     def constrain(ensemble: ToyEnsemble, ids: np.ndarray) -> None:
         emb = ensemble.tok_emb  # (A, p, D)
-        emb.copy_(torch.bmm(proj[torch.as_tensor(ids)], emb))
+        emb.copy_(torch.bmm(proj[torch.as_tensor(ids, device=device)], emb))
 
     @torch.no_grad()
     def evaluate(step: int, ensemble: ToyEnsemble, ids: np.ndarray) -> np.ndarray:
         a = len(ids)
-        train = (ensemble(train_in.expand(a, -1, -1), last_only=True).argmax(-1) == train_y).double().mean(1)
-        test = (ensemble(test_in.expand(a, -1, -1), last_only=True).argmax(-1) == test_y).double().mean(1)
+        train = (ensemble(train_in.expand(a, -1, -1), last_only=True).argmax(-1) == train_y).double().mean(1).cpu()
+        test = (ensemble(test_in.expand(a, -1, -1), last_only=True).argmax(-1) == test_y).double().mean(1).cpu()
         for j, m in enumerate(ids):
             hist[int(m)].append((step, float(train[j]), float(test[j])))
         return test.numpy() >= ACC_THRESHOLD
@@ -106,7 +108,7 @@ def redundancy_runs(
     train_ensemble(sweep_config(p), data.train_inputs, data.train_targets, seeds=[s for _, s, _ in members],
                    weight_decays=[omega] * len(members), batch_size=batch_size, lr=lr, max_steps=max_steps,
                    eval_every=eval_every, evaluate=evaluate, constrain=constrain, progress=False,
-                   desc="redundancy")  # fmt: skip
+                   desc="redundancy", device=device)  # fmt: skip
     out = []
     for m, (k, s, f) in enumerate(members):
         steps, train, test = (np.asarray(c) for c in zip(*hist[m]))

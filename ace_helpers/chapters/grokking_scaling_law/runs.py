@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ace_helpers.method.checks import check_choice, check_prime
+from ace_helpers.method.devices import resolve_device
 from ace_helpers.repro.params import Params
 from ace_helpers.toys.ensemble_runs import train_ensemble
 from ace_helpers.toys.models import ToyConfig
@@ -121,6 +122,7 @@ def run_grok_sweep(
     sweep: str = "omega",
     progress: bool = True,
     precision: str = "fp32",
+    device: str | torch.device = "cpu",
 ) -> list[GrokRecord]:
     """Train every (ω, seed) pair for modulus ``p`` as one ensemble and time its grokking.
 
@@ -132,6 +134,7 @@ def run_grok_sweep(
         train_fraction, split_seed: the ``modadd_dataset`` split.
         stop_margin: steps a run keeps training after it grokked.
         precision: ``"fp32"`` (reference kernels) or ``"bf16"`` (bf16 autocast and the fast kernels).
+        device: where the ensemble trains and is evaluated (the accuracies come back once per evaluation).
 
     Returns:
         One :class:`GrokRecord` per (ω, seed), ω-major.
@@ -173,6 +176,7 @@ def run_grok_sweep(
         desc=f"{sweep} sweep p={p}",
         precision=precision,
         fast=precision == "bf16",
+        device=device,
     )
     records = []
     for m, (w, s) in enumerate(members):
@@ -184,12 +188,15 @@ def run_grok_sweep(
 
 @torch.no_grad()
 def _correct(ensemble, inputs: torch.Tensor, answers: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
-    """(M, N) bool: member m's argmax on input n is right (last position, eval mode)."""
+    """(M, N) bool on the CPU: member m's argmax on input n is right (last position, eval mode; computed on the
+    ensemble's device)."""
+    device = ensemble.tok_emb.device
+    inputs, answers = inputs.to(device), answers.to(device)
     out = []
     for start in range(0, inputs.shape[0], chunk):
         logits = ensemble(inputs[start : start + chunk], last_only=True)
         out.append(logits.argmax(-1) == answers[start : start + chunk])
-    return torch.cat(out, dim=1)
+    return torch.cat(out, dim=1).cpu()
 
 
 def uncensored(
@@ -242,7 +249,7 @@ def run_omega_sweep(params: Params, progress: bool = False) -> list[GrokRecord]:
         params["P_OMEGA"], params["OMEGAS"], seeds, batch_size=params["BATCH_SIZE_OMEGA"],
         max_steps=params["MAX_STEPS"], eval_every=params["EVAL_EVERY"], train_fraction=params["TRAIN_FRACTION"],
         stop_margin=params["STOP_MARGIN"], lr=params["LR"], sweep="omega", progress=progress,
-        precision=params["PRECISION"],
+        precision=params["PRECISION"], device=resolve_device(params["DEVICE"]),
     )
 
 
@@ -260,7 +267,7 @@ def run_p_sweep(params: Params, progress: bool = False) -> list[GrokRecord]:
             p, p_sweep_omegas(params), seeds, batch_size=None, max_steps=params["MAX_STEPS"],
             eval_every=params["EVAL_EVERY"], train_fraction=params["TRAIN_FRACTION_P"],
             stop_margin=params["STOP_MARGIN"], lr=params["LR"], sweep="p", progress=progress,
-            precision=params["PRECISION"],
+            precision=params["PRECISION"], device=resolve_device(params["DEVICE"]),
         )
     return out
 

@@ -59,6 +59,8 @@ from ace_helpers.chapters.llm_agreement.generation import (
     steered_generate,
     steered_generations,
 )
+from ace_helpers.chapters.llm_agreement import cost
+from ace_helpers.chapters.llm_agreement.cost import cost_estimate
 from ace_helpers.chapters.llm_agreement.pipeline import (
     OFFICIAL_RULE,
     AgreementRun,
@@ -280,7 +282,7 @@ PARAMS = params.ChapterParams("05_llm_agreement", PRESETS, check)
 """The chapter's knobs: ``cfg = PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere."""
 
 __all__ = [
-    "PARAMS", "PRESETS", "check", "KNOWN_GAPS", "MODES", "hook_site",
+    "PARAMS", "PRESETS", "check", "cost_estimate", "KNOWN_GAPS", "MODES", "hook_site",
     "States", "collect_states", "layer_cores", "layer_list", "spectral_gap", "verb_head",
     "sweep_margins", "edit_margins", "last_token_probs", "demo_scores", "demo_tests",
     "COMPARISONS", "DemoTests", "combined_demo_tests", "paired_wilcoxon_p",

@@ -17,6 +17,7 @@ from ace_helpers.chapters.modadd.analysis import grok_epoch
 from ace_helpers.chapters.modadd.keys import artifact_dir, snapshot_dir_for
 from ace_helpers.chapters.modadd.long_run import store_partial, store_partial_ensemble
 from ace_helpers.chapters.modadd.run import load_or_train
+from ace_helpers.method.devices import describe_device
 from ace_helpers.repro import params as P_
 from ace_helpers.repro import thread_pools
 
@@ -33,12 +34,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--fork-epoch", type=int, default=None, help="epoch the WD-off arm forks at (default: the preset's; "
                     "the first stored runs: 1100)")
     ap.add_argument("--precision", default=None, help="fp32 or bf16 (bf16 needs --trainer ensemble; default: the preset's)")
+    ap.add_argument("--device", default=None, help="where the ensemble trainer runs: auto (CUDA when present, else the "
+                    "CPU), cpu, cuda, cuda:N, mps (default: the preset's, auto)")
     ap.add_argument("--snapshot-dir", default=None, help="resume snapshots (default: outputs/modadd_grokking_snapshots; "
                     "book/artifacts/modadd_grokking_snapshots to commit them, so another machine resumes from a clone)")
     args = ap.parse_args(argv)
     thread_pools.set_threads()
     cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers, TRAINER=args.trainer,
-                                PRECISION=args.precision, FORK_EPOCH=args.fork_epoch)  # fmt: skip
+                                PRECISION=args.precision, FORK_EPOCH=args.fork_epoch, DEVICE=args.device)  # fmt: skip
+    print(describe_device(cfg["DEVICE"]) if cfg["TRAINER"] == "ensemble" else "the loop trainer runs on the CPU")
     snapshots = args.snapshot_dir if args.snapshot_dir is not None else snapshot_dir_for(cfg)
     if args.store_partial:
         store = store_partial if cfg["TRAINER"] == "loop" else store_partial_ensemble

@@ -15,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
+import torch
+
 from ace_helpers.method import checks
+from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.repro import params as P_
 from ace_helpers.toys.models import ToyConfig
 from ace_helpers.toys.precision import check_precision
@@ -49,6 +52,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "WORKERS": 1,
         "TRAINER": "ensemble",
         "PRECISION": "fp32",
+        "DEVICE": "auto",
     },
     # The paper's task (p = 53, 50 % split) and schedule, cut to what 2 CPU cores allow.  The fork
     # is at 900, as in the paper and its code release (BRANCH_EPOCH = 900 in run_modadd.py): these
@@ -77,6 +81,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "WORKERS": 2,
         "TRAINER": "ensemble",
         "PRECISION": "fp32",
+        "DEVICE": "auto",
     },
 }
 
@@ -88,7 +93,7 @@ PRESETS["paper"] = PRESETS["book"] | {"EPOCHS": 20000, "N_MODELS": 3, "WORKERS":
 #: The paper preset trained on the ensemble trainer in bf16 (all 3 models and both arms in one
 #: process): a run of its own, whose known gaps the chapters record under this name.
 PAPER_ENSEMBLE = "paper, ensemble bf16"
-PAPER_ENSEMBLE_RUN: dict[str, Any] = {"PRESET": "paper", "TRAINER": "ensemble", "PRECISION": "bf16"}
+PAPER_ENSEMBLE_RUN: dict[str, Any] = {"PRESET": "paper", "TRAINER": "ensemble", "PRECISION": "bf16", "DEVICE": "cpu"}
 
 #: Where the first stored runs forked the weight-decay-off arm: 200 epochs after the paper's 900.
 OLD_FORK = 1100
@@ -104,15 +109,15 @@ BOOK_LOOP, PAPER_LOOP = "book, loop fp32", "paper, loop fp32"
 BOOK_1100 = "book, fork 1100"
 FORK_1100_RUNS: dict[str, dict[str, Any]] = {
     PAPER_ENSEMBLE_1100: PAPER_ENSEMBLE_RUN | {"FORK_EPOCH": OLD_FORK},
-    BOOK_LOOP: {"PRESET": "book", "TRAINER": "loop", "PRECISION": "fp32", "FORK_EPOCH": OLD_FORK},
-    PAPER_LOOP: {"PRESET": "paper", "TRAINER": "loop", "PRECISION": "fp32", "FORK_EPOCH": OLD_FORK},
-    BOOK_1100: {"PRESET": "book", "FORK_EPOCH": OLD_FORK},
+    BOOK_LOOP: {"PRESET": "book", "TRAINER": "loop", "PRECISION": "fp32", "FORK_EPOCH": OLD_FORK, "DEVICE": "cpu"},
+    PAPER_LOOP: {"PRESET": "paper", "TRAINER": "loop", "PRECISION": "fp32", "FORK_EPOCH": OLD_FORK, "DEVICE": "cpu"},
+    BOOK_1100: {"PRESET": "book", "FORK_EPOCH": OLD_FORK, "DEVICE": "cpu"},
 }
 
 KNOBS: tuple[str, ...] = tuple(PRESETS["book"])
 
 #: Knobs that change the training run / analysis (the artifact key); the others only change plots.
-RUN_KNOBS: tuple[str, ...] = tuple(k for k in KNOBS if k not in ("N_MODELS", "CLOCK_EPOCHS", "ARTIFACT_DIR", "WORKERS"))
+RUN_KNOBS: tuple[str, ...] = tuple(k for k in KNOBS if k not in ("N_MODELS", "CLOCK_EPOCHS", "ARTIFACT_DIR", "WORKERS", "DEVICE"))
 
 #: Run knobs added after runs were stored, with the value those runs had: a run at this value
 #: leaves the knob out of its artifact key, so the stored runs keep their names and keys.
@@ -130,9 +135,19 @@ TRAINERS = ("loop", "ensemble")
 PROTOCOL_KNOBS: tuple[str, ...] = (*(k for k in RUN_KNOBS if k not in KEYED_WHEN_CHANGED), "N_MODELS")
 
 
+def train_device(cfg: Mapping[str, Any]) -> torch.device:
+    """Where the run trains: ``DEVICE`` resolved for the ensemble trainer; the loop trainer (each model alone,
+    in ``WORKERS`` processes) trains on the CPU."""
+    return resolve_device(cfg["DEVICE"]) if cfg["TRAINER"] == "ensemble" else torch.device("cpu")
+
+
 def run_knob_values(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The run knobs that key a run's artifacts (see :data:`KEYED_WHEN_CHANGED`)."""
-    return {k: cfg[k] for k in RUN_KNOBS if k not in KEYED_WHEN_CHANGED or cfg[k] != KEYED_WHEN_CHANGED[k]}
+    """The run knobs that key a run's artifacts (see :data:`KEYED_WHEN_CHANGED`), plus the kind of device it trains
+    on (``"DEVICE": "cuda"``) when that is not the CPU: the stored CPU runs keep their keys, and a GPU run is
+    stored beside them as another sample of the same protocol."""
+    out = {k: cfg[k] for k in RUN_KNOBS if k not in KEYED_WHEN_CHANGED or cfg[k] != KEYED_WHEN_CHANGED[k]}
+    kind = train_device(cfg).type if "DEVICE" in cfg else "cpu"
+    return out | ({"DEVICE": kind} if kind != "cpu" else {})
 
 
 def holdout_classes(p: int, fraction: float) -> int:
@@ -247,6 +262,10 @@ def check(cfg: dict[str, Any]) -> None:
             f"PRECISION={cfg['PRECISION']!r} is not allowed with TRAINER={cfg['TRAINER']!r}: only the ensemble trainer "
             "runs bf16 (set TRAINER='ensemble', or PRECISION='fp32')"
         )
+    cfg["DEVICE"] = check_device("DEVICE", cfg["DEVICE"])
+    if cfg["TRAINER"] != "ensemble" and cfg["DEVICE"] not in ("auto", "cpu"):
+        raise ValueError(f"DEVICE={cfg['DEVICE']!r} is not allowed with TRAINER={cfg['TRAINER']!r}: the loop trainer runs "
+                         "on the CPU (set TRAINER='ensemble', or DEVICE='cpu' or 'auto')")
     if cfg["ARTIFACT_DIR"] is not None:
         P_.check_output_dir("ARTIFACT_DIR", cfg["ARTIFACT_DIR"], "modadd_grokking_cache")
     # the ensemble trains every model's two arms in one process: its batch memory is 2 N_MODELS batches

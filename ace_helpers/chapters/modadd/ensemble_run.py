@@ -29,7 +29,7 @@ from ace_helpers.chapters.modadd.analysis import (
     row_to_plain,
     stack_rows,
 )
-from ace_helpers.chapters.modadd.config import holdout_classes, model_config, schedule_of
+from ace_helpers.chapters.modadd.config import holdout_classes, model_config, schedule_of, train_device
 from ace_helpers.chapters.modadd.keys import SEGMENT_EPOCHS, model_key, run_hash, segment_seed
 from ace_helpers.repro.artifacts import load_artifact, save_artifact
 from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
@@ -131,6 +131,7 @@ def train_models_together(
     trainer = EnsembleTrainer(
         model_config(p), [cfg["SEED"] + m for m in models], [cfg["WEIGHT_DECAY"]] * len(models),
         lr=cfg["LR"], batch_size=cfg["BATCH_SIZE"], loss_positions="last", precision=cfg["PRECISION"], fast=True,
+        device=train_device(cfg),
     )  # fmt: skip
     members = [(m, 0) for m in models]  # (model index, arm index) of every member
     rows: dict[tuple[int, int], list[tuple[int, CheckpointAnalysis]]] = {(m, a): [] for m in models for a in (0, 1)}

@@ -10,6 +10,7 @@ import nnsight
 import numpy as np
 
 from ace_helpers.chapters.modadd.config import model_config
+from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.interventions import HookSite
 from ace_helpers.repro.artifacts import cached, project_root
 from ace_helpers.toys.ensemble import ensemble_accuracy
@@ -33,9 +34,10 @@ DEMO_HOOK = "layers.1"
 def train_modadd(cfg: Mapping[str, Any], data: ModAddData, n_models: int = 2) -> tuple[list[Any], list[int | None]]:
     """``n_models`` models (seeds MODADD_SEED + 1000·m, weight decay 1), each trained until its test accuracy
     reaches :data:`GROK_ACC` and MODADD_EXTRA_STEPS more steps (at most MODADD_MAX_STEPS), in PRECISION
-    (``"bf16"``: autocast and the ensemble's fast kernels, :mod:`ace_helpers.toys.precision`).
+    (``"bf16"``: autocast and the ensemble's fast kernels, :mod:`ace_helpers.toys.precision`), on ``DEVICE``
+    when ``cfg`` has it (else the CPU).
 
-    Returns the models (eval mode) and the step at which each grokked (None: never).
+    Returns the models (eval mode, on the CPU) and the step at which each grokked (None: never).
     """
     grok: dict[int, int] = {}
     extra = cfg["MODADD_EXTRA_STEPS"]
@@ -50,7 +52,7 @@ def train_modadd(cfg: Mapping[str, Any], data: ModAddData, n_models: int = 2) ->
     run = train_ensemble(model_config(data.p), data.train_inputs, data.train_targets, seeds=seeds, weight_decays=[1.0] * n_models,
                          batch_size=512, lr=cfg["MODADD_LR"], max_steps=cfg["MODADD_MAX_STEPS"], eval_every=25,
                          evaluate=evaluate, keep_models=True, progress=False, precision=cfg["PRECISION"],
-                         fast=cfg["PRECISION"] == "bf16")
+                         fast=cfg["PRECISION"] == "bf16", device=resolve_device(cfg.get("DEVICE", "cpu")))
     return [m.eval() for m in run.models], [grok.get(m) for m in range(n_models)]
 
 

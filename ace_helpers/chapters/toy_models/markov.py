@@ -30,6 +30,7 @@ from ace_helpers.chapters.toy_models.markov_spectra import (  # noqa: F401 - par
 )
 from ace_helpers.method import compare, interventions
 from ace_helpers.method.checks import check_choice
+from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.core import Core, extract_core_from_gramians
 from ace_helpers.method.interventions import HookSite
 from ace_helpers.method.operators import fit_dynamics, match_eigenvalues
@@ -79,18 +80,18 @@ def train_models(
     batch_size: int = 64,
     lr: float = 1e-4,
     method: str = "ensemble",
-    precision: str = "fp32",
+    precision: str = "fp32", device: str | torch.device = "cpu",
 ) -> TrainResult:
     """Train one model per seed on ``data`` (AdamW, no weight decay, CE on every position).
 
     The chapter's model (:func:`toy_config`) trained by :func:`ace_helpers.toys.ensemble_runs.train_seeds`
     (``method``: ``"ensemble"`` all seeds at once, ``"ensemble1"`` the same code one seed at a
     time, ``"sequential"`` the plain ``train_lm`` loop).  ``precision="bf16"`` trains under bf16
-    autocast with the fast kernels (see :mod:`ace_helpers.toys.precision`).
+    autocast with the fast kernels (see :mod:`ace_helpers.toys.precision`); ``device``: where they train (CPU models back).
     """
     check_choice("method", method, ("ensemble", "ensemble1", "sequential"))
     return train_seeds(toy_config(data.n_states, d_model), data.train_inputs, data.train_targets, seeds,
-                       epochs=epochs, batch_size=batch_size, lr=lr, method=method, precision=precision)
+                       epochs=epochs, batch_size=batch_size, lr=lr, method=method, precision=precision, device=device)
 
 
 def hook_site(cfg: Mapping[str, Any]) -> HookSite:
@@ -98,12 +99,12 @@ def hook_site(cfg: Mapping[str, Any]) -> HookSite:
     sees it: the test sequences, the hook ``layers.0``, the centred tail's Jacobian (K, D) and next-token accuracy.
 
     ``cfg`` needs ``T``, ``N_TRAIN``, ``N_TEST``, ``SEQ_LEN``, ``D_MODEL``, ``EPOCHS``, ``LR``, ``SEED`` and
-    ``PRECISION``; ``DATA_SEED``, ``TEST_DATA_SEED`` and ``BATCH_SIZE`` default to 0, 999 and 64.
+    ``PRECISION``; ``DATA_SEED``, ``TEST_DATA_SEED``, ``BATCH_SIZE``, ``DEVICE`` default to 0, 999, 64, ``"cpu"``.
     """
     data = markov_dataset(validate_transition(cfg["T"]), cfg["N_TRAIN"], cfg["N_TEST"], cfg["SEQ_LEN"],
                           train_seed=cfg.get("DATA_SEED", 0), test_seed=cfg.get("TEST_DATA_SEED", 999))  # fmt: skip
     model = train_models(data, [cfg["SEED"]], d_model=cfg["D_MODEL"], epochs=cfg["EPOCHS"], batch_size=cfg.get("BATCH_SIZE", 64),
-                         lr=cfg["LR"], precision=cfg["PRECISION"]).models[0].eval()  # fmt: skip
+                         lr=cfg["LR"], precision=cfg["PRECISION"], device=resolve_device(cfg.get("DEVICE", "cpu"))).models[0].eval()  # fmt: skip
     targets = data.test_targets
     return HookSite(nnsight.NNsight(model), data.test_inputs, HOOK, tail_jacobian(model, "centered"),
                       lambda logits: float((logits.argmax(-1) == targets).double().mean()))
@@ -280,14 +281,14 @@ def run_chain(
     data_seed: int = 0,
     test_data_seed: int = 999,
     method: str = "ensemble",
-    precision: str = "fp32",
+    precision: str = "fp32", device: str | torch.device = "cpu",
 ) -> ChainRun:
-    """Sample data, train the seeds, analyse each model for each ``(tail, ablation)`` variant."""
+    """Sample data, train the seeds (on ``device``), analyse each model for each ``(tail, ablation)`` variant."""
     start, start_cpu = time.perf_counter(), time.process_time()
     T = validate_transition(T)
     data = markov_dataset(T, n_train, n_test, seq_len, train_seed=data_seed, test_seed=test_data_seed)
     trained = train_models(data, seeds, d_model=d_model, epochs=epochs, batch_size=batch_size, lr=lr, method=method,
-                           precision=precision)
+                           precision=precision, device=device)
     variants = list(dict.fromkeys(tuple(v) for v in variants))
     analyses = [analyse_model(m, data, energy=energy, variants=variants) for m in trained.models]
     pairs = list(combinations(range(len(seeds)), 2))
@@ -387,7 +388,7 @@ def run_chains(p: Params, *, method: str = "ensemble") -> tuple[dict[str, Any], 
     variants = [(p["TAIL"], p["ABLATION"]), (PAPER_TAIL, PAPER_ABLATION)] + ALL_VARIANTS
     common = dict(d_model=p["D_MODEL"], n_train=p["N_TRAIN"], n_test=p["N_TEST"], seq_len=p["SEQ_LEN"],
                   energy=p["ENERGY"], lr=p["LR"], batch_size=p["BATCH_SIZE"], data_seed=p["DATA_SEED"],
-                  test_data_seed=p["TEST_DATA_SEED"], variants=variants, method=method, precision=p["PRECISION"])
+                  test_data_seed=p["TEST_DATA_SEED"], variants=variants, method=method, precision=p["PRECISION"], device=resolve_device(p["DEVICE"]))
     main = run_chain(p["T"], seeds=model_seeds(p["SEED"], p["N_SEEDS"]), epochs=p["EPOCHS"], **common)
     results = chain_results(main, p["TAIL"], p["ABLATION"])
     extras = [run_chain(T, seeds=model_seeds(p["SEED"], p["EXTRA_SEEDS"]), epochs=p["EXTRA_EPOCHS"], **common)
