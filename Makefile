@@ -16,7 +16,7 @@ KERNELS = $(PY) -m ace_helpers.kernels --
 # notebooks executed at once by `make notebooks` (each with cores // JOBS torch threads)
 JOBS ?= 2
 
-.PHONY: book test unit nbtest notebooks html site browser-test mathjax venv clean
+.PHONY: book test unit nbtest notebooks html site browser-test mathjax venv clean remote-venv remote-test
 
 venv: $(STAMP)
 
@@ -65,10 +65,31 @@ mathjax: $(STAMP)
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 test: $(STAMP)
 	ACE_PRESET=ci TORCH_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(KERNELS) $(PY) -m pytest -q --durations=15 \
-	  -n $(TEST_WORKERS) --dist loadscope --nbval-lax --ignore=tests/browser tests notebooks
+	  -n $(TEST_WORKERS) --dist loadscope --nbval-lax --ignore=tests/browser --ignore=tests/remote tests notebooks
 
 unit: $(STAMP)
-	TORCH_THREADS=1 $(KERNELS) $(PY) -m pytest -q --ignore=tests/browser tests
+	TORCH_THREADS=1 $(KERNELS) $(PY) -m pytest -q --ignore=tests/browser --ignore=tests/remote tests
+
+## remote-venv: the local NDIF server's own venv (ndif 0.1.2, Ray, moto's S3 server; pinned in requirements-remote.txt)
+NDIF_VENV ?= .venv-ndif
+NDIF_STAMP := $(NDIF_VENV)/.installed
+$(NDIF_STAMP): requirements-remote.txt
+	test -x $(NDIF_VENV)/bin/python || python3 -m venv $(NDIF_VENV)
+	set -o pipefail; $(NDIF_VENV)/bin/python -m pip install -q torch==2.13.0 $(QUIET)
+	set -o pipefail; $(NDIF_VENV)/bin/python -m pip install -q -r requirements-remote.txt $(QUIET)
+	set -o pipefail; $(NDIF_VENV)/bin/python -m pip install -q --no-deps --ignore-requires-python ndif==0.1.2 $(QUIET)
+	touch $@
+remote-venv: $(NDIF_STAMP)
+
+## remote-test: the book's remote path against a real NDIF server started here, inside a network namespace that has
+## only loopback (needs root, `ip` and Debian's redis-server, installed here when missing); stops what it started
+NETNS ?= acebook-ndif
+remote-test: $(STAMP) $(NDIF_STAMP)
+	command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	ip netns add $(NETNS)
+	ip netns exec $(NETNS) ip link set lo up; \
+	ip netns exec $(NETNS) env ACE_NDIF_VENV=$(abspath $(NDIF_VENV)) TORCH_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider tests/remote; \
+	rc=$$?; ip netns del $(NETNS); exit $$rc
 
 clean:
 	rm -rf _build outputs book/_static/mathjax

@@ -36,7 +36,8 @@ def stacked(edits: Sequence[Callable[[torch.Tensor], torch.Tensor]]) -> Callable
 
 
 def core_edits(core: Core) -> list[Callable[[torch.Tensor], torch.Tensor]]:
-    """keep / remove / flip of ``core`` (mean-centred), in the order of :data:`MODES`."""
+    """keep / remove / flip of ``core`` (mean-centred), in the order of :data:`MODES` (closures over its compact form)."""
+    core = core.compact()
     return [lambda h: core.keep(h, centered=True), lambda h: core.remove(h, centered=True), core.flip]
 
 
@@ -128,8 +129,8 @@ def edit_values(
             continue
         kw = {"remote": remote} if remote else {}
         for k, fn in enumerate(edits):
-            logits = interventions.run_with_edit(lm, batch, paths[layer - 1], fn, positions=-1, **kw)
-            out[k, start:stop] = metric(logits).detach().float().numpy()
+            values = interventions.run_with_edit(lm, batch, paths[layer - 1], fn, positions=-1, reduce=metric, **kw)
+            out[k, start:stop] = values.detach().float().numpy()
     return out
 
 
@@ -159,8 +160,8 @@ def sweep_values(
             for li, ell in enumerate(layers):
                 for mode in modes:
                     fn = interventions.core_edit(cores[li], mode, centered=True)
-                    logits = interventions.run_with_edit(lm, batch, paths[ell - 1], fn, positions=-1, **kw)
-                    out[mode][li, start:stop] = metric(logits).detach().float().numpy()
+                    values = interventions.run_with_edit(lm, batch, paths[ell - 1], fn, positions=-1, reduce=metric, **kw)
+                    out[mode][li, start:stop] = values.detach().float().numpy()
             continue
         cache, tail, clean = tail_inputs(lm, batch)  # clean: (n_blocks, B, 1, D)
         for li, ell in enumerate(layers):

@@ -130,6 +130,11 @@ class Core:
             raise ValueError(f"rank={r!r} is not allowed: rank must be an integer in [1, {self.dim}]")
         return replace(self, rank=int(r))
 
+    def compact(self) -> Core:
+        """The same core with only its r core columns and weights: everything an edit needs, in D·r numbers
+        instead of D² (what a trace sends to a remote server is small)."""
+        return replace(self, full_basis=self.basis.copy(), weights=np.asarray(self.weights)[: self.rank].copy())
+
     # --- applying the core to activations (numpy or torch, any leading shape) ---------------
     def _cast(self, h: Array) -> tuple[Array, Array, Array]:
         """``(h, Q, μ)`` in one floating dtype: torch stays torch (integer -> default float dtype),

@@ -101,12 +101,14 @@ def run_with_edit(
     fn: Callable[[torch.Tensor], torch.Tensor] | None,
     *,
     positions: Positions = None,
+    reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
     **trace_kwargs: Any,
 ) -> torch.Tensor:
     """Logits of ``model`` with ``module``'s hidden states at ``positions`` replaced by ``fn(slice)``.
 
     ``fn`` maps the (..., D) slice to a tensor of the same shape; ``None`` runs the clean model.
-    Returns logits (B, T, V).
+    Returns logits (B, T, V), or ``reduce(logits)`` computed inside the trace (e.g. a metric (B,)): on a remote
+    server only that comes back, instead of every position's logits.
     """
     args, kwargs = _trace_args(inputs)
     with torch.no_grad():
@@ -116,8 +118,9 @@ def run_with_edit(
                 out = envoy.output
                 hidden = _hidden(out)
                 envoy.output = _with_hidden(out, _replace(hidden, positions, fn(_select(hidden, positions))))
-            logits = _logits(model.output).save()
-    return logits
+            logits = _logits(model.output)
+            result = (logits if reduce is None else reduce(logits)).save()
+    return result
 
 
 def core_edit(core: Core, mode: Mode, *, centered: bool = False, scale: float = 1.0) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -128,6 +131,7 @@ def core_edit(core: Core, mode: Mode, *, centered: bool = False, scale: float = 
     """
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is not allowed: mode must be one of {list(MODES)}")
+    core = core.compact()  # the closure carries D·r numbers, not D² (a remote trace sends it)
     if mode == "keep":
         return lambda h: core.keep(h, centered=centered)
     if mode == "remove":

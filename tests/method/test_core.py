@@ -148,3 +148,15 @@ def test_gramian_inputs_validated():
         extract_core_from_gramians(np.eye(3), np.eye(4))
     with pytest.raises(ValueError, match="NaN"):
         extract_core_from_gramians(np.eye(3) * np.nan, np.eye(3))
+
+
+def test_the_compact_core_edits_like_the_full_one_with_d_times_r_numbers():
+    rng = np.random.default_rng(0)
+    h = rng.normal(size=(50, 12))
+    core = extract_core(h, rng.normal(size=(50, 3, 12)), rank=2)
+    small = core.compact()
+    assert small.full_basis.shape == (12, 2) and small.weights.shape == (2,) and small.dim == 12
+    for edit in ("keep", "remove"):
+        np.testing.assert_array_equal(getattr(small, edit)(h, centered=True), getattr(core, edit)(h, centered=True))
+    np.testing.assert_array_equal(small.flip(h), core.flip(h))
+    np.testing.assert_array_equal(small.coords(h), core.coords(h))

@@ -73,6 +73,7 @@ def mean_difference_direction(h: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def _matched(core: Core, direction: np.ndarray, factor: float) -> Callable[[torch.Tensor], torch.Tensor]:
     """h − factor · qᵀ(h − μ) · r: the core edit's per-prompt displacement, along the unit ``direction`` r."""
+    core = core.compact()
 
     def fn(h: torch.Tensor) -> torch.Tensor:
         r = torch.as_tensor(direction, dtype=h.dtype)
@@ -82,6 +83,7 @@ def _matched(core: Core, direction: np.ndarray, factor: float) -> Callable[[torc
 
 
 def _zero_remove(core: Core) -> Callable[[torch.Tensor], torch.Tensor]:
+    core = core.compact()
     return lambda h: core.remove(h, centered=False)
 
 
