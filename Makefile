@@ -86,6 +86,7 @@ remote-venv: $(NDIF_STAMP)
 NETNS ?= acebook-ndif
 remote-test: $(STAMP) $(NDIF_STAMP)
 	command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@if ip netns list | grep -qw $(NETNS); then echo "a namespace $(NETNS) exists (a killed run?): ip netns pids $(NETNS), stop them, then ip netns del $(NETNS)"; exit 1; fi
 	ip netns add $(NETNS)
 	ip netns exec $(NETNS) ip link set lo up; \
 	ip netns exec $(NETNS) env ACE_NDIF_VENV=$(abspath $(NDIF_VENV)) TORCH_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider tests/remote; \
