@@ -97,6 +97,13 @@ def test_chapter_5_at_ci_gives_the_local_numbers_and_verdicts_through_the_server
     (local, local_verdicts), (remote, remote_verdicts) = runs[False], runs[True]
     generation = {k for k in set(local) | set(remote) if "generation" in k}  # steered generation runs only locally
     assert set(remote) - generation == set(local) - generation
-    assert _differences({k: local[k] for k in set(local) - generation}, {k: remote[k] for k in set(remote) - generation}) == []
+    keys = sorted(set(local) - generation)
+    # An AUC counts ordered pairs of prompts: the local edits rerun the last token on a cached prefix, the server runs
+    # full forwards, so margins differ in the last bits and two near-equal prompts may swap (measured: one pair of
+    # 75 × 75 in a random-direction control, ΔAUC = 1.8e-4).  At most a few swaps are allowed there; nothing else.
+    aucs = [k for k in keys if ".auc" in k]
+    assert _differences({k: local[k] for k in aucs}, {k: remote[k] for k in aucs}, rtol=0, atol=1e-3) == []
+    rest = [k for k in keys if k not in aucs]
+    assert _differences({k: local[k] for k in rest}, {k: remote[k] for k in rest}) == []
     differ = {k: (local_verdicts.get(k), v) for k, v in remote_verdicts.items() if local_verdicts.get(k) != v}
     assert all("generation" in k.lower() or "steered" in k.lower() for k in differ), differ
