@@ -73,6 +73,12 @@ def device_kind(device: Any) -> str:
     return resolve_device(device).type
 
 
+def device_key(kind: str, name: str = "DEVICE") -> dict[str, str]:
+    """The entry a stored run's key gets for a device of ``kind`` (:func:`device_kind`): ``{name: kind}``, or nothing
+    for the CPU, so that the runs stored before devices existed (all on the CPU) keep their keys."""
+    return {} if kind == "cpu" else {name: kind}
+
+
 def describe_device(value: Any) -> str:
     """One line for a setup cell: the knob, the device it resolves to and what that device is."""
     device = resolve_device(value)

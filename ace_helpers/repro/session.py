@@ -22,7 +22,7 @@ from ace_helpers.method.devices import describe_device
 from ace_helpers.repro.artifacts import clear_results, display_path, write_results
 from ace_helpers.repro.kernels import describe as describe_kernels
 from ace_helpers.repro.machine import versions
-from ace_helpers.repro.params import Params
+from ace_helpers.repro.params import DEVICE_KNOB, Params
 from ace_helpers.repro.scorecard import check_records, verdict_summary
 from ace_helpers.repro.style import set_style
 from ace_helpers.repro.thread_pools import set_threads
@@ -49,8 +49,8 @@ def begin(cfg: Params) -> None:
     print(describe_kernels())
     if "PRECISION" in cfg:
         print(f"PRECISION={cfg['PRECISION']!r}: {describe_precision(cfg['PRECISION'])}")
-    if "DEVICE" in cfg:
-        print(describe_device(cfg["DEVICE"]))
+    if DEVICE_KNOB in cfg:
+        print(describe_device(cfg[DEVICE_KNOB]))
     print(f"this run again, from the repository root: {cfg.command()}")
 
 

@@ -93,7 +93,7 @@ from ace_helpers.chapters.grokking_scaling_law.runs import (
 )
 from ace_helpers.chapters.modadd.grokked import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import stored_redundancy_gap
-from ace_helpers.method.devices import device_kind, resolve_device
+from ace_helpers.method.devices import device_key, device_kind, resolve_device
 from ace_helpers.repro.artifacts import load_artifact, project_root, save_artifact
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
@@ -126,8 +126,7 @@ def artifact_key(cfg: Params) -> dict:
     is recorded only when it is not the CPU (the stored CPU sweeps keep their keys; a GPU sweep is stored as another
     sample of the same runs)."""
     knobs = cfg.knob_values()
-    kind = device_kind(knobs.pop("DEVICE"))
-    return knobs | ({"DEVICE": kind} if kind != "cpu" else {})
+    return knobs | device_key(device_kind(knobs.pop("DEVICE")))
 
 
 class Sweeps:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ace_helpers.chapters.grokking_scaling_law.knobs import PARAMS, PRESETS
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, p_sweep_omegas, records_from_dicts, run_grok_sweep
-from ace_helpers.method.devices import describe_device, device_kind, resolve_device
+from ace_helpers.method.devices import describe_device, device_key, device_kind, resolve_device
 from ace_helpers.repro.artifacts import project_root
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.sweeps import Job, SweepReport, run_sweep
@@ -55,9 +55,7 @@ def grok_jobs(cfg: Params) -> list[Job]:
     seeds = [cfg["SEED"] + i for i in range(cfg["N_SEEDS"])]
     common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"],
               "precision": cfg["PRECISION"]}  # fmt: skip
-    kind = device_kind(cfg["DEVICE"])
-    if kind != "cpu":
-        common["device"] = kind
+    common |= device_key(device_kind(cfg["DEVICE"]), "device")
     fn = "ace_helpers.chapters.grokking_scaling_law.jobs:grok_unit"  # not __name__: run as a script, that is "__main__"
     jobs = [
         Job(fn, {"sweep": "omega", "p": cfg["P_OMEGA"], "omega": float(w), "seed": s, "batch_size": cfg["BATCH_SIZE_OMEGA"],

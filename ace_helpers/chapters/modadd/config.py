@@ -14,11 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-
 import torch
 
 from ace_helpers.method import checks
-from ace_helpers.method.devices import check_device, resolve_device
+from ace_helpers.method.devices import check_device, device_key, resolve_device
 from ace_helpers.repro import params as P_
 from ace_helpers.toys.models import ToyConfig
 from ace_helpers.toys.precision import check_precision
@@ -146,8 +145,7 @@ def run_knob_values(cfg: Mapping[str, Any]) -> dict[str, Any]:
     on (``"DEVICE": "cuda"``) when that is not the CPU: the stored CPU runs keep their keys, and a GPU run is
     stored beside them as another sample of the same protocol."""
     out = {k: cfg[k] for k in RUN_KNOBS if k not in KEYED_WHEN_CHANGED or cfg[k] != KEYED_WHEN_CHANGED[k]}
-    kind = train_device(cfg).type if "DEVICE" in cfg else "cpu"
-    return out | ({"DEVICE": kind} if kind != "cpu" else {})
+    return out | (device_key(train_device(cfg).type) if "DEVICE" in cfg else {})
 
 
 def holdout_classes(p: int, fraction: float) -> int:
