@@ -75,6 +75,8 @@ GEN_REFINE = None  # extra secant steps in the per-step flip calibration (0: a s
 GEN_EPS = None  # target copula margin on the other side at every step, in nats (official code: 1.0)
 N_PERMUTATIONS = None  # permutations for the alignment and within-class knob p-values
 N_RANDOM = None  # random directions of the controls at the chosen layer (0 for no controls)
+DEVICE = None  # where the models run: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
+DTYPE = None  # "auto" (the paper's bf16 / fp16 per model family on a GPU, float32 on the CPU), "family" (that on any device), "float32", "bfloat16", "float16"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/05_llm_agreement
 
 # %% tags=["hide-input"]

@@ -67,9 +67,9 @@ def last_token_probs(
     through :func:`ace_helpers.method.interventions.run_with_core`.
     """
     ids = verb_token_ids(tokenizer)
-    batch = llm.encode(tokenizer, prompts)
+    batch = llm.encode(tokenizer, prompts, device=llm.input_device(lm))
     path = llm.block_paths(lm)[layer - 1]
     kw = {"remote": remote} if remote else {}
     logits = interventions.run_with_core(lm, batch, path, core, mode, positions=-1, centered=True, **kw)[:, -1]
     probs = torch.softmax(logits.double(), -1)
-    return probs[:, [ids[v] for v in VERBS]].numpy()
+    return probs[:, [ids[v] for v in VERBS]].cpu().numpy()

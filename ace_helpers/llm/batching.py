@@ -11,8 +11,9 @@ import torch
 from ace_helpers.llm.layers import torch_module
 
 
-def encode(tokenizer, prompts: Sequence[str]) -> dict[str, torch.Tensor]:
-    """Left-padded batch: ``input_ids``, ``attention_mask`` (B, T) and ``position_ids`` counting real tokens.
+def encode(tokenizer, prompts: Sequence[str], *, device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+    """Left-padded batch: ``input_ids``, ``attention_mask`` (B, T) and ``position_ids`` counting real tokens, on
+    ``device`` (default the CPU; pass :func:`~ace_helpers.llm.layers.input_device` of the model).
 
     Explicit position ids make left padding exact for absolute-position models (GPT-2), too.
     """
@@ -22,7 +23,8 @@ def encode(tokenizer, prompts: Sequence[str]) -> dict[str, torch.Tensor]:
     if bool((mask[:, -1] == 0).any()):
         raise ValueError("left padding failed: some prompt's last position is padding")
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    return {"input_ids": enc["input_ids"], "attention_mask": mask, "position_ids": pos}
+    out = {"input_ids": enc["input_ids"], "attention_mask": mask, "position_ids": pos}
+    return out if device is None else {k: v.to(device) for k, v in out.items()}
 
 
 def batch_rows(enc: dict[str, torch.Tensor], start: int, stop: int) -> dict[str, torch.Tensor]:

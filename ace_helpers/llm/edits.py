@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ace_helpers.llm.batching import batch_rows, encode, prefix_cache
-from ace_helpers.llm.layers import block_paths, layer_path, module, torch_module
+from ace_helpers.llm.layers import block_paths, input_device, layer_path, module, torch_module
 from ace_helpers.llm.readout import Metric
 from ace_helpers.method import interventions
 from ace_helpers.method.core import Core
@@ -67,7 +67,7 @@ def tail_values(lm, paths, cache, tail, clean, ell, edits, metric: Metric, max_r
         rep = {key: (v.repeat_interleave(k, dim=0) if torch.is_tensor(v) else v) for key, v in tail.items()}
         skip_with = clean[ell - 2].repeat_interleave(k, dim=0) if ell >= 2 else None
         logits = tail_edit(lm, {**rep, "cache": c}, paths, ell, stacked(group), skip_with)
-        out.append(metric(logits).detach().float().numpy().reshape(n, k).T)
+        out.append(metric(logits).detach().float().cpu().numpy().reshape(n, k).T)
     return np.concatenate(out, 0)
 
 
@@ -117,7 +117,7 @@ def edit_values(
     """
     paths = block_paths(lm)
     layer_path(lm, layer)  # refuses a layer outside 1..n_layers
-    enc = encode(tokenizer, prompts)
+    enc = encode(tokenizer, prompts, device=input_device(lm))
     out = np.zeros((len(edits), len(prompts)))
     fast = not remote and enc["input_ids"].shape[1] > 1
     for start in range(0, enc["input_ids"].shape[0], batch_size):
@@ -130,7 +130,7 @@ def edit_values(
         kw = {"remote": remote} if remote else {}
         for k, fn in enumerate(edits):
             values = interventions.run_with_edit(lm, batch, paths[layer - 1], fn, positions=-1, reduce=metric, **kw)
-            out[k, start:stop] = values.detach().float().numpy()
+            out[k, start:stop] = values.detach().float().cpu().numpy()
     return out
 
 
@@ -149,7 +149,7 @@ def sweep_values(
     paths = block_paths(lm)
     for ell in layers:
         layer_path(lm, ell)
-    enc = encode(tokenizer, prompts)
+    enc = encode(tokenizer, prompts, device=input_device(lm))
     out = {mode: np.zeros((len(layers), len(prompts))) for mode in modes}
     fast = not remote and tuple(modes) == MODES and enc["input_ids"].shape[1] > 1
     for start in range(0, enc["input_ids"].shape[0], batch_size):
@@ -161,7 +161,7 @@ def sweep_values(
                 for mode in modes:
                     fn = interventions.core_edit(cores[li], mode, centered=True)
                     values = interventions.run_with_edit(lm, batch, paths[ell - 1], fn, positions=-1, reduce=metric, **kw)
-                    out[mode][li, start:stop] = values.detach().float().numpy()
+                    out[mode][li, start:stop] = values.detach().float().cpu().numpy()
             continue
         cache, tail, clean = tail_inputs(lm, batch)  # clean: (n_blocks, B, 1, D)
         for li, ell in enumerate(layers):

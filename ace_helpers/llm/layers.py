@@ -16,6 +16,19 @@ def torch_module(model) -> torch.nn.Module:
     raise ValueError(f"model of type {type(model).__name__} is neither a torch module nor an nnsight wrapper")
 
 
+def input_device(model) -> torch.device:
+    """Where a model's inputs must be: the device of its weights (the CPU for an NDIF wrapper, whose weights sit on
+    the meta device: nnsight sends CPU inputs to the server)."""
+    weight = next(torch_module(model).parameters(), None)
+    return torch.device("cpu") if weight is None or weight.device.type == "meta" else weight.device
+
+
+def model_dtype(model) -> torch.dtype:
+    """The dtype of a model's weights (float32 when it has none)."""
+    weight = next(torch_module(model).parameters(), None)
+    return torch.float32 if weight is None else weight.dtype
+
+
 _BLOCK_CONTAINERS = ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers", "model.language_model.layers")
 _FINAL_NORMS = ("model.norm", "transformer.ln_f", "gpt_neox.final_layer_norm", "model.decoder.final_layer_norm", "model.language_model.norm")
 

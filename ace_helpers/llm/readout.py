@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from ace_helpers.llm.batching import batch_rows, encode
-from ace_helpers.llm.layers import block_paths, layer_path, module, torch_module
+from ace_helpers.llm.layers import block_paths, input_device, layer_path, model_dtype, module, torch_module
+from ace_helpers.llm.precision import grad_scale
 from ace_helpers.method.interventions import resolve_module
 
 #: ``metric(logits) -> values``: logits (B, T, V) of a batch (V: the vocabulary, or the rows of a restricted head)
@@ -101,7 +102,8 @@ def metric_gradients(
     if int(batch_size) < 1:
         raise ValueError(f"batch_size={batch_size!r} is not allowed: it must be a positive int")
     paths, layers = _paths(lm, at)
-    enc = encode(tokenizer, prompts)
+    enc = encode(tokenizer, prompts, device=input_device(lm))
+    scale = grad_scale(model_dtype(lm)) if gradients else 1.0  # fp16: loss scaling (ace_helpers.llm.precision)
     if not -enc["input_ids"].shape[1] <= position < enc["input_ids"].shape[1]:
         raise ValueError(f"position={position} is outside the prompts' {enc['input_ids'].shape[1]} tokens")
     trace_kw = {} if remote is False else {"remote": remote}
@@ -121,14 +123,14 @@ def metric_gradients(
                 value = metric(lm.output.logits)
                 v = value.detach().save()
                 if gradients:
-                    with value.sum().backward():
+                    with (value.sum() * scale).backward():
                         g_rev = nnsight.save([outs[i].grad[:, pos] for i in reversed(range(len(outs)))])
         if v.shape != (batch["input_ids"].shape[0],):
             raise ValueError(f"metric must return one value per prompt, shape (B,); got shape {tuple(v.shape)} for "
                              f"a batch of {batch['input_ids'].shape[0]} prompts")
-        hs.append(torch.stack(list(h)).float().numpy())
-        vs.append(v.float().numpy())
+        hs.append(torch.stack(list(h)).float().cpu().numpy())
+        vs.append(v.float().cpu().numpy())
         if gradients:
-            gs.append(torch.stack(list(g_rev)[::-1]).float().numpy())
+            gs.append((torch.stack(list(g_rev)[::-1]).float() / scale).cpu().numpy())
     G = np.concatenate(gs, 1) if gradients else None
     return Readout(paths, layers, np.concatenate(hs, 1), G, np.concatenate(vs))

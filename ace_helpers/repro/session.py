@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ace_helpers.method.checks import check_int
+from ace_helpers.llm.precision import describe_dtype
 from ace_helpers.method.devices import describe_device
 from ace_helpers.repro.artifacts import clear_results, display_path, write_results
 from ace_helpers.repro.kernels import describe as describe_kernels
@@ -51,6 +52,8 @@ def begin(cfg: Params) -> None:
         print(f"PRECISION={cfg['PRECISION']!r}: {describe_precision(cfg['PRECISION'])}")
     if DEVICE_KNOB in cfg:
         print(describe_device(cfg[DEVICE_KNOB]))
+    if "DTYPE" in cfg:
+        print(f"DTYPE={cfg['DTYPE']!r}: {describe_dtype(cfg['DTYPE'], cfg.get(DEVICE_KNOB, 'cpu'))}")
     print(f"this run again, from the repository root: {cfg.command()}")
 
 

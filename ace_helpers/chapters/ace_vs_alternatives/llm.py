@@ -192,7 +192,7 @@ def run_llm(cfg: Any) -> dict[str, Any] | None:
             out[name] = {"unavailable": why}
             continue
         start = time.perf_counter()
-        lm, tok = llm.load_model(name)
+        lm, tok = llm.load_model(name, device=cfg["DEVICE"])  # float32 on any device: the chapter compares methods
         out[name] = compare_model(name, lm, tok, data, ranks, cfg)
         out[name]["wall_s"] = time.perf_counter() - start
         del lm, tok

@@ -93,7 +93,9 @@ from ace_helpers.llm.agreement_states import (
     spectral_gap,
     verb_head,
 )
+from ace_helpers.llm.precision import check_dtype
 from ace_helpers.method import checks
+from ace_helpers.method.devices import check_device
 from ace_helpers.repro import params
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
@@ -103,17 +105,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "MODELS": ["smollm2-135m"], "REMOTE": False, "N_PROMPTS": 300, "PROMPTS_FILE": None,
         "LAYERS": "every:2",
         "SEED": 0, "BATCH_SIZE": 50, "GEN_TOKENS": 30, "GEN_SAMPLES": 6, "GEN_REFINE": 2,
-        "GEN_EPS": 3.0, "N_PERMUTATIONS": 2000, "N_RANDOM": 8,
+        "GEN_EPS": 3.0, "N_PERMUTATIONS": 2000, "N_RANDOM": 8, "DEVICE": "auto", "DTYPE": "auto",
     },
     "book": {
         "MODELS": ["smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "qwen2.5-1.5b"], "REMOTE": False, "N_PROMPTS": 400, "PROMPTS_FILE": None,
         "LAYERS": "all", "SEED": 0, "BATCH_SIZE": 50, "GEN_TOKENS": 40, "GEN_SAMPLES": 8, "GEN_REFINE": 2,
-        "GEN_EPS": 3.0, "N_PERMUTATIONS": 10000, "N_RANDOM": 16,
+        "GEN_EPS": 3.0, "N_PERMUTATIONS": 10000, "N_RANDOM": 16, "DEVICE": "auto", "DTYPE": "auto",
     },
     "paper": {
         "MODELS": ["gpt2", "gpt2-medium", "gpt2-large"], "REMOTE": False, "N_PROMPTS": 1200, "PROMPTS_FILE": None,
         "LAYERS": "all", "SEED": 0, "BATCH_SIZE": 50, "GEN_TOKENS": 50, "GEN_SAMPLES": 4, "GEN_REFINE": 0,
-        "GEN_EPS": 1.0, "N_PERMUTATIONS": 10000, "N_RANDOM": 16,
+        "GEN_EPS": 1.0, "N_PERMUTATIONS": 10000, "N_RANDOM": 16, "DEVICE": "auto", "DTYPE": "auto",
     },
 }
 """Knobs per preset. ``paper`` uses the paper's GPT-2 models: their weights must be in the local Hugging
@@ -243,7 +245,9 @@ def check(cfg: dict[str, Any]) -> None:
     (prompt + new tokens within each model's context); GEN_SAMPLES; GEN_REFINE (extra secant steps
     of the generation calibration, 0 = one step); GEN_EPS (target copula margin on the other side,
     nats); N_PERMUTATIONS (the alignment and within-class knob p-values); N_RANDOM (random directions of
-    the controls at the chosen layer, 0..256; 0: no controls).  Memory estimates of the states (prompts × layers × width) and of one
+    the controls at the chosen layer, 0..256; 0: no controls); DEVICE (:mod:`ace_helpers.method.devices`: an absent
+    device is refused; ignored with REMOTE, where the server decides); DTYPE (:mod:`ace_helpers.llm.precision`:
+    ``auto`` = the paper's bf16 / fp16 per model family on a GPU, float32 on the CPU).  Memory estimates of the states (prompts × layers × width) and of one
     backward batch must stay under half this machine's memory.
     """
     if not isinstance(cfg["REMOTE"], bool):
@@ -275,6 +279,8 @@ def check(cfg: dict[str, Any]) -> None:
     cfg["GEN_EPS"] = checks.check_range("GEN_EPS", cfg["GEN_EPS"], low=0.0, high=50.0, low_open=True)
     cfg["N_PERMUTATIONS"] = checks.check_int("N_PERMUTATIONS", cfg["N_PERMUTATIONS"], low=100, high=10**6)
     cfg["N_RANDOM"] = checks.check_int("N_RANDOM", cfg["N_RANDOM"], low=0, high=256)
+    cfg["DEVICE"] = check_device("DEVICE", cfg["DEVICE"])
+    cfg["DTYPE"] = check_dtype("DTYPE", cfg["DTYPE"])
     _check_sizes(cfg)
 
 

@@ -18,8 +18,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m ace_helpers.chapters.llm_agreement", description=__doc__)
     parser.add_argument("--preset", default="book", choices=["ci", "book", "paper"])
     parser.add_argument("--store", required=True, choices=list(STORED_MODELS), help="the model to analyse and store")
+    parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N or mps")
+    parser.add_argument("--dtype", default="auto", help="auto (the paper's dtype on a GPU, float32 on the CPU), family (the paper's dtype anywhere), "
+                        "float32, bfloat16 or float16; a run off the CPU or in half precision is stored beside the CPU one")
     args = parser.parse_args(argv)
-    cfg = PARAMS.resolve(PRESET=args.preset, MODELS=[args.store])  # validated before any loading
+    cfg = PARAMS.resolve(PRESET=args.preset, MODELS=[args.store], DEVICE=args.device, DTYPE=args.dtype)  # validated first
     (label,) = llm.model_labels(list(cfg.MODELS))
     start = time.perf_counter()
     res = run_models(cfg)[label]

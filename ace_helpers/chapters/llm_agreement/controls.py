@@ -76,7 +76,7 @@ def _matched(core: Core, direction: np.ndarray, factor: float) -> Callable[[torc
     core = core.compact()
 
     def fn(h: torch.Tensor) -> torch.Tensor:
-        r = torch.as_tensor(direction, dtype=h.dtype)
+        r = torch.as_tensor(direction, dtype=h.dtype, device=h.device)
         return h - factor * core.coords(h, centered=True) * r
 
     return fn

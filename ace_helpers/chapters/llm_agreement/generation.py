@@ -143,7 +143,7 @@ def generate_with_flip(
     ids = verb_token_ids(tokenizer)
     paths = llm.block_paths(lm)
     path = paths[layer - 1]
-    batch = llm.encode(tokenizer, prompts)
+    batch = llm.encode(tokenizer, prompts, device=llm.input_device(lm))
     cache = llm.prefix_cache(lm, batch)
     gen = None if seed is None else torch.Generator().manual_seed(int(seed))
     token, pos, mask = batch["input_ids"][:, -1:], batch["position_ids"][:, -1:], batch["attention_mask"]
@@ -163,7 +163,7 @@ def generate_with_flip(
     for _ in range(n_new):
         if core is None:
             logits = run(cache, None)
-            scale = torch.zeros(token.shape[0], dtype=torch.float64)
+            scale = torch.zeros(token.shape[0], dtype=torch.float64, device=token.device)
             m0 = copula_margin(logits, ids)
         else:
             before = copy.deepcopy(cache)
@@ -185,15 +185,15 @@ def generate_with_flip(
                     new = torch.where(ok, scale + (target - m_now) * step / torch.where(ok, dm, torch.ones_like(dm)), scale)
                     s_prev, m_prev, scale = scale, m_now, new.clamp(-clip, clip)
             logits = flipped(before, scale.float()[:, None], skip_with)  # the whole vocabulary: sampled from
-        nxt = sample_top_k(logits, gen, top_k)
+        nxt = sample_top_k(logits.cpu(), gen, top_k).to(token.device)  # drawn on the CPU: the same tokens on any device
         out.append(nxt)
-        scales.append(scale.numpy())
-        achieved.append(copula_margin(logits, ids).numpy())
-        clean_m.append(m0.numpy())
+        scales.append(scale.cpu().numpy())
+        achieved.append(copula_margin(logits, ids).cpu().numpy())
+        clean_m.append(m0.cpu().numpy())
         token = nxt[:, None]
         pos = pos + 1
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-    return torch.stack(out, 1), np.array(scales), np.array(achieved), np.array(clean_m)
+    return torch.stack(out, 1).cpu(), np.array(scales), np.array(achieved), np.array(clean_m)
 
 
 NUMBER_PAIRS = (("is", "are"), ("was", "were"), ("has", "have"), ("does", "do"))
@@ -225,14 +225,15 @@ def copula_disagreements(lm, tokenizer, prompts: Sequence[str], generated: torch
     if not other:
         return [(0, 0)] * generated.shape[0]
     column = {tok: i for i, tok in enumerate(other)}  # the head is cut to these rows: (B, T, len(other)) logits
-    batch = llm.encode(tokenizer, prompts)
+    batch = llm.encode(tokenizer, prompts, device=llm.input_device(lm))
+    generated = generated.to(batch["input_ids"].device)
     full = {
         "input_ids": torch.cat([batch["input_ids"], generated], 1),
         "attention_mask": torch.cat([batch["attention_mask"], torch.ones_like(generated)], 1),
     }
     full["position_ids"] = (full["attention_mask"].cumsum(-1) - 1).clamp(min=0)
     with torch.no_grad(), llm.restricted_head(lm, list(other)):
-        logits = llm.torch_module(lm)(**full).logits
+        logits = llm.torch_module(lm)(**full).logits.cpu()
     t0 = batch["input_ids"].shape[1]
     counts = []
     for b in range(generated.shape[0]):

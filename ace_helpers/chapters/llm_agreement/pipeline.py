@@ -243,23 +243,29 @@ def analyse_model(
     )
 
 
+def load_options(cfg: Params) -> dict[str, Any]:
+    """``device`` and ``dtype`` of :func:`ace_helpers.llm.loading.load_model` from the knobs ``DEVICE`` and ``DTYPE``
+    (none for a remote run: the server places the model)."""
+    return {} if cfg.REMOTE else {"device": cfg.DEVICE, "dtype": cfg.DTYPE}
+
+
 def hook_site(cfg: Params) -> HookSite:
     """The chapter's first model (``MODELS[0]``) as ACE sees it, at the middle one of its ``LAYERS``: the
     training prompts (left-padded, so position −1 is every prompt's last token), that block's output there,
     the margin gradients ∂m/∂h of each prompt as the Jacobian (N, D), and the share of prompts whose margin
     m = L[are] + L[were] − L[is] − L[was] has the sign of the subject's number."""
     data = agreement_split(cfg.N_PROMPTS, cfg.SEED, cfg.PROMPTS_FILE)
-    lm, tok = llm.load_model(cfg.MODELS[0], remote=cfg.REMOTE)
+    lm, tok = llm.load_model(cfg.MODELS[0], remote=cfg.REMOTE, **load_options(cfg))
     ells = layer_list(cfg.LAYERS, llm.n_layers(lm))
     layer = ells[len(ells) // 2]
     grads = collect_states(lm, tok, data.train_prompts, [layer], batch_size=cfg.BATCH_SIZE, remote=cfg.REMOTE).G[0]
-    ids, plural = verb_token_ids(tok), torch.as_tensor(data.train_labels == 1)
+    ids, plural = verb_token_ids(tok), torch.as_tensor(data.train_labels == 1, device=llm.input_device(lm))
 
     def score(logits: torch.Tensor) -> float:
         return float(((margin(logits[:, -1], ids) > 0) == plural).double().mean())
 
     trace = {} if cfg.REMOTE is False else {"remote": cfg.REMOTE}
-    return HookSite(lm, llm.encode(tok, data.train_prompts), llm.block_paths(lm)[layer - 1], grads, score, positions=-1, trace=trace)
+    return HookSite(lm, llm.encode(tok, data.train_prompts, device=llm.input_device(lm)), llm.block_paths(lm)[layer - 1], grads, score, positions=-1, trace=trace)
 
 
 def run_models(
@@ -279,7 +285,7 @@ def run_models(
             out[name] = stored
             continue
         start = time.perf_counter()
-        lm, tok = llm.load_model(source, remote=cfg.REMOTE)
+        lm, tok = llm.load_model(source, remote=cfg.REMOTE, **load_options(cfg))
         log(f"{name}: loaded in {time.perf_counter() - start:.0f} s")
         out[name] = analyse_model(
             name, lm, tok, data, layers=cfg.LAYERS, batch_size=cfg.BATCH_SIZE, gen_tokens=cfg.GEN_TOKENS,

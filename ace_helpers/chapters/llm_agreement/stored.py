@@ -20,6 +20,7 @@ from ace_helpers.chapters.llm_agreement.controls import Controls
 from ace_helpers.chapters.llm_agreement.generation import Generation
 from ace_helpers.chapters.llm_agreement import pipeline
 from ace_helpers.chapters.llm_agreement.pipeline import AgreementRun, ModelResult
+from ace_helpers.method.devices import device_key, device_kind
 from ace_helpers.method.stats import KnobFit
 from ace_helpers.repro.artifacts import display_path, load_artifact, project_root, save_artifact
 from ace_helpers.repro.params import Params
@@ -41,8 +42,21 @@ def store_dir() -> Path:
 
 
 def store_key(cfg: Params, label: str) -> dict[str, Any]:
-    """The stored run's key: the model's label and :data:`KEY_KNOBS` (a prompts file by its path)."""
-    return {"model": label, **{k: (str(cfg[k]) if k == "PROMPTS_FILE" and cfg[k] is not None else cfg[k]) for k in KEY_KNOBS}}
+    """The stored run's key: the model's label, :data:`KEY_KNOBS` (a prompts file by its path), and where and in
+    which dtype the model ran when that is not the CPU in float32 (:func:`precision_key`)."""
+    knobs = {k: (str(cfg[k]) if k == "PROMPTS_FILE" and cfg[k] is not None else cfg[k]) for k in KEY_KNOBS}
+    return {"model": label, **knobs, **precision_key(cfg)}
+
+
+def precision_key(cfg: Params) -> dict[str, str]:
+    """``DEVICE`` (its kind) and ``DTYPE`` entries of a stored run's key, each only when it is not the default
+    computation (the CPU; float32), so that the runs stored before these knobs existed keep their keys.  ``DTYPE``
+    ``"auto"`` is recorded as what it means on that device (``"float32"`` on the CPU, ``"family"`` elsewhere)."""
+    if cfg["REMOTE"]:
+        return {}
+    kind = device_kind(cfg["DEVICE"])
+    dtype = cfg["DTYPE"] if cfg["DTYPE"] != "auto" else ("float32" if kind == "cpu" else "family")
+    return {**device_key(kind), **({} if dtype == "float32" else {"DTYPE": dtype})}
 
 
 def _encode(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
@@ -117,4 +131,4 @@ def run(cfg: Params, *, log: Callable[[str], None] = print) -> AgreementRun:
     return pipeline.run(cfg, log=log, read_stored=read)
 
 
-__all__ = ["STORED_MODELS", "KEY_KNOBS", "store_dir", "store_key", "save_model_result", "load_model_result", "run"]
+__all__ = ["STORED_MODELS", "KEY_KNOBS", "store_dir", "store_key", "precision_key", "save_model_result", "load_model_result", "run"]
