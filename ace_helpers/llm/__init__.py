@@ -74,6 +74,7 @@ from ace_helpers.llm.layers import (  # noqa: F401
     n_layers,
     torch_module,
 )
+from ace_helpers.llm.remote_jobs import RemoteFailure, RemoteTimeout, remote_timeout, trace_options  # noqa: F401
 from ace_helpers.llm.loading import (  # noqa: F401
     OFFLINE_MODELS,
     cache_dir,

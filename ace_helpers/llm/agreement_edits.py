@@ -17,6 +17,7 @@ from ace_helpers.llm.agreement import VERBS, margin_metric, verb_token_ids
 from ace_helpers.llm.agreement_demo import demo_scores, demo_tests  # noqa: F401 - the demo's statistics, re-exported
 from ace_helpers.llm.agreement_states import verb_columns
 from ace_helpers.llm.edits import MODES, edit_values, sweep_values
+from ace_helpers.llm.remote_jobs import trace_options
 from ace_helpers.method import interventions
 from ace_helpers.method.core import Core
 
@@ -69,7 +70,7 @@ def last_token_probs(
     ids = verb_token_ids(tokenizer)
     batch = llm.encode(tokenizer, prompts, device=llm.input_device(lm))
     path = llm.block_paths(lm)[layer - 1]
-    kw = {"remote": remote} if remote else {}
+    kw = trace_options(lm, remote)
     logits = interventions.run_with_core(lm, batch, path, core, mode, positions=-1, centered=True, **kw)[:, -1]
     probs = torch.softmax(logits.double(), -1)
     return probs[:, [ids[v] for v in VERBS]].cpu().numpy()

@@ -17,6 +17,7 @@ import torch
 from ace_helpers.llm.batching import batch_rows, encode, prefix_cache
 from ace_helpers.llm.layers import block_paths, input_device, layer_path, module, torch_module
 from ace_helpers.llm.readout import Metric
+from ace_helpers.llm.remote_jobs import trace_options
 from ace_helpers.method import interventions
 from ace_helpers.method.core import Core
 from ace_helpers.method.interventions import resolve_module
@@ -127,7 +128,7 @@ def edit_values(
             cache, tail, clean = tail_inputs(lm, batch)
             out[:, start:stop] = tail_values(lm, paths, cache, tail, clean, layer, edits, metric)
             continue
-        kw = {"remote": remote} if remote else {}
+        kw = trace_options(lm, remote)
         for k, fn in enumerate(edits):
             values = interventions.run_with_edit(lm, batch, paths[layer - 1], fn, positions=-1, reduce=metric, **kw)
             out[k, start:stop] = values.detach().float().cpu().numpy()
@@ -156,7 +157,7 @@ def sweep_values(
         batch = batch_rows(enc, start, start + batch_size)
         stop = start + batch["input_ids"].shape[0]
         if not fast:
-            kw = {"remote": remote} if remote else {}
+            kw = trace_options(lm, remote)
             for li, ell in enumerate(layers):
                 for mode in modes:
                     fn = interventions.core_edit(cores[li], mode, centered=True)

@@ -17,6 +17,7 @@ import torch
 from ace_helpers.llm.batching import batch_rows, encode
 from ace_helpers.llm.layers import block_paths, input_device, layer_path, model_dtype, module, torch_module
 from ace_helpers.llm.precision import grad_scale
+from ace_helpers.llm.remote_jobs import trace_options
 from ace_helpers.method.interventions import resolve_module
 
 #: ``metric(logits) -> values``: logits (B, T, V) of a batch (V: the vocabulary, or the rows of a restricted head)
@@ -106,7 +107,7 @@ def metric_gradients(
     scale = grad_scale(model_dtype(lm)) if gradients else 1.0  # fp16: loss scaling (ace_helpers.llm.precision)
     if not -enc["input_ids"].shape[1] <= position < enc["input_ids"].shape[1]:
         raise ValueError(f"position={position} is outside the prompts' {enc['input_ids'].shape[1]} tokens")
-    trace_kw = {} if remote is False else {"remote": remote}
+    trace_kw = trace_options(lm, remote)
     hs, gs, vs = [], [], []
     for start in range(0, enc["input_ids"].shape[0], batch_size):
         batch = batch_rows(enc, start, start + batch_size)

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STACK = Path(__file__).resolve().parent / "stack"
 HOST = "http://127.0.0.1:8001"
 START_TIMEOUT_S = 420
+READY_TIMEOUT_S = 180
 STOP_GRACE_S = 10.0
 
 
@@ -73,6 +74,9 @@ def stop_everything() -> tuple[list[int], list[str]]:
         deadline = time.monotonic() + wait
         while _namespace_pids() and time.monotonic() < deadline:
             time.sleep(0.2)
+    deadline = time.monotonic() + STOP_GRACE_S  # a killed process's listening socket closes a moment after it is gone
+    while _listening() and not _namespace_pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
     return _namespace_pids(), _listening()
 
 
@@ -85,6 +89,24 @@ def save_tiny_gpt2(folder: Path) -> Path:
     llm.torch_module(lm).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def wait_until_serving(folder: str) -> None:
+    """Return once the server runs a one-token trace of the deployed ``folder`` (its API answers before its link to
+    Ray is up: "not ready"), within :data:`READY_TIMEOUT_S`; any other failure is raised at once."""
+    from ace_helpers import llm
+    from ace_helpers.llm.remote_jobs import RemoteFailure
+
+    lm, tok = llm.load_model(folder, remote=True)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while True:
+        try:
+            llm.metric_gradients(lm, tok, ["the cat"], lambda z: z[:, -1, 0], [1], gradients=False, remote=True)
+            return
+        except RemoteFailure as exc:
+            if "not ready" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(2.0)
 
 
 @pytest.fixture
@@ -101,6 +123,15 @@ class Server:
     tiny: str
     smollm2: str
     run_dir: Path
+
+    def kill(self, service: str) -> None:
+        """SIGKILL one background service of the stack (``redis``, ``moto``, ``api``) and its whole process group."""
+        for line in (self.run_dir / "pids").read_text().splitlines():
+            name, pid = line.split()
+            if name == service:
+                os.killpg(int(pid), signal.SIGKILL)
+                return
+        raise KeyError(f"no service {service!r} in {self.run_dir / 'pids'}")
 
 
 @pytest.fixture(scope="session")
@@ -122,6 +153,7 @@ def ndif() -> Server:
         if started.returncode:
             raise RuntimeError(f"the NDIF stack did not start:\n{started.stdout[-3000:]}\n{started.stderr[-3000:]}")
         os.environ.update(NDIF_HOST=HOST, NDIF_API_KEY="local")  # no authentication on this server: any key
+        wait_until_serving(tiny)
         yield Server(HOST, tiny, smollm2, run_dir)
     finally:
         left, sockets = stop_everything()

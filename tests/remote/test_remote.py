@@ -15,6 +15,7 @@ import torch
 
 from ace_helpers import llm
 from ace_helpers.llm.agreement import margin, verb_token_ids
+from ace_helpers.llm.remote_jobs import RemoteFailure, RemoteTimeout, trace_options
 from ace_helpers.method import interventions
 
 PROMPTS = ["the key near the cabinets", "the keys near the cabinet", "the dog is", "the dogs near the cat"]
@@ -63,9 +64,46 @@ def test_a_model_the_server_does_not_serve_fails_fast_with_the_servers_reason(nd
     other = tiny_checkpoint(tmp_path / "not-deployed")
     lm, tok = llm.load_model(str(other), remote=True)
     start = time.monotonic()
-    with pytest.raises(Exception, match="Could not deploy this model"):
+    with pytest.raises(RemoteFailure, match=r"does not serve the model .*not-deployed.*Could not deploy this model.*run locally"):
         llm.metric_gradients(lm, tok, PROMPTS[:1], lambda z: z[:, -1, 0], [1], gradients=False, remote=True)
     assert time.monotonic() - start < 60
+
+
+def test_an_unreachable_server_is_named_with_what_to_check(ndif, monkeypatch):
+    lm, tok = llm.load_model(ndif.tiny, remote=True)
+    nobody = "http://127.0.0.1:9"  # nothing listens there in this namespace
+    start = time.monotonic()
+    with pytest.raises(RemoteFailure, match=r"the NDIF server at http://127.0.0.1:9 cannot be reached .*NDIF_HOST"):
+        llm.metric_gradients(lm, tok, PROMPTS[:1], lambda z: z[:, -1, 0], [1], gradients=False, remote=nobody)
+    monkeypatch.setenv("NDIF_HOST", nobody)
+    with pytest.raises(RuntimeError, match=r"the NDIF server at http://127.0.0.1:9 cannot be reached: .*/ping"):
+        llm.load_model(ndif.tiny, remote=True)
+    assert time.monotonic() - start < 30
+
+
+def test_a_job_past_its_time_limit_stops_waiting_and_says_how_to_allow_more(ndif, monkeypatch):
+    lm, tok = llm.load_model(ndif.smollm2, remote=True)
+    many = PROMPTS * 50  # 200 prompts, every layer's gradients: seconds of work on the server
+    monkeypatch.setenv("NDIF_TIMEOUT_S", "0.5")
+    start = time.monotonic()
+    with pytest.raises(RemoteTimeout, match=r"gave no result within 0.5 s \(job .*, last status .*\).*NDIF_TIMEOUT_S"):
+        llm.metric_gradients(lm, tok, many, lambda z: z[:, -1, 0], list(range(1, 31)), batch_size=200, remote=True)
+    assert time.monotonic() - start < 15
+    monkeypatch.setenv("NDIF_TIMEOUT_S", "soon")
+    with pytest.raises(ValueError, match="NDIF_TIMEOUT_S='soon' is not allowed: it must be a positive number"):
+        llm.metric_gradients(lm, tok, PROMPTS[:1], lambda z: z[:, -1, 0], [1], gradients=False, remote=True)
+
+
+def test_a_result_too_large_for_the_socket_comes_through_the_object_store(ndif):
+    """Every position's logits of 16 prompts (16 x T x 49 152 floats, > Redis's 8 MB publish limit)."""
+    local, remote, tok = _both(ndif.smollm2)
+    enc = llm.encode(tok, PROMPTS * 4)
+    path = llm.layer_path(local, 3)
+    here = interventions.run_with_edit(local, enc, path, lambda h: 0.5 * h, positions=-1)
+    options = trace_options(remote, True)
+    there = interventions.run_with_edit(remote, enc, path, lambda h: 0.5 * h, positions=-1, **options)
+    assert here.numel() * 4 > 8 * 2**20 and options["backend"].channel == "object store"
+    torch.testing.assert_close(there, here, rtol=0, atol=1e-4)
 
 
 def _differences(a, b, path: str = "", rtol: float = 1e-4, atol: float = 1e-5) -> list[str]:

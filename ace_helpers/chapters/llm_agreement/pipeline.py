@@ -62,6 +62,7 @@ from ace_helpers.chapters.llm_agreement.within_class import flat_pairs, knob_tes
 from ace_helpers.llm.agreement import DEMO_PROMPTS, GENERATION_PROMPTS, AgreementSplit, agreement_split, margin, verb_token_ids
 from ace_helpers.llm.agreement_edits import MODES, demo_scores, demo_tests, last_token_probs, sweep_margins
 from ace_helpers.llm.agreement_states import collect_states, layer_cores, layer_list, spectral_gap
+from ace_helpers.llm.remote_jobs import trace_options
 from ace_helpers.method import stats
 from ace_helpers.method.core import Core
 from ace_helpers.method.interventions import HookSite
@@ -264,7 +265,7 @@ def hook_site(cfg: Params) -> HookSite:
     def score(logits: torch.Tensor) -> float:
         return float(((margin(logits[:, -1], ids) > 0) == plural).double().mean())
 
-    trace = {} if cfg.REMOTE is False else {"remote": cfg.REMOTE}
+    trace = trace_options(lm, cfg.REMOTE)
     return HookSite(lm, llm.encode(tok, data.train_prompts, device=llm.input_device(lm)), llm.block_paths(lm)[layer - 1], grads, score, positions=-1, trace=trace)
 
 

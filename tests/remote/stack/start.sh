@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start a local NDIF server (Redis, moto's S3, a Ray head with ndif's controller, ndif's API) and deploy the model
 # folders given as arguments.  Runs inside a network namespace that has only loopback (tests/remote/conftest.py
-# checks that), so nothing listens on or reaches another address.  Every process is recorded in $RUN_DIR/pids.
+# checks that), so nothing listens on or reaches another address.  Each background service is recorded in $RUN_DIR/pids
+# as "name pid" (its own session: the pid is also its process group).
 set -euo pipefail
 : "${RUN_DIR:?}" "${SERVER_VENV:?}"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +12,7 @@ LOG=$RUN_DIR/logs
 say() { echo "[$(date +%T)] $*"; }
 wait_port() { for _ in $(seq 1 240); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.5; done
               echo "port $1 never opened (logs: $LOG)" >&2; return 1; }
-bg() { local name=$1; shift; setsid nohup "$@" > "$LOG/$name.log" 2>&1 < /dev/null & echo "$!" >> "$RUN_DIR/pids"; }
+bg() { local name=$1; shift; setsid nohup "$@" > "$LOG/$name.log" 2>&1 < /dev/null & echo "$name $!" >> "$RUN_DIR/pids"; }
 
 bg redis redis-server --bind 127.0.0.1 --port 6379 --save '' --appendonly no
 bg moto moto_server -H 127.0.0.1 -p 9000
