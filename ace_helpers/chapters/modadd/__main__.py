@@ -38,10 +38,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                     "CPU), cpu, cuda, cuda:N, mps (default: the preset's, auto)")
     ap.add_argument("--snapshot-dir", default=None, help="resume snapshots (default: outputs/modadd_grokking_snapshots; "
                     "book/artifacts/modadd_grokking_snapshots to commit them, so another machine resumes from a clone)")
+    ap.add_argument("--artifact-dir", default=None, help="where the run is stored (default: book/artifacts/modadd_grokking "
+                    "for the book and paper presets, where the chapters read it)")
     args = ap.parse_args(argv)
     thread_pools.set_threads()
     cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers, TRAINER=args.trainer,
-                                PRECISION=args.precision, FORK_EPOCH=args.fork_epoch, DEVICE=args.device)  # fmt: skip
+                                PRECISION=args.precision, FORK_EPOCH=args.fork_epoch, DEVICE=args.device,
+                                ARTIFACT_DIR=args.artifact_dir)  # fmt: skip
     print(describe_device(cfg["DEVICE"]) if cfg["TRAINER"] == "ensemble" else "the loop trainer runs on the CPU")
     snapshots = args.snapshot_dir if args.snapshot_dir is not None else snapshot_dir_for(cfg)
     if args.store_partial:

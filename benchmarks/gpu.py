@@ -1,0 +1,165 @@
+"""The book's GPU targets, measured side by side in one run on one device (and the official code's, given a checkout).
+
+Steps (``--only`` picks some; all by default), each timed on ``--device`` (default ``cuda``):
+
+* ``matmul``: the device's bf16 matrix-product rate (n × n products), the roofline the training rates are divided by;
+* ``markov``: chapter 1's training at the paper's settings (3 seeds × 40 epochs of 3 000 sequences, the ensemble
+  trainer), its wall time and achieved FLOP/s (≈ 6 · parameters · tokens) as a fraction of the matmul rate;
+* ``modadd``: chapters 2–3's paper run, trained and analysed at every checkpoint
+  (``python -m ace_helpers.chapters.modadd --preset paper --trainer ensemble --precision bf16 --device …``);
+* ``sweeps``: chapter 4's paper-settings sweeps, every ω and p run
+  (``python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --device … --in-process``);
+* ``official``: with ``--official PATH`` (a checkout of the paper's code release), its ``markov.py`` and
+  ``modadd.py --quick`` from a scratch copy, on the same machine, right after ours.
+
+The targets (the GPU issue of this book): chapter 1 ≤ 30 s, chapters 2–3 ≤ 5 min, chapter 4 ≤ 10 min.  Runs are
+stored in a temporary folder unless ``--keep`` (then where the chapters read them, keyed by the device kind).
+``--quick`` shrinks every step (the ``ci`` preset, 2 epochs, n = 1024) to check the script on any device, the CPU
+included, in a few minutes.
+
+Usage::
+
+    python benchmarks/gpu.py [--device cuda] [--official ~/src/cores] [--quick] [--keep] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from ace_helpers.chapters.toy_models.markov import model_seeds, train_models
+from ace_helpers.method.devices import describe_device, resolve_device
+from ace_helpers.repro.artifacts import write_report
+from ace_helpers.repro.machine import machine_line
+from ace_helpers.toys.tasks.markov import PAPER_CHAIN, markov_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = ("matmul", "markov", "modadd", "sweeps", "official")
+TARGET_S = {"markov": 30.0, "modadd": 300.0, "sweeps": 600.0}
+
+
+def sync(device: torch.device) -> None:
+    """Wait for the device's queued work (a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_rate(device: torch.device, n: int, repeats: int = 10) -> float:
+    """Best bf16 FLOP/s of an n × n by n × n product on ``device`` over ``repeats`` timed products (after a warm-up)."""
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    best = float("inf")
+    for i in range(repeats + 1):
+        sync(device)
+        start = time.perf_counter()
+        a @ b
+        sync(device)
+        if i:
+            best = min(best, time.perf_counter() - start)
+    return 2.0 * n**3 / best
+
+
+def markov_step(device: torch.device, epochs: int, precision: str) -> tuple[float, float]:
+    """(wall seconds, estimated training FLOPs) of chapter 1's three seeds on the paper's data."""
+    data = markov_dataset(PAPER_CHAIN, 3000, 16, 32)
+    sync(device)
+    start = time.perf_counter()
+    res = train_models(data, model_seeds(0, 3), epochs=epochs, method="ensemble", precision=precision, device=device)
+    sync(device)
+    wall = time.perf_counter() - start
+    params = sum(p.numel() for p in res.models[0].parameters())
+    tokens = data.train_inputs.numel()
+    return wall, 6.0 * params * tokens * epochs * len(res.models)
+
+
+def command_step(args: list[str]) -> float:
+    """Wall seconds of ``python -m …args`` run from the repository root; raises naming the command when it fails."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, check=False,
+                          env=dict(os.environ, MPLBACKEND="Agg"))
+    if done.returncode:
+        raise SystemExit(f"`python -m {' '.join(args)}` failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return time.perf_counter() - start
+
+
+def official_step(checkout: Path, quick: bool) -> dict[str, float]:
+    """Wall seconds of the official code's ``markov.py`` and ``modadd.py --quick``, run in a scratch copy."""
+    missing = [p for p in ("markov.py", "modadd.py") if not (checkout / p).is_file()]
+    if missing:
+        raise SystemExit(f"--official {checkout} is not a checkout of the paper's code release: it lacks {', '.join(missing)}")
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="official") as scratch:
+        copy = Path(scratch) / "cores"
+        shutil.copytree(checkout, copy, ignore=shutil.ignore_patterns(".git"))
+        for script, extra in (("markov.py", []), ("modadd.py", ["--quick"])):
+            if quick and script == "markov.py":
+                continue
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, script, *extra], cwd=copy, capture_output=True, text=True, check=False,
+                                  env=dict(os.environ, MPLBACKEND="Agg"))
+            if done.returncode:
+                raise SystemExit(f"official {script} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+            out[f"{script} {' '.join(extra)}".strip()] = time.perf_counter() - start
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the flags, check the device before any work, run the steps, print (and write) the report."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda", help="cuda, cuda:N, mps, cpu or auto (an absent device is refused)")
+    ap.add_argument("--only", default=",".join(STEPS), help=f"comma-separated steps among {', '.join(STEPS)}")
+    ap.add_argument("--official", type=Path, help="a checkout of the paper's code release (the official step)")
+    ap.add_argument("--quick", action="store_true", help="small sizes: checks the script, measures nothing")
+    ap.add_argument("--keep", action="store_true", help="store the runs where the chapters read them")
+    ap.add_argument("--out", help="also write the report to this file (atomically)")
+    args = ap.parse_args(argv)
+    steps = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = sorted(set(steps) - set(STEPS))
+    if unknown:
+        raise SystemExit(f"--only {args.only!r}: no step {unknown}; the steps are {list(STEPS)}")
+    try:
+        device = resolve_device(args.device)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    if "official" in steps and args.official is None:
+        steps.remove("official")
+    preset = "ci" if args.quick else "paper"
+    lines = [f"{machine_line()}; {describe_device(args.device)}",
+             f"preset {preset}{' (--quick: a check of the script, not a measurement)' if args.quick else ''}"]
+    rate = None
+    with tempfile.TemporaryDirectory(prefix="gpu-bench") as tmp:
+        work = Path(tmp)
+        if "matmul" in steps:
+            rate = matmul_rate(device, 1024 if args.quick or device.type == "cpu" else 8192)
+            lines.append(f"matmul: bf16 {rate / 1e12:.2f} TFLOP/s")
+        if "markov" in steps:
+            wall, flops = markov_step(device, 2 if args.quick else 40, "bf16" if device.type == "cuda" else "fp32")
+            share = f", {flops / wall / rate:.1%} of the matmul rate" if rate else ""
+            lines.append(f"markov (chapter 1, 3 seeds): {wall:.1f} s (target {TARGET_S['markov']:.0f} s); "
+                         f"{flops / wall / 1e12:.3f} TFLOP/s achieved{share}")
+        if "modadd" in steps:
+            store = [] if args.keep else ["--snapshot-dir", str(work / "snapshots"), "--artifact-dir", str(work / "modadd")]
+            wall = command_step(["ace_helpers.chapters.modadd", "--preset", preset, "--trainer", "ensemble",
+                                 "--precision", "bf16", "--device", args.device, *store])
+            lines.append(f"modadd (chapters 2-3, trained and analysed): {wall:.0f} s (target {TARGET_S['modadd']:.0f} s)")
+        if "sweeps" in steps:
+            store = [] if args.keep else ["--store", str(work / "sweeps")]
+            wall = command_step(["ace_helpers.chapters.sweep", "04_grokking_scaling_law", "--preset", preset, "--device",
+                                 args.device, "--in-process", *store])
+            lines.append(f"sweeps (chapter 4, every omega and p run): {wall:.0f} s (target {TARGET_S['sweeps']:.0f} s)")
+        if "official" in steps:
+            for name, wall in official_step(args.official.expanduser().resolve(), args.quick).items():
+                lines.append(f"official {name}: {wall:.0f} s")
+    write_report(lines, args.out)
+
+
+if __name__ == "__main__":
+    main()
