@@ -11,6 +11,15 @@
 # %% [markdown]
 # # Chapter 0: ACE on a planted system
 #
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** ACE keeps the directions that are both active (activation variance) and relevant (output sensitivity), as balanced truncation does; activity alone (PCA) or relevance alone (Jacobian directions) does not find them (the method of the paper, Sec. 2; this planted test with known ground truth is ours).
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # Before trusting ACE on transformers we check it where the answer is known. We plant three
 # kinds of directions in a 32-dimensional activation space and read the task out linearly:
 #
@@ -22,15 +31,6 @@
 # them by output sensitivity (the Jacobian alone) finds the relevant-only block. ACE weighs both
 # at once (the balanced weights are the eigenvalues of Cov·Obs) and should return exactly the core.
 # This chapter is ours (the paper starts with trained transformers); it checks the method itself.
-#
-# ```{admonition} The paper's claim, and what this run finds
-# :class: note
-# **The paper:** ACE keeps the directions that are both active (activation variance) and relevant (output sensitivity), as balanced truncation does; activity alone (PCA) or relevance alone (Jacobian directions) does not find them (the method of the paper, Sec. 2; this planted test with known ground truth is ours).
-#
-# **This run:** {glue:md}`verdicts`
-#
-# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
-# ```
 #
 # ```{admonition} Run this chapter
 # :class: tip
@@ -58,6 +58,7 @@ import ace_helpers
 from ace_helpers.chapters import ace_planted_system as chapter
 from ace_helpers.chapters.ace_planted_system import figures as plots
 from ace_helpers.repro import session
+from ace_helpers.repro.claims_view import ClaimsView
 
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 
@@ -118,17 +119,17 @@ for key, text in plots.prose_numbers(res).items():  # the numbers the text below
 # acceptance rule, our number and the verdict. The PCA and Jacobian rows check that the
 # baselines miss the core, as the figure shows.
 
-# %%
+# %% tags=["remove-input"]
 claims = chapter.build_claims(res, cfg)
 records = claims.records(f"{cfg.PRESET} preset")
-display(Markdown(claims.table()))
+display(ClaimsView(claims))
 
-# %%
+# %% tags=["remove-cell"]
 print(claims.summary())
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
 
-# %%
+# %% tags=["remove-cell"]
 session.finish(cfg, res, records)  # glues the verdicts shown at the top, writes results.json

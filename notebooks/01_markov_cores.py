@@ -16,6 +16,15 @@
 # %% [markdown]
 # # Chapter 1: Markov-chain transformers — one 3-D core per seed, the same up to a linear map?
 #
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** Independently trained one-layer transformers on a 4-state Markov chain share a 3-D core out of 64 dimensions: necessary and sufficient, in nearly orthogonal subspaces (projector overlap 0.02–0.04) yet linearly equivalent (CCA 0.999, 0.999, 0.929), with a fitted operator whose eigenvalues match the chain's to < 1 %.
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # The paper's first experiment (its Markov-chain figure, panels A–E) trains small transformers to predict the next state of a
 # 4-state Markov chain. Each model has one post-LN encoder layer with d_model = 64. ACE then finds,
 # in every seed, a **3-dimensional core** inside the 64-dimensional residual stream. The core is
@@ -35,15 +44,6 @@
 #   uses the raw logits.
 # * `ABLATION="mean"` keeps or removes the core about the activation mean. The paper's `"zero"`
 #   projects the raw activation.
-#
-# ```{admonition} The paper's claim, and what this run finds
-# :class: note
-# **The paper:** Independently trained one-layer transformers on a 4-state Markov chain share a 3-D core out of 64 dimensions: necessary and sufficient, in nearly orthogonal subspaces (projector overlap 0.02–0.04) yet linearly equivalent (CCA 0.999, 0.999, 0.929), with a fitted operator whose eigenvalues match the chain's to < 1 %.
-#
-# **This run:** {glue:md}`verdicts`
-#
-# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
-# ```
 #
 # ```{admonition} Run this chapter
 # :class: tip
@@ -90,6 +90,7 @@ from ace_helpers.chapters import markov_cores as chapter
 from ace_helpers.chapters.markov_cores import baseline_tables
 from ace_helpers.chapters.markov_cores import figures as plots
 from ace_helpers.repro import session
+from ace_helpers.repro.claims_view import ClaimsView
 from ace_helpers.toys.tasks.markov import chain_summary
 
 start_time, start_cpu = time.perf_counter(), time.process_time()
@@ -303,7 +304,7 @@ for (i, j), r, pc, o in zip(pairs, results["random_cca"], results["pca_cca"], re
 #   current state and keep the top n − 1 directions of the fitted part (the class-mean subspace). Its
 #   coordinates are, by construction, as close to linear in the current state as the activations allow.
 
-# %%
+# %% tags=["remove-input"]
 display(Markdown(baseline_tables.subspace_table(results)))
 display(Markdown(baseline_tables.cca_specificity(results)))
 
@@ -397,14 +398,14 @@ print("share of each core coordinate's variance set by the current state, per se
 # On less symmetric chains, projecting about zero also discards the mean's off-core component.
 # Keeping the mean (`ABLATION="mean"`) avoids that cost.
 
-# %%
+# %% tags=["remove-input"]
 display(Markdown(plots.variant_table(results, cfg["TAIL"], cfg["ABLATION"])))
 
 # %% [markdown]
 # The ablation choice and the tail choice can be separated: all four combinations on the same
 # models (mean accuracy over seeds).
 
-# %%
+# %% tags=["remove-input"]
 display(Markdown(plots.ablation_table(results)))
 
 # %% [markdown]
@@ -463,15 +464,15 @@ else:
 # eigenvalue row misses 1 %. The rows that read the baselines (random, PCA and one-hot-state oracle
 # subspaces; the consensus subspace) say how much of each result is specific to the core.
 
-# %%
+# %% tags=["remove-input"]
 claims = chapter.build_claims(results, cfg)
 records = claims.records(f"{cfg.PRESET} preset")
-display(Markdown(claims.table()))
+display(ClaimsView(claims))
 
-# %%
+# %% tags=["remove-cell"]
 print(claims.summary())
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
 
@@ -482,7 +483,7 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 # keys hold the paper's variant (raw-logit tail, zero ablation), and `extra_*` keys hold one
 # entry per extra chain.
 
-# %%
+# %% tags=["remove-cell"]
 results["wall_s"] = time.perf_counter() - start_time
 results["cpu_s"] = time.process_time() - start_cpu
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

@@ -11,6 +11,15 @@
 # %% [markdown]
 # # Chapter 2: Modular addition — does a cyclic core crystallise at grokking?
 #
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** In modular addition (p = 53) a cyclic core of about 15 dimensions forms at grokking (epoch ~800): necessary and sufficient, with a shift operator whose eigenvalues move from inside the unit disk onto the unit circle (Fig. 1).
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # A two-layer transformer learns $a + b \equiv c \pmod p$ from half of all $p^2$ pairs. It first
 # memorises the training half (test accuracy at chance), then — with weight decay — suddenly
 # generalises: it *groks*. The paper (§3, Fig. 1) reports that the algorithmic core of layer 2
@@ -29,14 +38,6 @@
 # The training run is cached and shared with Chapter 3.
 
 # %% [markdown]
-# ```{admonition} The paper's claim, and what this run finds
-# :class: note
-# **The paper:** In modular addition (p = 53) a cyclic core of about 15 dimensions forms at grokking (epoch ~800): necessary and sufficient, with a shift operator whose eigenvalues move from inside the unit disk onto the unit circle (Fig. 1).
-#
-# **This run:** {glue:md}`verdicts`
-#
-# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
-# ```
 #
 # ```{admonition} Run this chapter
 # :class: tip
@@ -82,6 +83,7 @@ import ace_helpers
 from ace_helpers.chapters import modadd_grokking as chapter
 from ace_helpers.chapters.modadd import figures as plots
 from ace_helpers.repro import session, variants
+from ace_helpers.repro.claims_view import ClaimsView
 
 start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
@@ -251,18 +253,18 @@ print("median |λ| ridge :", wd["median_abs_eig"][0].round(2).tolist())
 # window becomes "groks before the fork", the core-dimension window [4, 25] and the post-grokking
 # $R_h^2$ threshold 0.5; each relaxed row says so.
 
-# %%
+# %% tags=["remove-input"]
 claims = chapter.build_claims(run, cfg)  # with the claims this run cannot test, and the numbers it measured
 records = claims.records(f"{cfg.PRESET} preset")
-display(Markdown(claims.table()))
+display(ClaimsView(claims))
 if claims.not_tested:
     display(Markdown(chapter.not_tested_table(claims.not_tested)))
 display(Markdown(chapter.unit_circle_sentence(claims.numbers, p)))
 
-# %%
+# %% tags=["remove-cell"]
 print(claims.summary())
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(claims.verdict())
 
@@ -319,12 +321,12 @@ if long is not None:
     long_claims = chapter.build_claims(lrun, long_cfg)
     section = f"stored paper-preset run, through epoch {through['wd']}"
     records += long_claims.records(section, chapter.how_trained(long_cfg), evidence=True)
-    display(Markdown(long_claims.table()))
+    display(ClaimsView(long_claims))
     if long_claims.not_tested:
         display(Markdown(chapter.not_tested_table(long_claims.not_tested)))
     display(Markdown(chapter.unit_circle_sentence(long_claims.numbers, lp)))
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(long_claims.verdict() if long is not None else "no long run stored")
 
@@ -342,7 +344,7 @@ print(long_claims.verdict() if long is not None else "no long run stored")
 # differ: a claim whose verdict changes from one sample to the next depends on the sample at this
 # run's length and number of models.
 
-# %%
+# %% tags=["remove-input", "hide-output"]
 display(Markdown(variants.comparison_for(cfg, records, chapter.config.PROTOCOL_KNOBS)))
 
 # %% [markdown]
@@ -358,7 +360,7 @@ display(Markdown(variants.comparison_for(cfg, records, chapter.config.PROTOCOL_K
 # `models_from_artifact`; `train_wall_s` (per model, from the artifact manifests); `long_run` (the
 # stored long run: `through_epoch`, `n_models`, its claim numbers, or null); `wall_s` (this notebook).
 
-# %%
+# %% tags=["remove-cell"]
 results = chapter.results(
     cfg, run, claims, clock_epochs, long, long_claims if long is not None else None, wall_s=time.perf_counter() - start_time
 )

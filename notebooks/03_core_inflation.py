@@ -11,6 +11,15 @@
 # %% [markdown]
 # # Chapter 3: Does the core inflate under weight decay?
 #
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** Under continued weight decay the core inflates from ~15 to ~60 dimensions through redundancy (the necessary dimension grows while the sufficient one stays flat) and fills up to ⌊p/2⌋ + 1 = 27 frequency bins; without weight decay it does not (§ core inflation, Fig. 2).
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # After grokking (Chapter 2) the paper keeps training the modular-addition models for 20 000
 # epochs (§ core inflation, Fig. 2). With weight decay the core keeps growing — from ~15
 # dimensions at grokking to ~60 (Fig. 2A) — and the shift operator's near-unit eigenvalues
@@ -34,14 +43,6 @@
 # artifact; run either notebook first) and the stored 20 000-epoch run.
 
 # %% [markdown]
-# ```{admonition} The paper's claim, and what this run finds
-# :class: note
-# **The paper:** Under continued weight decay the core inflates from ~15 to ~60 dimensions through redundancy (the necessary dimension grows while the sufficient one stays flat) and fills up to ⌊p/2⌋ + 1 = 27 frequency bins; without weight decay it does not (§ core inflation, Fig. 2).
-#
-# **This run:** {glue:md}`verdicts`
-#
-# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
-# ```
 #
 # ```{admonition} Run this chapter
 # :class: tip
@@ -91,7 +92,8 @@ from IPython.display import Markdown, display
 import ace_helpers
 from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.chapters.core_inflation import figures as plots
-from ace_helpers.repro import report, session, variants
+from ace_helpers.repro import session, variants
+from ace_helpers.repro.claims_view import ClaimsView
 
 start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
@@ -139,7 +141,10 @@ if cfg.EPOCHS < 20000:
 plots.plot_core_inflation(wd.epochs, wd["core_dim"], nowd.epochs, nowd["core_dim"], cfg.FORK_EPOCH, grok)
 plt.show()
 display(Markdown("**Fig. 2A (paper).** Core size (the necessary dimension) per epoch with weight decay (blue) and for the "
-                 "copy forked without it (orange, from the dashed fork line): look at how the two arms diverge after the fork."))  # fmt: skip
+                 "copy forked without it (orange, from the dashed fork line): look at how the two arms diverge after the fork."
+                 + (f" This run stops at epoch {cfg.EPOCHS}, long before the paper's 20 000: it shows the burst that follows "
+                    "grokking, not the inflation the claim is about, so it cannot test the claim; the stored long run below "
+                    "does." if cfg.EPOCHS < 20000 else "")))  # fmt: skip
 if grok is not None:
     print(f"ours: core dim at grokking (epoch {grok}) {chapter.per_model_at(wd, 'core_dim', grok).tolist()}; "
           f"at epoch {int(wd.epochs[-1])}: WD = 1 {wd['core_dim'][:, -1].tolist()}, WD 1 → 0 {nowd['core_dim'][:, -1].tolist()}")  # fmt: skip
@@ -218,14 +223,14 @@ print("cap, WD = 1      :", caps[0].mean(0).round(1).tolist())
 # measure on ACE's 0.99-energy rank what the paper measures on the core dim (the necessary
 # dimension); rows marked "diagnosis" test the measured cause of a gap.
 
-# %%
+# %% tags=["remove-input"]
 claims = chapter.build_claims(run, cfg)  # with the claims this run cannot test inside
-display(Markdown(report.claims_table(claims, claims.not_tested)))
+display(ClaimsView(claims, claims.not_tested))
 
-# %%
+# %% tags=["remove-cell"]
 print(claims.summary())
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(claims.verdict())
 
@@ -237,7 +242,7 @@ print(claims.verdict())
 # dim and the accuracy left at the energy rank in units of the 2/p floor; the full curves are
 # stored per checkpoint (`remove_curve` in the artifact).
 
-# %%
+# %% tags=["remove-input"]
 display(Markdown(chapter.residue_table(nowd, p, nowd.epochs)))
 
 # %% [markdown]
@@ -313,7 +318,7 @@ if long is not None:
 # accuracy above 2/p). The necessary dimension is the paper's core dim, the one plotted above.
 # The second table is the WD-off arm's residue, as above for the book run.
 
-# %%
+# %% tags=["remove-input"]
 if long is not None:
     display(Markdown(chapter.dimension_table(lrun, lgrok)))
     display(Markdown(chapter.residue_table(lnowd, lp, lnowd.epochs, most=8)))
@@ -339,12 +344,12 @@ if long is not None:
 # **not tested** until the run is finished. The last row checks that the long run reproduces this
 # chapter's run exactly where they overlap.
 
-# %%
+# %% tags=["remove-input"]
 if long is not None:
     long_claims = chapter.long_run_claims(cfg, long_cfg, lrun, through, comparison)
-    display(Markdown(report.claims_table(long_claims, long_claims.not_tested)))
+    display(ClaimsView(long_claims, long_claims.not_tested))
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(long_claims.verdict() if long is not None else "no long run stored")
 
@@ -399,9 +404,9 @@ if pair is not None:  # once the run forked at 900 is finished it is the long ru
     print(f"claims on the run forked at {s_cfg.FORK_EPOCH}"
           + (" (a named variant beside the finished run forked at 900, which carries the headlines)" if shown is pair[1] else ""))
     fork_claims = chapter.build_claims(srun, s_cfg, last_epoch=sthrough["wd"])
-    display(Markdown(report.claims_table(fork_claims, fork_claims.not_tested)))
+    display(ClaimsView(fork_claims, fork_claims.not_tested))
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(fork_claims.verdict() if pair is not None else "no run forked at 900 stored")
 
@@ -491,12 +496,12 @@ if ref is not None:
 # subspaces of its own dimension — at grokking we expect the core to hold clearly more modes
 # than they do, and the question is whether that is still so after the inflation.
 
-# %%
+# %% tags=["remove-input"]
 if ref is not None:
     ref_claims = chapter.reference_claims(ref, ref_run, own)
-    display(Markdown(ref_claims.table()))
+    display(ClaimsView(ref_claims))
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(ref_claims.verdict() if ref is not None else "no reference stored")
 
@@ -552,7 +557,7 @@ print(ref_claims.verdict() if ref is not None else "no reference stored")
 # (per reference epoch at its core dim: `epoch`, `dim`, `cap`, `ace`, `random`, `gaussian`, or
 # null); `wall_s`.
 
-# %%
+# %% tags=["remove-cell"]
 results = chapter.results(
     cfg, run, claims, long, long_claims if long is not None else None,
     wall_s=time.perf_counter() - start_time, reference=own if ref is not None else None,
@@ -572,5 +577,5 @@ session.finish(cfg, results, records)  # glues the verdicts shown at the top, wr
 # in chapter 2's section of the same name. A claim whose verdict changes between samples depends
 # on the sample at this run's length and number of models.
 
-# %%
+# %% tags=["remove-input", "hide-output"]
 display(Markdown(variants.comparison_for(cfg, records, chapter.config.PROTOCOL_KNOBS)))

@@ -16,6 +16,15 @@
 # %% [markdown]
 # # Chapter 4: Grokking time against weight decay and modulus — τ ∝ 1/(ω·p)?
 #
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** Grokking time follows τ ∝ 1/(ω·p): against weight decay ω, τ ∝ ω^−1.02; against the modulus p, τ(p) = −Ω·log(1 − p_crit/p), with τ ∝ p^−1 at high redundancy (p ≫ p_crit) and Ω ∝ 1/ω.
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # Chapters 2 and 3 showed that a modular-addition transformer groks when a cyclic core forms, and
 # that under weight decay the core keeps inflating with *redundant* copies of its Fourier
 # harmonics. The paper turns this into a quantitative prediction: the delay between memorising
@@ -36,15 +45,6 @@
 # accuracy ≥ 0.99, and **τ_grok = τ_test − τ_mem**. All seeds and ω values of one p train together
 # as one vectorised ensemble (`ace_helpers.toys.ensemble`); a run leaves the ensemble once it has
 # grokked, or is *censored* at the step cap (reported, not dropped).
-#
-# ```{admonition} The paper's claim, and what this run finds
-# :class: note
-# **The paper:** Grokking time follows τ ∝ 1/(ω·p): against weight decay ω, τ ∝ ω^−1.02; against the modulus p, τ(p) = −Ω·log(1 − p_crit/p), with τ ∝ p^−1 at high redundancy (p ≫ p_crit) and Ω ∝ 1/ω.
-#
-# **This run:** {glue:md}`verdicts`
-#
-# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
-# ```
 #
 # ```{admonition} Run this chapter
 # :class: tip
@@ -84,7 +84,8 @@ from myst_nb import glue
 import ace_helpers
 from ace_helpers.chapters import grokking_scaling_law as chapter
 from ace_helpers.chapters.grokking_scaling_law import figures as plots
-from ace_helpers.repro import report, session
+from ace_helpers.repro import session
+from ace_helpers.repro.claims_view import ClaimsView
 
 start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
@@ -214,7 +215,7 @@ plt.show()
 # step; a change smaller than the evaluation interval (`EVAL_EVERY` steps) is within the τ
 # resolution, so it decides nothing: the claims table reports such a step as "inconclusive".
 
-# %%
+# %% tags=["remove-input"]
 display(Markdown(plots.omega_table(chapter.setting_rows(fits))))
 
 # %% [markdown]
@@ -386,17 +387,17 @@ print(chapter.linked_redundancy())
 # 0.6; the p exponent keeps its window. A row that does not reproduce states its measured cause,
 # and the "ours (diagnosis)" rows test that cause, so they fail if it changes.
 
-# %%
+# %% tags=["remove-input"]
 claims = chapter.build_claims(res, cfg)  # with the claims this run cannot test inside
 records = claims.records(f"{cfg.PRESET} preset")
-display(Markdown(report.claims_table(claims, claims.not_tested)))
+display(ClaimsView(claims, claims.not_tested))
 n_cens = sum(r.censored for r in sweeps.runs)
 print(f"censored runs (reported, not fitted): {n_cens} of {len(sweeps.runs)}")
 
-# %%
+# %% tags=["remove-cell"]
 print(claims.summary())
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
 
@@ -434,7 +435,7 @@ if paper is not None:
             plt.gca().set_title(title)
             plt.show()
             display(Markdown(caption))
-    display(Markdown(report.claims_table(paper_claims, paper_untested)))
+    display(ClaimsView(paper_claims, paper_untested))
     # the law's limits at the paper settings: τ ∝ 1/p over the large primes, and Ω from the ω sweep
     lg, om = paper_fits.large, paper_fits.omega_Omega
     if lg:
@@ -448,7 +449,7 @@ if paper is not None:
     # evidence beside this run's claims, except where this run leaves a paper claim untested (scaling.p at ci/book)
     records = chapter.with_paper_evidence(records, paper_claims, paper_untested, "paper settings, stored runs", paper.trained)
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(paper_claims.verdict() if paper is not None else "no paper-settings run stored")
 
@@ -472,7 +473,7 @@ print(paper_claims.verdict() if paper is not None else "no paper-settings run st
 # `censored`, `steps_trained`). A paper-preset
 # run also stores `runs` as the artifact `book/artifacts/04_grokking_scaling_law/sweeps`.
 
-# %%
+# %% tags=["remove-cell"]
 results = chapter.results(res, claims, wall_s=time.perf_counter() - start_time, paper=paper, margin=margin_fits,
                           redundancy=red_runs)
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json

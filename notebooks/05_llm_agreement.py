@@ -11,6 +11,15 @@
 # %% [markdown]
 # # Chapter 5: one steerable axis for subject–verb agreement in real LLMs
 #
+# ```{admonition} The paper's claim, and what this run finds
+# :class: note
+# **The paper:** Subject–verb agreement in language models runs through one axis per model: keeping it preserves agreement, removing it destroys it, flipping it inverts grammatical number (also throughout generation), and the axes of different models are aligned (Spearman up to 0.93).
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # The paper's third experiment leaves toy models behind: in pretrained GPT-2 Small, Medium and
 # Large, the algorithmic core of **subject–verb agreement** is a *single axis* of the residual
 # stream. The paper reports that keeping only that axis keeps agreement, removing it destroys it,
@@ -36,14 +45,6 @@
 # norm — where the edits are applied.
 
 # %% [markdown]
-# ```{admonition} The paper's claim, and what this run finds
-# :class: note
-# **The paper:** Subject–verb agreement in language models runs through one axis per model: keeping it preserves agreement, removing it destroys it, flipping it inverts grammatical number (also throughout generation), and the axes of different models are aligned (Spearman up to 0.93).
-#
-# **This run:** {glue:md}`verdicts`
-#
-# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
-# ```
 #
 # ```{admonition} Run this chapter
 # :class: tip
@@ -91,6 +92,7 @@ from ace_helpers.chapters import llm_agreement as chapter
 from ace_helpers.chapters.llm_agreement import figures as plots
 from ace_helpers.llm import agreement
 from ace_helpers.repro import session
+from ace_helpers.repro.claims_view import ClaimsView
 
 start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
@@ -381,12 +383,12 @@ else:
 # measured not to reproduce is listed with its measured cause (`chapter.KNOWN_GAPS`) and does not
 # stop the run.
 
-# %%
+# %% tags=["remove-input"]
 claims = chapter.build_claims(res, cfg)
 records = claims.records(f"{cfg.PRESET} preset")
-display(Markdown(claims.table()))
+display(ClaimsView(claims))
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
 
@@ -394,7 +396,7 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 # `results.json` holds the flat results the tables and the claims read (keys: see the
 # `ace_helpers.chapters.llm_agreement.pipeline` module docstring), with the claim records.
 
-# %%
+# %% tags=["remove-cell"]
 out["claims_failed"] = [row.claim for row in claims.rows if not row.passed]
 out["wall_s"] = time.perf_counter() - start_time
 session.finish(cfg, out, records)  # glues the verdicts shown at the top, writes results.json

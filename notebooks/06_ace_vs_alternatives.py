@@ -11,6 +11,15 @@
 # %% [markdown]
 # # Chapter 6: ACE against the alternatives
 #
+# ```{admonition} The claim, and what this run finds
+# :class: note
+# **Ours (beyond the paper):** on every task with a known answer, ACE is necessary and sufficient at the smallest rank of all methods and its subspace is the ground truth; activity alone (PCA) and relevance alone (the Jacobian Gram) fail on the planted distractors. In the LLMs, ACE's 1-D core is necessary and sufficient for agreement at r = 1 and its flip flips the verb number.
+#
+# **This run:** {glue:md}`verdicts`
+#
+# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
+# ```
+#
 # The paper argues that a core must be both *active* (it carries activation variance) and
 # *relevant* (the output is sensitive to it), and that either criterion alone misses it (its
 # Sec. 2). It never sets ACE against other subspace methods. This chapter does (ours, beyond the
@@ -33,15 +42,6 @@
 # alignment search, DAS, does). DAS is written on torch here: pyvene installs with our pins but
 # brings 17 more packages (datasets, pyarrow, plotnine, …), and a keep-only objective through a linear tail needs no more than an
 # (D, r) matrix kept orthonormal by a differentiable QR.
-#
-# ```{admonition} The claim, and what this run finds
-# :class: note
-# **Ours (beyond the paper):** on every task with a known answer, ACE is necessary and sufficient at the smallest rank of all methods and its subspace is the ground truth; activity alone (PCA) and relevance alone (the Jacobian Gram) fail on the planted distractors. In the LLMs, ACE's 1-D core is necessary and sufficient for agreement at r = 1 and its flip flips the verb number.
-#
-# **This run:** {glue:md}`verdicts`
-#
-# Every claim of the book, with its verdict: [the scorecard](../book/scorecard.md).
-# ```
 #
 # ```{admonition} Run this chapter
 # :class: tip
@@ -96,6 +96,7 @@ import ace_helpers
 from ace_helpers.chapters import ace_vs_alternatives as chapter
 from ace_helpers.chapters.ace_vs_alternatives import figures as plots
 from ace_helpers.repro import session
+from ace_helpers.repro.claims_view import ClaimsView
 
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
 start_time, start_cpu = time.perf_counter(), time.process_time()
@@ -183,7 +184,7 @@ if res["llm"] is not None:
 # %% [markdown]
 # ## Minimal necessary-and-sufficient rank
 
-# %%
+# %% tags=["remove-input"]
 display(Markdown(chapter.ns_markdown(res)))
 
 # %% [markdown]
@@ -192,22 +193,22 @@ display(Markdown(chapter.ns_markdown(res)))
 # %% [markdown]
 # ## Claims
 
-# %%
+# %% tags=["remove-input"]
 claims = chapter.build_claims(res, cfg)  # with the claims this run cannot test inside
 records = claims.records(f"{cfg.PRESET} preset")
 glue("finding", Markdown(chapter.finding_text(res)), display=False)
-display(Markdown(claims.table()))
+display(ClaimsView(claims))
 if claims.not_tested:
     display(Markdown(chapter.not_tested_table(claims.not_tested)))
 
-# %%
+# %% tags=["remove-cell"]
 print(claims.summary())
 
-# %%
+# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 print(claims.verdict())  # the tests compare this line: a failure that is not a documented known gap changes it
 
-# %%
+# %% tags=["remove-cell"]
 res["wall_s"] = time.perf_counter() - start_time
 res["cpu_s"] = time.process_time() - start_cpu
 session.finish(cfg, res, records)  # glues the verdicts shown at the top, writes results.json

@@ -96,11 +96,12 @@ REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED = (
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A measured value as the tables print it: floats to 4 significant digits, lists and tuples item by item."""
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
     return str(value)
 
 
@@ -181,7 +182,7 @@ class Claims:
                 k, n = k_of_n(per_seed, op, threshold)
                 inconclusive = 0 < k < n
         self.rows.append(Claim(
-            claim, paper, _fmt(ours), bool(passed) and not inconclusive, known_gap, where, rule, bool(partly), id, kind,
+            claim, paper, format_value(ours), bool(passed) and not inconclusive, known_gap, where, rule, bool(partly), id, kind,
             explains, value=as_numbers(ours) if value is None else as_numbers(value),
             per_seed=None if per_seed is None else as_numbers(list(per_seed)),
             interval=None if interval is None else [float(v) for v in interval], threshold=as_numbers(threshold), op=op,

@@ -40,7 +40,7 @@ from ace_helpers.repro.artifacts import atomic_write_bytes, default_output_dir, 
 from ace_helpers.repro.kernels import apply
 from ace_helpers.repro.machine import versions
 from ace_helpers.repro.params import PRESET_NAMES
-from ace_helpers.repro.scorecard import scorecard_markdown, scorecard_rows, untested_records
+from ace_helpers.repro.scorecard import findings_markdown, scorecard_markdown, scorecard_rows, untested_records
 from ace_helpers.repro.tables import markdown_table
 from ace_helpers.repro.thread_pools import cpu_cores, thread_budget
 
@@ -157,7 +157,8 @@ def stored_book_results(root: Path) -> dict[str, dict]:
 
 
 def write_scorecard(root: Path) -> Path:
-    """Regenerate ``book/scorecard_table.md`` (included by the scorecard page) from ``book/results/``, and the
+    """Regenerate ``book/scorecard_table.md`` (included by the scorecard page) and ``book/findings_table.md`` (the
+    landing page's) from ``book/results/``, and the
     records of the paper's claims that no chapter tests, ``book/results/untested/paper_claims.json``."""
 
     rows = scorecard_rows(stored_book_results(root))
@@ -165,6 +166,7 @@ def write_scorecard(root: Path) -> Path:
     write_json(root / UNTESTED_RESULTS, {"claims": untested})
     path = root / "book" / "scorecard_table.md"
     atomic_write_bytes(path, scorecard_markdown(rows + untested).encode())
+    atomic_write_bytes(root / "book" / "findings_table.md", findings_markdown(rows + untested).encode())
     return path
 
 

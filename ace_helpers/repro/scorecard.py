@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ace_helpers.repro.badges import ORDER, badge, counts_badges
 from ace_helpers.repro.paper_claims import NOT_TESTED_WHY, PAPER_CLAIMS
 from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS
-from ace_helpers.repro.tables import markdown_table
+from ace_helpers.repro.tables import markdown_table, md_cell
 
 #: The section of the records of paper claims that no chapter tests.
 UNTESTED_SECTION = "no chapter"
@@ -120,10 +121,21 @@ def _run(r: Mapping[str, Any]) -> str:
     return r["section"] + (f" ({t})" if (t := r.get("trained")) else "")
 
 
+def _folded(parts: list[tuple[str, str]]) -> str:
+    """Inline ``<details>`` with the non-empty ``(name, text)`` parts (markdown inside; a table cell stays one line)."""
+    shown = [f"**{name}:** {md_cell(text)}" for name, text in parts if text]
+    return f" <details><summary>rule and details</summary>{'<br>'.join(shown)}</details>" if shown else ""
+
+
+def _badge(r: Mapping[str, Any]) -> str:
+    return badge(r["verdict"])
+
+
 def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
-    """The scorecard page's tables (markdown; MyST renders them): the paper's claims by id, each with
-    its headline verdict, the evidence of other runs and the diagnoses that explain it; the counts
-    per chapter; then our own claims.  ``rows``: :func:`scorecard_rows` plus :func:`untested_records`."""
+    """The scorecard page's tables (markdown; MyST renders them): the paper's claims by id, each with its headline
+    verdict as a badge and, folded under it, our rule, the note, the evidence of other runs and the diagnoses that
+    explain it; the counts per chapter; then our own claims, chapter by chapter.  ``rows``: :func:`scorecard_rows`
+    plus :func:`untested_records`."""
     heads = headlines(rows)
     paper = []
     for cid in PAPER_CLAIMS:
@@ -131,9 +143,9 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
         others = [r for r in rows if r["kind"] == "paper" and r["id"] == cid and r is not h]
         diagnoses = [r for r in rows if r.get("explains") == cid and not r.get("evidence")]
         evidence = "; ".join(f"{r['verdict']} ({_run(r)}: {r['claim']})" for r in others)
-        paper.append((f"`{cid}`", PAPER_CLAIMS[cid], f"**{h['verdict']}**", h["chapter"][:2] if "chapter" in h else "—",
-                      h["rule"], h["ours"], h["note"], evidence, "; ".join(r["claim"] for r in diagnoses)))  # fmt: skip
-    header = ("id", "the paper's claim", "verdict", "ch.", "our rule", "ours", "note", "other runs (evidence)", "diagnoses")
+        folded = _folded([("our rule", h["rule"]), ("note", h["note"]), ("other runs (evidence)", evidence),
+                          ("diagnoses", "; ".join(r["claim"] for r in diagnoses)), ("id", f"`{cid}`")])
+        paper.append((PAPER_CLAIMS[cid] + folded, _badge(h), h["chapter"][:2] if "chapter" in h else "—", h["ours"]))
     stems = sorted({r["chapter"] for r in rows if "chapter" in r})
     per_chapter = []
     for stem in stems:
@@ -141,15 +153,33 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
         per_chapter.append((f"[{stem}](../notebooks/{stem}.ipynb)", counts_line(paper_counts(mine)), counts_line(ours_counts(mine))))
     per_chapter.append(("**all chapters**", f"**{counts_line(paper_counts(rows))}** (of {len(PAPER_CLAIMS)} ids)",
                         f"**{counts_line(ours_counts(rows))}**"))  # fmt: skip
-    ours = [(r["chapter"][:2], f"`{r['id']}`", r["claim"], f"**{r['verdict']}**", r["rule"], r["ours"], _run(r), r["note"])
-            for r in rows if r["kind"] == "ours"]  # fmt: skip
-    return (markdown_table(header, paper) + "\n\n"
-            + markdown_table(("chapter", "paper claims (headline run)", "our own claims"), per_chapter) + "\n\n"
-            + markdown_table(("ch.", "id", "our claim", "verdict", "our rule", "ours", "run", "note"), ours) + "\n")  # fmt: skip
+    out = [markdown_table(("the paper's claim", "verdict", "ch.", "ours"), paper), "",
+           markdown_table(("chapter", "paper claims (headline run)", "our own claims"), per_chapter), "",
+           "## Our own claims, chapter by chapter", ""]
+    for stem in stems:
+        ours = [(r["claim"] + _folded([("our rule", r["rule"]), ("run", _run(r)), ("note", r["note"]), ("id", f"`{r['id']}`")]),
+                 _badge(r), r["ours"]) for r in rows if r["kind"] == "ours" and r.get("chapter") == stem]  # fmt: skip
+        if ours:
+            out += [f"**[{stem}](../notebooks/{stem}.ipynb)**", "", markdown_table(("our claim", "verdict", "ours"), ours), ""]
+    return "\n".join(out)
+
+
+def findings_markdown(rows: list[dict[str, Any]]) -> str:
+    """The landing page's table: each of the paper's claims once (its headline verdict as a badge), those that did
+    not reproduce first, each linked to the chapter that tests it.  ``rows``: as :func:`scorecard_markdown`."""
+    heads = headlines(rows)
+    order = sorted(PAPER_CLAIMS, key=lambda cid: (ORDER.index(heads[cid]["verdict"]), heads[cid].get("chapter", "~")))
+    table = []
+    for cid in order:
+        h = heads[cid]
+        where = f"[chapter {int(h['chapter'][:2])}](../notebooks/{h['chapter']}.ipynb)" if "chapter" in h else "—"
+        table.append((PAPER_CLAIMS[cid], _badge(h), where))
+    counts = f"The paper's {len(PAPER_CLAIMS)} claims, each judged once: {counts_badges(paper_counts(rows))}"
+    return counts + "\n\n" + markdown_table(("the paper's claim", "verdict here", "chapter"), table) + "\n"
 
 
 def verdict_summary(records: list[dict[str, Any]]) -> str:
-    """One markdown paragraph for a chapter's summary box, from its claim ``records``
+    """One markdown paragraph for a chapter's verdict box (counts as badges: :func:`~ace_helpers.repro.badges.counts_badges`), from its claim ``records``
     (:meth:`~ace_helpers.repro.report.Claims.records`): the paper's claims it carries, counted once
     each by id; our own claims apart; the other runs' evidence named; which claims did not reproduce."""
     rows = [dict(r, chapter="") for r in records]
@@ -157,9 +187,9 @@ def verdict_summary(records: list[dict[str, Any]]) -> str:
     own = [r for r in rows if r["kind"] == "ours" and not r.get("evidence")]
     parts = []
     if heads:
-        parts.append(f"Paper claims ({len(heads)}, one verdict each): {counts_line(paper_counts(rows))}")
+        parts.append(f"Paper claims ({len(heads)}, one verdict each): {counts_badges(paper_counts(rows))}")
     if own:
-        parts.append(f"our own claims ({len(own)}): {counts_line(ours_counts(rows))}")
+        parts.append(f"our own claims ({len(own)}): {counts_badges(ours_counts(rows))}")
     evidence = list(dict.fromkeys(r["section"] for r in rows if r.get("evidence")))
     if evidence:
         parts.append("evidence beside them, not counted again: " + "; ".join(evidence))

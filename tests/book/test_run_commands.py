@@ -52,7 +52,7 @@ def _knobs(env_preset: str | None, args: str) -> dict:
 
 def _commands() -> list[tuple[str, str, dict]]:
     found = []
-    for path in [*sorted((ROOT / "notebooks").glob("*.py")), ROOT / "README.md"]:
+    for path in [*sorted((ROOT / "notebooks").glob("*.py")), ROOT / "README.md", *sorted((ROOT / "book").glob("*.md"))]:
         for line in path.read_text().splitlines():
             text = line.lstrip("# ")
             for m in COMMAND.finditer(text):

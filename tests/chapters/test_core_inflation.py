@@ -281,7 +281,7 @@ def test_every_stored_section_rebuilds_from_the_stored_artifacts():
 
 
 def test_the_chapters_prose_agrees_with_the_stored_verdicts():
-    """Each sentence of 'What this chapter finds' (and the README's row) against what the stored run gives."""
+    """Each sentence of 'What this chapter finds' (and the reproduction table's row) against what the stored run gives."""
     result = _stored()
     long = [r for r in result["claims"] if r["section"].startswith("stored paper-preset run, through epoch")]
 
@@ -345,7 +345,7 @@ def test_the_chapters_prose_agrees_with_the_stored_verdicts():
     assert "runs along the cap ⌊d/2⌋ + 1 of the core's dimension and stops one bin short of 27 in the larger cores" in finds
     modes = result["long_run"]["numbers"]["modes_ols_last"]
     assert max(modes) == 26 and sorted(dims)[-1] >= 52 and sorted(dims)[-2] >= 52
-    readme = re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
+    readme = re.sub(r"\s+", " ", (ROOT / "book" / "results.md").read_text())  # the reproduction table
     said = lambda xs: f"{', '.join(str(x) for x in xs[:-1])} and {xs[-1]}"  # noqa: E731
     assert f"inflates to {said(dims)} dims" in readme and f"OLS modes reach {said(modes)} of 27" in readme
     assert verdict("with WD: the modes fill the cap") != "not reproduced" and verdict("with WD: rotational modes (OLS) → 27") == "partly"

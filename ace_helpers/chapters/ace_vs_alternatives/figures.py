@@ -11,15 +11,15 @@ from matplotlib.ticker import MaxNLocator
 
 from ace_helpers.chapters.ace_vs_alternatives import METHODS
 
-COLORS = {"ace": "#55A868", "pca": "#4C72B0", "jacobian": "#C44E52", "probe": "#8172B2", "class_means": "#CCB974",
-          "random": "0.6", "das": "#DD8452"}
+COLORS = {"ace": "#000000", "pca": "#0072B2", "jacobian": "#D55E00", "probe": "#E69F00", "class_means": "#009E73",
+          "random": "0.6", "das": "#CC79A7"}  # Okabe–Ito: told apart under the common colour-vision deficiencies
 LABELS = {"ace": "ACE", "pca": "PCA", "jacobian": "Jacobian Gram", "probe": "linear probe", "class_means": "class means",
           "random": "random", "das": "DAS (learned)"}
 
 
 def task_figure(section: Mapping[str, Any], title: str) -> plt.Figure:
     """Three panels against the rank r: overlap with the ground truth, keep accuracy, remove accuracy."""
-    fig, axes = plt.subplots(1, 3, figsize=(13.0, 3.6))
+    fig, axes = plt.subplots(1, 3, figsize=(10.0, 3.5))  # about the page column: text stays ≥ 9 px on screen
     ranks = np.asarray(section["ranks"])
     for ax, key, ylabel in zip(axes, ("overlap", "keep", "remove"),
                                ("overlap with the ground truth", "accuracy, subspace kept alone", "accuracy, subspace removed")):
@@ -36,7 +36,7 @@ def task_figure(section: Mapping[str, Any], title: str) -> plt.Figure:
         ax.set_ylim(-0.03, 1.05)
     for ax, letter, what in zip(axes, "ABC", ("ground truth", "sufficiency", "necessity")):
         ax.set_title(f"{letter}  {title}: {what} (ours)", fontsize=10)
-    axes[1].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=7, frameon=False)
+    axes[1].legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -47,7 +47,7 @@ def llm_figure(res_llm: Mapping[str, Any]) -> plt.Figure | None:
     ok = {n: s for n, s in res_llm.items() if "unavailable" not in s}
     if not ok:
         return None
-    fig, axes = plt.subplots(len(ok), 4, figsize=(14.0, 3.2 * len(ok) + 0.6), squeeze=False)
+    fig, axes = plt.subplots(len(ok), 4, figsize=(10.5, 2.9 * len(ok) + 0.9), squeeze=False)
     for i, (row, (name, s)) in enumerate(zip(axes, ok.items())):
         ranks = np.asarray(s["ranks"])
         for ax, key, ylabel in zip(row, ("keep", "remove", "flip", "flip_shift"),
@@ -64,8 +64,8 @@ def llm_figure(res_llm: Mapping[str, Any]) -> plt.Figure | None:
             ax.set_xlabel("rank r")
             ax.set_ylabel(ylabel)
         for ax, letter, what in zip(row, "ABCDEFGHIJKL"[4 * i: 4 * i + 4], ("keep", "remove", "flip", "flip size")):
-            ax.set_title(f"{letter}  {name}, ℓ = {s['layer']}: {what} (ours)", fontsize=9)
+            ax.set_title(f"{letter}  {name}, ℓ = {s['layer']}: {what}", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.legend(handles, labels, fontsize=10, loc="lower center", ncol=4, frameon=False)
     return fig

@@ -190,7 +190,7 @@ def plot_inflation_overview(
 ) -> Figure:
     """Fig. 2A, 2B and 2D side by side for one run (arrays (M, C) per arm, as the single panels;
     pass the OLS modes for the paper's Fig. 2D)."""
-    fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.8))
     plot_core_inflation(epochs_wd, core_wd, epochs_nowd, core_nowd, fork_epoch, grok, ax=axes[0])
     plot_redundancy(epochs_wd, suff_wd, core_wd, grok, ax=axes[1])
     plot_rotational_modes(epochs_wd, modes_wd, epochs_nowd, modes_nowd, p, ax=axes[2])

@@ -42,15 +42,15 @@ def plot_swaps(section: Mapping[str, Any], title: str, ax: Axes | None = None) -
         vals = [section["swap"][c][regime]["agree"] for c in CONDITIONS]
         bars = ax.bar(x + (k - 0.5) * width, vals, width, color=REGIME_COLORS[regime], label=REGIME_LABELS[regime])
         for bar, v in zip(bars, vals):
-            ax.text(bar.get_x() + bar.get_width() / 2, v + 0.02, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
+            ax.text(bar.get_x() + bar.get_width() / 2, v + 0.02, f"{v:.2f}", ha="center", va="bottom", fontsize=9)
     floor = section["floor"]["agree"]
     ax.axhline(floor, color="0.3", ls="--", lw=1, label=f"no swap, another input ({floor:.2f})")
     ax.axhline(halfway(floor), color="0.5", ls=":", lw=1, label="failure line (halfway to 1)")
-    ax.set_xticks(x, [LABELS[c] for c in CONDITIONS], fontsize=8)
+    ax.set_xticks(x, [LABELS[c] for c in CONDITIONS], fontsize=10)
     ax.set_ylim(0, 1.15)
     ax.set_ylabel("agreement with B's own predictions")
     ax.set_title(title)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     return ax
 
 
@@ -68,7 +68,7 @@ def plot_rank_sweep(section: Mapping[str, Any], title: str, ax: Axes | None = No
     ax.set_ylabel("agreement (B on another input)")
     ax.set_ylim(-0.02, 1.05)
     ax.set_title(title)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     return ax
 
 
@@ -76,7 +76,7 @@ def stitching_figure(res: Mapping[str, Any]) -> plt.Figure:
     """Row 1: swaps per condition; row 2: the rank sweep; one column per task that ran."""
     tasks = [(k, t) for k, t in (("markov", "Markov chain (seeds 1 → 2)"), ("modadd", "mod-add (model 1 → 2)"))
              if res.get(k) is not None]
-    fig, axes = plt.subplots(2, len(tasks), figsize=(5.6 * len(tasks), 8.0), squeeze=False)
+    fig, axes = plt.subplots(2, len(tasks), figsize=(4.8 * len(tasks), 7.6), squeeze=False)
     for j, (key, name) in enumerate(tasks):
         top, bottom = "ABCD"[j], "ABCD"[len(tasks) + j]  # panels lettered row by row
         plot_swaps(res[key], f"{top}  {name}: swaps (ours)", axes[0, j])

@@ -106,7 +106,7 @@ def merging_figure(res: Mapping[str, Any]) -> plt.Figure:
         i, j = mg["pair"]
         plot_merging(mg, f"{'ABCDEFGH'[k]}  {name} {unit} {i + 1} → {j + 1}", axes[0, k])
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig
 

@@ -101,7 +101,7 @@ def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=
     ax.set_ylabel("τ_grok (optimizer steps)")
     primes = sorted({r.p for r in records if r.sweep == "omega"})
     ax.set_title("A  Grok Time vs. Weight Decay" + (f" (p = {primes[0]})" if len(primes) == 1 else ""))
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     return ax
 
 
@@ -144,7 +144,7 @@ def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None, 
     ax.set_xlabel("modulus p (≈ p/2 equivalent Fourier modes)")
     ax.set_ylabel("τ_grok (optimizer steps)")
     ax.set_title("B  Grok Time vs. Redundancy" + (f" (ω = {omegas[0]:g}, full batch)" if len(omegas) == 1 else " (full batch)"))
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     return ax
 
 
@@ -167,7 +167,7 @@ def plot_margin_traces(traces: Sequence[MarginTrace], fits: Sequence[OdeFit]):
     ax_m.axhline(0, color="0.6", lw=0.8)
     ax_m.set(xlabel="optimizer step", ylabel="mean test margin m", title="margin (dashed: fitted ODE from τ_mem)")
     ax_p.set(xlabel="optimizer step", ylabel="‖ψ‖² proxy", title="power of the (a + b − c) logit component")
-    ax_m.legend(fontsize=7)
+    ax_m.legend(fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -184,6 +184,6 @@ def plot_redundancy(runs: Sequence[RedundancyRun]):
     ax.set(xscale="log", yscale="log", xlabel="frequencies k the embedding may use (right: unconstrained)",
            ylabel="τ_grok (steps)", title="grokking time against usable Fourier modes, one p")
     ax.set_xticks(ks, [str(k) for k in ks])
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     fig.tight_layout()
     return fig

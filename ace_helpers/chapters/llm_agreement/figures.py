@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ace_helpers.repro.style import set_style
+from ace_helpers.repro.style import panel_grid, set_style
 from ace_helpers.repro.tables import markdown_table
 
 _MODE_STYLE = {
@@ -31,8 +31,8 @@ def plot_auc_depth(curves: Sequence[Mapping], *, chosen: Mapping[str, int] | Non
         chosen: model name -> chosen layer (marked with a vertical line).
     """
     set_style()
-    fig, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 3.8), squeeze=False, sharey=True)
-    for ax, c in zip(axes[0], curves):
+    fig, axes = panel_grid(len(curves), width=5.2, height=3.8, sharey=True)
+    for ax, c in zip(axes, curves):
         depth = np.asarray(c["layers"]) / c["n_layers"]
         label, color, ls = _MODE_STYLE["base"]
         ax.plot(depth, np.full(depth.shape, c["base"]), color=color, ls="--", label=label)
@@ -43,9 +43,10 @@ def plot_auc_depth(curves: Sequence[Mapping], *, chosen: Mapping[str, int] | Non
             ax.axvline(chosen[c["name"]] / c["n_layers"], color="0.6", lw=1, ls=":", label=f"chosen ℓ = {chosen[c['name']]}")
         ax.axhline(0.5, color="0.8", lw=1, label="chance (0.5)")
         ax.set(title=f"A (paper): layer sweep, {c['name']}", xlabel="normalised depth ℓ / n_layers", ylim=(-0.02, 1.02))
-    axes[0][0].set_ylabel("ROC-AUC of margin (plural = 1)")
-    for ax in axes[0]:
-        ax.legend(loc="lower left", fontsize=7)
+    for ax in axes[:: min(2, len(axes))]:
+        ax.set_ylabel("ROC-AUC of margin (plural = 1)")
+    for ax in axes:
+        ax.legend(loc="lower left", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -63,8 +64,8 @@ def plot_knob(knobs: Mapping[str, Mapping]):
             and ``"r2_plural"`` (within-class R², shown in the legend).
     """
     set_style()
-    fig, axes = plt.subplots(1, len(knobs), figsize=(4.6 * len(knobs), 3.8), squeeze=False)
-    for ax, (name, k) in zip(axes[0], knobs.items()):
+    fig, axes = panel_grid(len(knobs), width=5.0, height=4.0)
+    for ax, (name, k) in zip(axes, knobs.items()):
         z, m, lab = _z(k["z"]), _z(k["m"]), np.asarray(k["labels"])
         if z[lab == 1].mean() < z[lab == 0].mean():  # the axis sign is arbitrary: plural to the right
             z = -z
@@ -77,7 +78,7 @@ def plot_knob(knobs: Mapping[str, Mapping]):
         ax.plot(grid, slope * grid + intercept, color="k", lw=1.2, label=f"affine fit, pooled R² = {k['r2']:.2f}")
         ax.set(title=f"B (paper): the knob, {name}", xlabel="core coordinate z (z-scored, SD units)",
                ylabel="margin m (z-scored, SD units)")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -91,7 +92,7 @@ def plot_flip_demo(probs: Mapping[str, Mapping[str, np.ndarray]], prompts: Seque
     """
     set_style()
     conds = ("base", "removed", "flipped")
-    fig, axes = plt.subplots(len(probs), 3, figsize=(13, 0.55 * len(prompts) * len(probs) + 1.5), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(len(probs), 3, figsize=(10.5, 0.55 * len(prompts) * len(probs) + 1.5), squeeze=False, sharex=True)
     colors = ("tab:blue", "tab:red", "lightsteelblue", "lightsalmon")
     for row, (name, per) in enumerate(probs.items()):
         for col, cond in enumerate(conds):
@@ -103,12 +104,12 @@ def plot_flip_demo(probs: Mapping[str, Mapping[str, np.ndarray]], prompts: Seque
                 ax.barh(np.arange(len(prompts)), p[:, k], left=left, color=colors[k], label=verb)
                 left += p[:, k]
             ax.set_yticks(np.arange(len(prompts)))
-            ax.set_yticklabels(prompts if col == 0 else [""] * len(prompts), fontsize=7)
+            ax.set_yticklabels(prompts if col == 0 else [""] * len(prompts), fontsize=9)
             ax.invert_yaxis()
             ax.set_title(f"C (paper): flip demo, {name}, {cond}", fontsize=9)
     axes[-1][1].set_xlabel("share of the four verbs' probability")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", fontsize=8, ncol=4, frameon=False)
+    fig.legend(handles, labels, loc="lower center", fontsize=9, ncol=4, frameon=False)
     fig.tight_layout(rect=(0, 0.4 / fig.get_figheight(), 1, 1))  # room for the legend below the panels
     return fig
 
@@ -135,7 +136,7 @@ def plot_generation(rates: Mapping[str, Mapping[str, float]]):
     ax.set_xticks(x)
     ax.set_xticklabels(names)
     ax.set(ylim=(0, 1.05), ylabel="share of generations\nwith verb number changed", title="D (ours): steered generation")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the bars, never over them
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the bars, never over them
     fig.tight_layout()
     return fig
 
@@ -150,8 +151,8 @@ def plot_controls(controls: Mapping[str, Mapping[str, object]]):
     """
     set_style()
     modes = ("keep", "remove", "flip")
-    fig, axes = plt.subplots(1, len(controls), figsize=(5.0 * len(controls), 3.8), squeeze=False, sharey=True)
-    for ax, (name, c) in zip(axes[0], controls.items()):
+    fig, axes = panel_grid(len(controls), width=5.2, height=3.8, sharey=True)
+    for ax, (name, c) in zip(axes, controls.items()):
         x = np.arange(len(modes))
         for k, mode in enumerate(modes):
             r = np.asarray(c["random"][mode])
@@ -167,10 +168,11 @@ def plot_controls(controls: Mapping[str, Mapping[str, object]]):
         ax.set_xticks(x)
         ax.set_xticklabels(["core only (+)", "core removed (−)", "core flipped (↔)"])
         ax.set(title=f"F (ours): controls, {name}", ylim=(-0.02, 1.02))
-    axes[0][0].set_ylabel("ROC-AUC of margin (plural = 1)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", fontsize=8, ncol=3, frameon=False)
-    fig.tight_layout(rect=(0, 0.75 / fig.get_figheight(), 1, 1))  # room for the legend below the panels
+    for ax in axes[:: min(2, len(axes))]:
+        ax.set_ylabel("ROC-AUC of margin (plural = 1)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", fontsize=9, ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 1.0 / fig.get_figheight(), 1, 1))  # room for the legend below the panels
     return fig
 
 
@@ -179,13 +181,9 @@ def plot_alignment(coords: Mapping[str, np.ndarray], labels: np.ndarray):
     set_style()
     names = list(coords)
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-    cols = min(3, max(1, len(pairs)))
-    rows = -(-max(1, len(pairs)) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.8 * rows), squeeze=False)
+    fig, axes = panel_grid(len(pairs), width=4.6, height=4.0, max_cols=3)
     labels = np.asarray(labels)
-    for ax in axes.flat[len(pairs):]:
-        ax.set_visible(False)
-    for ax, (a, b) in zip(axes.flat, pairs):
+    for ax, (a, b) in zip(axes, pairs):
         za, zb = _z(coords[a]), _z(coords[b])
         if np.corrcoef(za, zb)[0, 1] < 0:
             zb = -zb
@@ -193,7 +191,7 @@ def plot_alignment(coords: Mapping[str, np.ndarray], labels: np.ndarray):
             ax.scatter(za[labels == value], zb[labels == value], s=10, alpha=0.6, color=color, label=text)
         ax.set(title=f"E (ours): {a} vs {b}", xlabel=f"{a} core coordinate (z-scored, SD units)",
                ylabel=f"{b} core coordinate (z-scored, sign-aligned)")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -60,7 +60,7 @@ def legend_below(ax: Axes, handles: Sequence | None = None, labels: Sequence[str
     """The legend under the axes (below the x label), so that it covers no curve."""
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=8, frameon=False)
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=9, frameon=False)
 
 
 def plot_accuracy_and_core_dim(
@@ -192,11 +192,11 @@ def plot_clocks(
         ax.set_xticks([-1, 0, 1])
         ax.set_yticks([-1, 0, 1])
         ax.set_title(titles[i], fontsize=9)
-        ax.set_xlabel("Re λ", fontsize=8)
+        ax.set_xlabel("Re λ", fontsize=9)
         if i == 0:
-            ax.set_ylabel("Im λ", fontsize=8)
+            ax.set_ylabel("Im λ", fontsize=9)
         if notes is not None:
-            ax.text(0.02, 0.02, notes[i], transform=ax.transAxes, fontsize=7, va="bottom")
+            ax.text(0.02, 0.02, notes[i], transform=ax.transAxes, fontsize=9, va="bottom")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

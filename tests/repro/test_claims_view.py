@@ -1,0 +1,58 @@
+"""How verdicts look on a page: badges with an icon, claims tables with short columns and folded details, the landing
+page's findings table (failures first), and the verdict box's counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from ace_helpers.repro import badges
+from ace_helpers.repro.claims_view import ClaimsView
+from ace_helpers.repro.paper_claims import PAPER_CLAIMS
+from ace_helpers.repro.report import VERDICTS, ClaimRow, Claims
+from ace_helpers.repro.scorecard import findings_markdown, scorecard_rows, untested_records, verdict_summary
+
+
+def test_every_verdict_has_a_badge_with_an_icon_and_a_class():
+    for verdict in VERDICTS:
+        html = badges.badge(verdict)
+        assert html.startswith(f'<span class="ace-verdict ace-v-{verdict.replace(" ", "-")}">{badges.ICONS[verdict]} ')
+    assert "(unexpected)" in badges.badge("not reproduced", unexpected=True)
+    with pytest.raises(ValueError, match="verdict='maybe' is not allowed"):
+        badges.badge("maybe")
+    line = badges.counts_badges({"reproduced": 3, "partly": 0, "not reproduced": 1, "inconclusive": 0, "not tested": 0})
+    assert line.index("1 not reproduced") < line.index("3 reproduced") and "partly" not in line
+
+
+def test_cells_keep_code_and_bold_escape_html_and_unfold_printed_dicts():
+    assert badges.cell("`T` is **bold** <b>") == "<code>T</code> is <b>bold</b> &lt;b&gt;"
+    assert badges.cell("{'ace': 3, 'pca': 0.123456, 'seeds': [1.23456, 2]}") == "ace: 3<br>pca: 0.1235<br>seeds: [1.235, 2]"
+    assert badges.cell("{not a dict") == "{not a dict"
+
+
+def test_the_claims_view_carries_html_for_the_page_and_the_markdown_the_tests_read():
+    claims = Claims()
+    claims.check("rank 3", "a 3-D core", 3, True, where="Fig. 1", rule="rank == 3", id="ours.x.rank")
+    claims.check("overlap small", "0.02-0.04", 0.3, False, known_gap="measured cause", rule="< 0.1", id="ours.x.ov")
+    view = ClaimsView(claims, [ClaimRow("later", "p", "-", "needs 20 000 epochs")])
+    html = view._repr_html_()
+    assert html.count("<tr>") == 4 and html.count("<details>") == 3  # header and three rows, each with its details
+    assert "measured cause" in html and "needs 20 000 epochs" in html and "Fig. 1" in html
+    assert [html.count(f"ace-v-{v}") for v in ("reproduced", "not-reproduced", "not-tested")] == [1, 1, 1]
+    markdown = view._repr_markdown_()
+    assert markdown.startswith("| claim | paper | our rule | ours | verdict |") and "not tested: needs 20 000 epochs" in markdown
+
+
+def test_the_findings_table_lists_each_paper_claim_once_failures_first():
+    ids = list(PAPER_CLAIMS)
+    recs = [{"claim": PAPER_CLAIMS[cid], "paper": "", "ours": "1", "verdict": v, "id": cid, "kind": "paper", "rule": "r",
+             "note": "cause" if v != "reproduced" else "", "section": "book run", "headline": True, "where": ""}
+            for cid, v in zip(ids[:3], ("reproduced", "not reproduced", "inconclusive"))]  # fmt: skip
+    rows = scorecard_rows({"01_markov_cores": {"claims": recs}})
+    text = findings_markdown(rows + untested_records(rows, why=dict.fromkeys(PAPER_CLAIMS, "not built")))
+    lines = [ln for ln in text.splitlines() if ln.startswith("| ") and "ace-verdict" in ln]
+    assert len(lines) == len(PAPER_CLAIMS)
+    assert "not-reproduced" in lines[0] and "inconclusive" in lines[1] and "reproduced" in lines[-1]
+    assert "[chapter 1](../notebooks/01_markov_cores.ipynb)" in lines[0]
+    assert text.startswith(f"The paper's {len(PAPER_CLAIMS)} claims, each judged once: ")
+    box = verdict_summary(recs)
+    assert box.startswith("Paper claims (3, one verdict each): ") and "ace-v-not-reproduced" in box
