@@ -13,7 +13,7 @@
 #
 # ```{admonition} The paper's claim, and what this run finds
 # :class: note
-# **The paper:** ACE keeps the directions that are both active (activation variance) and relevant (output sensitivity), as balanced truncation does; activity alone (PCA) or relevance alone (Jacobian directions) does not find them (the method of the paper, Sec. 2; this planted test with known ground truth is ours).
+# **[The paper](https://arxiv.org/abs/2602.22600):** ACE keeps the directions that are both active (activation variance) and relevant (output sensitivity), as balanced truncation does; activity alone (PCA) or relevance alone (Jacobian directions) does not find them (the method of the paper, Sec. 2; this planted test with known ground truth is ours).
 #
 # **This run:** {glue:md}`verdicts`
 #

@@ -18,7 +18,7 @@
 #
 # ```{admonition} The paper's claim, and what this run finds
 # :class: note
-# **The paper:** Independently trained one-layer transformers on a 4-state Markov chain share a 3-D core out of 64 dimensions: necessary and sufficient, in nearly orthogonal subspaces (projector overlap 0.02–0.04) yet linearly equivalent (CCA 0.999, 0.999, 0.929), with a fitted operator whose eigenvalues match the chain's to < 1 %.
+# **[The paper](https://arxiv.org/abs/2602.22600):** Independently trained one-layer transformers on a 4-state Markov chain share a 3-D core out of 64 dimensions: necessary and sufficient, in nearly orthogonal subspaces (projector overlap 0.02–0.04) yet linearly equivalent (CCA 0.999, 0.999, 0.929), with a fitted operator whose eigenvalues match the chain's to < 1 %.
 #
 # **This run:** {glue:md}`verdicts`
 #

@@ -13,7 +13,7 @@
 #
 # ```{admonition} The paper's claim, and what this run finds
 # :class: note
-# **The paper:** In modular addition (p = 53) a cyclic core of about 15 dimensions forms at grokking (epoch ~800): necessary and sufficient, with a shift operator whose eigenvalues move from inside the unit disk onto the unit circle (Fig. 1).
+# **[The paper](https://arxiv.org/abs/2602.22600):** In modular addition (p = 53) a cyclic core of about 15 dimensions forms at grokking (epoch ~800): necessary and sufficient, with a shift operator whose eigenvalues move from inside the unit disk onto the unit circle (Fig. 1).
 #
 # **This run:** {glue:md}`verdicts`
 #

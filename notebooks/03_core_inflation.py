@@ -13,7 +13,7 @@
 #
 # ```{admonition} The paper's claim, and what this run finds
 # :class: note
-# **The paper:** Under continued weight decay the core inflates from ~15 to ~60 dimensions through redundancy (the necessary dimension grows while the sufficient one stays flat) and fills up to ⌊p/2⌋ + 1 = 27 frequency bins; without weight decay it does not (§ core inflation, Fig. 2).
+# **[The paper](https://arxiv.org/abs/2602.22600):** Under continued weight decay the core inflates from ~15 to ~60 dimensions through redundancy (the necessary dimension grows while the sufficient one stays flat) and fills up to ⌊p/2⌋ + 1 = 27 frequency bins; without weight decay it does not (§ core inflation, Fig. 2).
 #
 # **This run:** {glue:md}`verdicts`
 #

@@ -18,7 +18,7 @@
 #
 # ```{admonition} The paper's claim, and what this run finds
 # :class: note
-# **The paper:** Grokking time follows τ ∝ 1/(ω·p): against weight decay ω, τ ∝ ω^−1.02; against the modulus p, τ(p) = −Ω·log(1 − p_crit/p), with τ ∝ p^−1 at high redundancy (p ≫ p_crit) and Ω ∝ 1/ω.
+# **[The paper](https://arxiv.org/abs/2602.22600):** Grokking time follows τ ∝ 1/(ω·p): against weight decay ω, τ ∝ ω^−1.02; against the modulus p, τ(p) = −Ω·log(1 − p_crit/p), with τ ∝ p^−1 at high redundancy (p ≫ p_crit) and Ω ∝ 1/ω.
 #
 # **This run:** {glue:md}`verdicts`
 #

@@ -13,7 +13,7 @@
 #
 # ```{admonition} The paper's claim, and what this run finds
 # :class: note
-# **The paper:** Subject–verb agreement in language models runs through one axis per model: keeping it preserves agreement, removing it destroys it, flipping it inverts grammatical number (also throughout generation), and the axes of different models are aligned (Spearman up to 0.93).
+# **[The paper](https://arxiv.org/abs/2602.22600):** Subject–verb agreement in language models runs through one axis per model: keeping it preserves agreement, removing it destroys it, flipping it inverts grammatical number (also throughout generation), and the axes of different models are aligned (Spearman up to 0.93).
 #
 # **This run:** {glue:md}`verdicts`
 #

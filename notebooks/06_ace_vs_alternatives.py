@@ -13,7 +13,7 @@
 #
 # ```{admonition} The claim, and what this run finds
 # :class: note
-# **Ours (beyond the paper):** on every task with a known answer, ACE is necessary and sufficient at the smallest rank of all methods and its subspace is the ground truth; activity alone (PCA) and relevance alone (the Jacobian Gram) fail on the planted distractors. In the LLMs, ACE's 1-D core is necessary and sufficient for agreement at r = 1 and its flip flips the verb number.
+# **Ours (beyond [the paper](https://arxiv.org/abs/2602.22600)):** on every task with a known answer, ACE is necessary and sufficient at the smallest rank of all methods and its subspace is the ground truth; activity alone (PCA) and relevance alone (the Jacobian Gram) fail on the planted distractors. In the LLMs, ACE's 1-D core is necessary and sufficient for agreement at r = 1 and its flip flips the verb number.
 #
 # **This run:** {glue:md}`verdicts`
 #

@@ -18,9 +18,9 @@
 #
 # ```{admonition} The claim, and what this run finds
 # :class: note
-# **Ours (beyond the paper):** if the cores of independently trained models are the same computation, a linear map between their core coordinates lets one model run on the other's core — while a random subspace of the same rank and the unmapped coordinates do not — and maps learned on two seed pairs compose into a map for a third pair.
+# **Ours (beyond [the paper](https://arxiv.org/abs/2602.22600)):** if the cores of independently trained models are the same computation, a linear map between their core coordinates lets one model run on the other's core — while a random subspace of the same rank and the unmapped coordinates do not — and maps learned on two seed pairs compose into a map for a third pair.
 #
-# **The paper, tested here on the same models:** the cores of independently trained mod-add models are *invariant*
+# **[The paper](https://arxiv.org/abs/2602.22600), tested here on the same models:** the cores of independently trained mod-add models are *invariant*
 # (the title's claim; we ask whether their CCA beats subspaces chosen without ACE), and naive weight interpolation
 # fails while aligning the cores is a route to merging (its §6; we merge two models both ways).
 #

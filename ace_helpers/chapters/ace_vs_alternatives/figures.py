@@ -22,7 +22,7 @@ def task_figure(section: Mapping[str, Any], title: str) -> plt.Figure:
     fig, axes = plt.subplots(1, 3, figsize=(10.0, 3.5))  # about the page column: text stays ≥ 9 px on screen
     ranks = np.asarray(section["ranks"])
     for ax, key, ylabel in zip(axes, ("overlap", "keep", "remove"),
-                               ("overlap with the ground truth", "accuracy, subspace kept alone", "accuracy, subspace removed")):
+                               ("overlap with the truth", "accuracy, kept alone", "accuracy, removed")):
         for m in METHODS:
             vals = np.array([np.nan if v is None else v for v in section[key][m]], dtype=float)
             ax.plot(ranks, vals, marker="o", ms=3, color=COLORS[m], label=LABELS[m], lw=2.2 if m == "ace" else 1.2)
@@ -35,9 +35,11 @@ def task_figure(section: Mapping[str, Any], title: str) -> plt.Figure:
         ax.set_ylabel(ylabel)
         ax.set_ylim(-0.03, 1.05)
     for ax, letter, what in zip(axes, "ABC", ("ground truth", "sufficiency", "necessity")):
-        ax.set_title(f"{letter}  {title}: {what} (ours)", fontsize=10)
-    axes[1].legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4, frameon=False)
-    fig.tight_layout()
+        ax.set_title(f"{letter}  {what}", fontsize=11)
+    fig.suptitle(f"{title} (ours)", fontsize=12)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0.17, 1, 1))  # the legend goes below the panels, clear of their axis labels
+    fig.legend(handles, labels, fontsize=10, loc="lower center", ncol=4, frameon=False)
     return fig
 
 
@@ -52,7 +54,7 @@ def llm_figure(res_llm: Mapping[str, Any]) -> plt.Figure | None:
         ranks = np.asarray(s["ranks"])
         for ax, key, ylabel in zip(row, ("keep", "remove", "flip", "flip_shift"),
                                    ("accuracy, kept alone", "accuracy, removed", "accuracy, flipped",
-                                    "flip: margin shift (logits)")):
+                                    "margin shift (logits)")):
             for m in METHODS:
                 vals = np.array([np.nan if v is None else v for v in s[key][m]], dtype=float)
                 ax.plot(ranks, vals, marker="o", ms=4, color=COLORS[m], label=LABELS[m], lw=2.2 if m == "ace" else 1.2)
