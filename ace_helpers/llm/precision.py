@@ -53,15 +53,22 @@ def check_dtype(name: str, value: Any) -> str:
     return value.strip().lower()
 
 
+def dtype_knob(value: Any, device: torch.device | str) -> str:
+    """The knob with ``auto`` resolved for ``device``: ``"float32"`` on the CPU, ``"family"`` on CUDA / MPS; any other
+    form as it is."""
+    value = check_dtype("DTYPE", value)
+    if value == "auto":
+        return "float32" if torch.device(device).type == "cpu" else "family"
+    return value
+
+
 def resolve_dtype(value: Any, model_type: str | None, device: torch.device | str) -> torch.dtype:
     """The dtype a model of family ``model_type`` (its ``config.model_type``) runs in on ``device``.
 
     ``auto``: :data:`PAPER_DTYPES` on CUDA / MPS, float32 on the CPU; ``family``: :data:`PAPER_DTYPES` anywhere
     (:data:`OTHER_FAMILIES` for a family not listed); ``float32`` / ``bfloat16`` / ``float16``: that dtype.
     """
-    value = check_dtype("DTYPE", value)
-    if value == "auto":
-        value = "float32" if torch.device(device).type == "cpu" else "family"
+    value = dtype_knob(value, device)
     if value == "family":
         return PAPER_DTYPES.get(str(model_type), OTHER_FAMILIES)
     return getattr(torch, value)
@@ -73,19 +80,14 @@ def cast(model: torch.nn.Module, value: Any, device: torch.device | str) -> torc
     return model.to(resolve_dtype(value, getattr(getattr(model, "config", None), "model_type", None), device))
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    """``"float32"``, ``"bfloat16"``, ``"float16"``: how a stored run's key and the setup cell name a dtype."""
-    return str(dtype).removeprefix("torch.")
-
-
 def describe_dtype(value: Any, device: Any = "cpu") -> str:
     """What a dtype knob means on ``device`` (a device knob), for a chapter's setup cell."""
-    value = check_dtype("DTYPE", value)
     where = resolve_device(device)
-    if value in ("auto", "family") and not (value == "auto" and where.type == "cpu"):
+    value = dtype_knob(value, where)
+    if value == "family":
         return (f"on {where.type}: the paper's dtype per model family (fp16 for GPT-2 and Qwen, bf16 for Llama, "
                 f"Mistral, Gemma and other families; fp16 gradients are loss-scaled by {FP16_GRAD_SCALE:g})")
-    return f"on {where.type}: every model in {'float32' if value == 'auto' else value}"
+    return f"on {where.type}: every model in {value}"
 
 
 def grad_scale(dtype: torch.dtype) -> float:
@@ -94,5 +96,5 @@ def grad_scale(dtype: torch.dtype) -> float:
     return FP16_GRAD_SCALE if dtype == torch.float16 else 1.0
 
 
-__all__ = ["DTYPE_FORMS", "PAPER_DTYPES", "OTHER_FAMILIES", "FP16_GRAD_SCALE", "check_dtype", "resolve_dtype", "cast",
-           "dtype_name", "describe_dtype", "grad_scale"]
+__all__ = ["DTYPE_FORMS", "PAPER_DTYPES", "OTHER_FAMILIES", "FP16_GRAD_SCALE", "check_dtype", "dtype_knob", "resolve_dtype",
+           "cast", "describe_dtype", "grad_scale"]

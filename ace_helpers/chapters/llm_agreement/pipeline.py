@@ -260,13 +260,15 @@ def hook_site(cfg: Params) -> HookSite:
     ells = layer_list(cfg.LAYERS, llm.n_layers(lm))
     layer = ells[len(ells) // 2]
     grads = collect_states(lm, tok, data.train_prompts, [layer], batch_size=cfg.BATCH_SIZE, remote=cfg.REMOTE).G[0]
-    ids, plural = verb_token_ids(tok), torch.as_tensor(data.train_labels == 1, device=llm.input_device(lm))
+    device = llm.input_device(lm)
+    ids, plural = verb_token_ids(tok), torch.as_tensor(data.train_labels == 1, device=device)
 
     def score(logits: torch.Tensor) -> float:
         return float(((margin(logits[:, -1], ids) > 0) == plural).double().mean())
 
     trace = trace_options(lm, cfg.REMOTE)
-    return HookSite(lm, llm.encode(tok, data.train_prompts, device=llm.input_device(lm)), llm.block_paths(lm)[layer - 1], grads, score, positions=-1, trace=trace)
+    return HookSite(lm, llm.encode(tok, data.train_prompts, device=device), llm.block_paths(lm)[layer - 1], grads, score,
+                    positions=-1, trace=trace)
 
 
 def run_models(

@@ -20,6 +20,7 @@ from ace_helpers.chapters.llm_agreement.controls import Controls
 from ace_helpers.chapters.llm_agreement.generation import Generation
 from ace_helpers.chapters.llm_agreement import pipeline
 from ace_helpers.chapters.llm_agreement.pipeline import AgreementRun, ModelResult
+from ace_helpers.llm.precision import dtype_knob
 from ace_helpers.method.devices import device_key, device_kind
 from ace_helpers.method.stats import KnobFit
 from ace_helpers.repro.artifacts import display_path, load_artifact, project_root, save_artifact
@@ -55,7 +56,7 @@ def precision_key(cfg: Params) -> dict[str, str]:
     if cfg["REMOTE"]:
         return {}
     kind = device_kind(cfg["DEVICE"])
-    dtype = cfg["DTYPE"] if cfg["DTYPE"] != "auto" else ("float32" if kind == "cpu" else "family")
+    dtype = dtype_knob(cfg["DTYPE"], kind)
     return {**device_key(kind), **({} if dtype == "float32" else {"DTYPE": dtype})}
 
 
