@@ -8,7 +8,13 @@ Steps (``--only`` picks some; all by default), each timed on ``--device`` (defau
 * ``modadd``: chapters 2–3's paper run, trained and analysed at every checkpoint
   (``python -m ace_helpers.chapters.modadd --preset paper --trainer ensemble --precision bf16 --device …``);
 * ``sweeps``: chapter 4's paper-settings sweeps, every ω and p run
-  (``python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --device … --in-process``);
+  (``python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --device … --in-process``; with
+  ``--device cuda`` on a machine of several GPUs, ``--gpus N``: one Dask worker per GPU);
+* ``fusion``: one training step of chapters 1 and 2-3's ensembles eager, compiled (``torch.compile``) and, on a GPU,
+  replayed as CUDA graphs (``benchmarks/trainer_fusion.py --device …``): what fused kernels and graphs buy;
+* ``variants``: with ``--keep``, chapters 1, 2 and 3 executed on the device as named variants of their ``book`` run
+  (``python -m ace_helpers.variants NOTEBOOK --name <device>-bf16 --set DEVICE=… PRECISION=bf16``): their verdicts
+  are stored beside the CPU run's and compared claim by claim on the reproducibility page (needs papermill);
 * ``official``: with ``--official PATH`` (a checkout of the paper's code release), its ``markov.py`` and
   ``modadd.py --quick`` from a scratch copy, on the same machine, right after ours.
 
@@ -42,7 +48,9 @@ from ace_helpers.repro.machine import machine_line
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, markov_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = ("matmul", "markov", "modadd", "sweeps", "official")
+STEPS = ("matmul", "markov", "modadd", "sweeps", "fusion", "variants", "official")
+#: the chapters the ``variants`` step runs on the device
+VARIANT_CHAPTERS = ("01_markov_cores", "02_modadd_grokking", "03_core_inflation")
 TARGET_S = {"markov": 30.0, "modadd": 300.0, "sweeps": 600.0}
 
 
@@ -88,6 +96,16 @@ def command_step(args: list[str]) -> float:
     if done.returncode:
         raise SystemExit(f"`python -m {' '.join(args)}` failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return time.perf_counter() - start
+
+
+def fusion_step(device: str, quick: bool) -> list[str]:
+    """The report of ``benchmarks/trainer_fusion.py`` on ``device`` (its lines, indented under this step)."""
+    steps = "1" if quick else "20"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "trainer_fusion.py"), "--device", device, "--rounds", "2",
+                           "--steps", steps], cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
+    if done.returncode:
+        raise SystemExit(f"trainer_fusion.py failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return ["fusion (one training step: eager / compiled / CUDA graphs):"] + [f"  {line}" for line in done.stdout.splitlines()]
 
 
 def official_step(checkout: Path, quick: bool) -> dict[str, float]:
@@ -152,9 +170,20 @@ def main(argv: list[str] | None = None) -> None:
             lines.append(f"modadd (chapters 2-3, trained and analysed): {wall:.0f} s (target {TARGET_S['modadd']:.0f} s)")
         if "sweeps" in steps:
             store = [] if args.keep else ["--store", str(work / "sweeps")]
-            wall = command_step(["ace_helpers.chapters.sweep", "04_grokking_scaling_law", "--preset", preset, "--device",
-                                 args.device, "--in-process", *store])
-            lines.append(f"sweeps (chapter 4, every omega and p run): {wall:.0f} s (target {TARGET_S['sweeps']:.0f} s)")
+            gpus = torch.cuda.device_count() if device.type == "cuda" and device.index is None else 1
+            where = ["--device", "cuda", "--gpus", str(gpus)] if gpus > 1 else ["--device", args.device, "--in-process"]
+            wall = command_step(["ace_helpers.chapters.sweep", "04_grokking_scaling_law", "--preset", preset, *where, *store])
+            lines.append(f"sweeps (chapter 4, every omega and p run, {gpus} device(s)): {wall:.0f} s "
+                         f"(target {TARGET_S['sweeps']:.0f} s)")
+        if "fusion" in steps:
+            lines += fusion_step(args.device, args.quick)
+        if "variants" in steps and args.keep:
+            for stem in VARIANT_CHAPTERS:
+                wall = command_step(["ace_helpers.variants", stem, "--preset", preset, "--name", f"{device.type}-bf16",
+                                     "--set", f"DEVICE={args.device}", "PRECISION=bf16"])
+                lines.append(f"variant {stem} ({device.type}, bf16): {wall:.0f} s, stored in book/results/variants/")
+        elif "variants" in steps:
+            lines.append("variants: skipped (they are stored in the book's results: give --keep)")
         if "official" in steps:
             for name, wall in official_step(args.official.expanduser().resolve(), args.quick).items():
                 lines.append(f"official {name}: {wall:.0f} s")

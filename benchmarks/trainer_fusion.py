@@ -12,8 +12,10 @@ ensembles the chapters train:
 * ``markov`` (chapter 1): the one-layer 4-state model at the paper's settings, 3 members, a batch
   of 64 sequences of 31 positions, the loss at every position.
 
-Each model is timed in four variants, in interleaved rounds after one untimed call each: eager and
-compiled, with the chapter's dropout and without it.  The first compiled call is timed on its own
+Each model is timed in interleaved rounds after one untimed call each: eager and compiled, with the
+chapter's dropout and without it; on a GPU (``--device cuda``) also compiled with CUDA graphs
+(``torch.compile(mode="reduce-overhead")``: the whole step replayed as one recorded graph, which removes
+the per-kernel launches a step of these small models waits for on a GPU).  The first compiled call is timed on its own
 (the compile time; the compile cache goes to a temporary folder, so it is a cold compile).  With
 dropout, the library draws each member's mask from the member's own ``torch.Generator``; the
 compiler cannot trace those draws and splits the step at each one (the graph breaks are counted).
@@ -24,7 +26,7 @@ be reproduced with it.
 
 Usage::
 
-    python benchmarks/trainer_fusion.py [--threads 1] [--rounds 3] [--steps 5] [--models modadd markov] [--out FILE]
+    python benchmarks/trainer_fusion.py [--device cpu] [--threads 1] [--rounds 3] [--steps 5] [--models modadd markov] [--out FILE]
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import torch
 
 from ace_helpers.chapters.markov_cores import toy_config
 from ace_helpers.chapters.modadd.config import model_config
+from ace_helpers.method.devices import describe_device, resolve_device
 from ace_helpers.repro.artifacts import write_report
 from ace_helpers.repro.machine import machine_line
 from ace_helpers.repro.thread_pools import set_threads
@@ -51,6 +54,11 @@ from ace_helpers.toys.tasks.modadd import modadd_dataset
 
 #: (members, batch rows, loss at every position?) per model
 SETUPS = {"modadd": (6, 512, False), "markov": (3, 64, True)}
+
+
+#: compile modes timed: "default" (fused kernels) everywhere, "reduce-overhead" (fused kernels replayed as CUDA graphs)
+#: on a GPU only
+MODES = {"cpu": ("default",), "cuda": ("default", "reduce-overhead")}
 
 
 def batch(model: str) -> tuple[ToyConfig, torch.Tensor, torch.Tensor, int, bool]:
@@ -71,22 +79,25 @@ def step_loss(ensemble: ToyEnsemble, inputs: torch.Tensor, targets: torch.Tensor
     return member_losses(ensemble, inputs, targets, generators, loss_positions=loss_positions, precision="fp32", fast=True).sum()
 
 
-def variant(model: str, dropout: bool, compiled: bool) -> tuple[Callable[[], float], float, float]:
-    """A timer of one variant (returns seconds per step), the seconds of its first call and that call's loss."""
+def variant(model: str, dropout: bool, mode: str | None, device: torch.device) -> tuple[Callable[[], float], float, float]:
+    """A timer of one variant (returns seconds per step), the seconds of its first call and that call's loss.
+
+    ``mode``: None (eager) or a ``torch.compile`` mode; ``device``: where the ensemble, its batch and its dropout
+    generators live."""
     config, inputs, targets, members, all_positions = batch(model)
-    targets = targets.expand(members, -1, -1)  # (M, B, T): every member's batch is the same
+    inputs, targets = inputs.to(device), targets.expand(members, -1, -1).to(device)  # (M, B, T): the same batch each
     if not dropout:
         config = ToyConfig(**{**config.__dict__, "dropout": 0.0})
-    ensemble = ToyEnsemble.from_seeds(config, list(range(members))).train()
-    gens = [torch.Generator().manual_seed(m + DROPOUT_SEED_OFFSET) for m in range(members)]
-    loss_fn = torch.compile(step_loss) if compiled else step_loss
+    ensemble = ToyEnsemble.from_seeds(config, list(range(members))).to(device).train()
+    gens = [torch.Generator(device=device).manual_seed(m + DROPOUT_SEED_OFFSET) for m in range(members)]
+    loss_fn = step_loss if mode is None else torch.compile(step_loss, mode=mode)
 
     def one() -> float:
         loss = loss_fn(ensemble, inputs, targets, gens, "all" if all_positions else "last")
         loss.backward()
         for p in ensemble.parameters():
             p.grad = None
-        return float(loss.detach())
+        return float(loss.detach())  # waits for the device's queued work
 
     start = time.perf_counter()
     first_loss = one()
@@ -96,6 +107,7 @@ def variant(model: str, dropout: bool, compiled: bool) -> tuple[Callable[[], flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (an absent device is refused)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5, help="steps per timed round")
@@ -105,11 +117,15 @@ def main() -> None:
     for name in ("threads", "rounds", "steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    try:
+        device = resolve_device(args.device)
+    except ValueError as err:
+        parser.error(str(err))
     set_threads(args.threads)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-")  # a cold compile
     import torch._dynamo
 
-    lines = [machine_line(), describe("fp32"),
+    lines = [machine_line(), describe_device(args.device), describe("fp32"),
              f"one training step (forward, loss, backward), fp32, {args.threads} torch thread(s), best of {args.rounds} rounds of {args.steps} steps"]
     for model in args.models:
         members, rows, _ = SETUPS[model]
@@ -117,19 +133,21 @@ def main() -> None:
         timers: dict[str, Callable[[], float]] = {}
         for dropout in (True, False):
             tag = "dropout" if dropout else "no dropout"
-            eager, _, eager_loss = variant(model, dropout, compiled=False)
-            torch._dynamo.reset()
-            torch._dynamo.utils.counters.clear()
-            try:
-                fused, compile_s, fused_loss = variant(model, dropout, compiled=True)
-            except Exception as err:  # no C++ compiler, or an inductor failure: say so, time the rest
-                lines.append(f"  {tag}: torch.compile failed here ({type(err).__name__}: {str(err).splitlines()[0][:120]})")
-                continue
-            breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
-            lines.append(f"  {tag}: first compiled call {compile_s:.1f} s, {breaks} graph break(s), "
-                         f"|loss eager - compiled| = {abs(eager_loss - fused_loss):.1e} (loss {eager_loss:.4f})")
+            eager, _, eager_loss = variant(model, dropout, None, device)
             timers[f"eager, {tag}"] = eager
-            timers[f"compiled, {tag}"] = fused
+            for mode in MODES[device.type if device.type in MODES else "cpu"]:
+                name = "compiled" if mode == "default" else "CUDA graphs"
+                torch._dynamo.reset()
+                torch._dynamo.utils.counters.clear()
+                try:
+                    fused, compile_s, fused_loss = variant(model, dropout, mode, device)
+                except Exception as err:  # no C++ compiler, or an inductor failure: say so, time the rest
+                    lines.append(f"  {tag}, {name}: torch.compile failed here ({type(err).__name__}: {str(err).splitlines()[0][:120]})")
+                    continue
+                breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+                lines.append(f"  {tag}, {name}: first call {compile_s:.1f} s, {breaks} graph break(s), "
+                             f"|loss eager - compiled| = {abs(eager_loss - fused_loss):.1e} (loss {eager_loss:.4f})")
+                timers[f"{name}, {tag}"] = fused
         best = {k: float("inf") for k in timers}
         for _ in range(args.rounds):
             for k, fn in timers.items():
@@ -139,7 +157,7 @@ def main() -> None:
                 best[k] = min(best[k], (time.perf_counter() - start) / args.steps)
         for k, s in best.items():
             reference = best[f"eager, {k.split(', ')[1]}"]
-            lines.append(f"  {k:<22} {s * 1e3:8.1f} ms   {reference / s:5.2f}x")
+            lines.append(f"  {k:<25} {s * 1e3:8.1f} ms   {reference / s:5.2f}x")
     write_report(lines, args.out)
 
 

@@ -12,7 +12,9 @@ one torch thread, and its result is stored as plain JSON.  With no scheduler giv
 :func:`run_sweep` starts a :class:`distributed.LocalCluster` of single-threaded worker processes;
 with ``scheduler="tcp://host:8786"`` it submits to a running cluster (``dask scheduler`` /
 ``dask worker``, or ``dask-jobqueue`` on SLURM); ``in_process=True`` runs the jobs one after
-another in this process.  A failing job is reported with its arguments and the others go on.
+another in this process; ``gpus=N`` starts one worker per GPU, worker i pinned to GPU i (jobs that ask for
+``device="cuda"`` then train on their worker's GPU; on a cluster of several machines, start one ``dask worker
+--nworkers 1`` per GPU with ``CUDA_VISIBLE_DEVICES`` set to it).  A failing job is reported with its arguments and the others go on.
 """
 
 from __future__ import annotations
@@ -102,6 +104,31 @@ def stored(job: Job, store: str | os.PathLike) -> dict[str, Any] | None:
     return None if found is None else found.data
 
 
+def check_gpus(gpus: Any, available: int | None = None) -> int:
+    """``gpus`` checked against the CUDA devices torch sees (``available``: that count, for tests); returns it."""
+    available = torch.cuda.device_count() if available is None else available
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+        raise ValueError(f"gpus={gpus!r} is not allowed: gpus must be a positive integer (one Dask worker per GPU)")
+    if gpus > available:
+        raise ValueError(f"gpus={gpus} is not allowed here: torch sees {available} CUDA device(s)")
+    return gpus
+
+
+def gpu_of(worker_name: Any, n_gpus: int) -> int:
+    """The GPU a local-cluster worker trains on: worker i (its name, ``0 … n − 1``) on GPU i."""
+    index = int(worker_name)
+    if not 0 <= index < n_gpus:
+        raise ValueError(f"worker {worker_name!r} has no GPU: this cluster pins workers 0 to {n_gpus - 1}, one per GPU")
+    return index
+
+
+def pin_gpu(dask_worker: Any) -> int:
+    """Run on every worker (``client.run``): make its GPU (:func:`gpu_of`) the current CUDA device; returns its index."""
+    index = gpu_of(dask_worker.name, torch.cuda.device_count())
+    torch.cuda.set_device(index)
+    return index
+
+
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm  # load time: a heavy import, done on first use
 
@@ -115,6 +142,7 @@ def run_sweep(
     workers: int | None = None,
     scheduler: str | None = None,
     in_process: bool = False,
+    gpus: int | None = None,
     progress: bool = True,
     desc: str = "sweep",
     log: Callable[[str], None] | None = print,
@@ -128,6 +156,7 @@ def run_sweep(
             ``scheduler`` is given (default: the CPU cores, at most the number of jobs).
         scheduler: address of a running Dask scheduler to submit to instead.
         in_process: run the jobs here, one after another (no Dask).
+        gpus: start a LocalCluster of one worker per GPU, worker i on GPU i (refused when torch sees fewer GPUs).
         progress: show a progress bar (jobs done / remaining, ETA).
     """
 
@@ -136,8 +165,10 @@ def run_sweep(
         raise ValueError("the sweep lists the same job twice: every job must have distinct arguments")
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise ValueError(f"workers={workers!r} is not allowed: workers must be a positive integer")
-    if scheduler is not None and in_process:
-        raise ValueError("scheduler and in_process exclude each other: give one of them")
+    if sum((scheduler is not None, in_process, gpus is not None, workers is not None)) > 1:
+        raise ValueError("workers, scheduler, in_process and gpus exclude each other: give one of them")
+    if gpus is not None:
+        workers = check_gpus(gpus)
     for t in jobs:
         resolve(t.fn)  # refuse an unknown function before any compute
     store = Path(store)
@@ -160,7 +191,8 @@ def run_sweep(
                     report.failed.append((t, f"{type(err).__name__}: {err}"))
                 bar.update(1)
         elif todo:
-            _run_on_dask(todo, store, workers or max(1, min(cpu_cores(), len(todo))), scheduler, done, report, bar)
+            _run_on_dask(todo, store, workers or max(1, min(cpu_cores(), len(todo))), scheduler, done, report, bar,
+                         pin=gpus is not None)
     finally:
         bar.close()
     report.ran = len(done)
@@ -175,8 +207,9 @@ def run_sweep(
     return report
 
 
-def _run_on_dask(todo, store, workers, scheduler, done, report, bar) -> None:
-    """Submit ``todo`` to a cluster (a new single-threaded LocalCluster, or ``scheduler``) and collect."""
+def _run_on_dask(todo, store, workers, scheduler, done, report, bar, *, pin: bool = False) -> None:
+    """Submit ``todo`` to a cluster (a new single-threaded LocalCluster, or ``scheduler``) and collect; ``pin``: each
+    local worker on its own GPU (:func:`pin_gpu`)."""
     from distributed import Client, LocalCluster, as_completed  # load time: a heavy import, done on first use
 
     if scheduler is None:
@@ -185,6 +218,8 @@ def _run_on_dask(todo, store, workers, scheduler, done, report, bar) -> None:
     else:
         cluster, client = None, Client(scheduler)
     try:
+        if pin:
+            client.run(pin_gpu)
         futures = {client.submit(run_job, t, str(store), key=t.name, pure=False): t for t in todo}
         for fut in as_completed(futures):
             t = futures[fut]

@@ -30,3 +30,12 @@ def test_the_quick_check_reports_the_matmul_rate(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = out.read_text().splitlines()
     assert "not a measurement" in lines[1] and lines[2].startswith("matmul: bf16 ") and lines[2].endswith(" TFLOP/s")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the refusal cannot be seen here")
+def test_the_fusion_benchmark_refuses_an_absent_device_before_any_work():
+    fusion = SCRIPT.parent / "trainer_fusion.py"
+    done = subprocess.run([sys.executable, str(fusion), "--device", "cuda"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "device='cuda' is not allowed here: torch sees no CUDA device" in done.stderr
+    done = _run("--device", "cpu", "--only", "fusoin")
+    assert done.returncode == 1 and "'fusion'" in done.stderr

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from ace_helpers.chapters import grokking_scaling_law as gsl
 from ace_helpers.chapters.grokking_scaling_law.jobs import CHAPTERS, grok_jobs, grok_records, main
@@ -125,3 +126,39 @@ def test_the_command_line_stores_runs_under_the_names_the_chapter_reads(tmp_path
         runpy.run_module("ace_helpers.chapters.grokking_scaling_law.jobs", run_name="__main__")
     assert stop.value.code == 0
     assert {t.name for t in seen[0]} == {t.name for t in grok_jobs(gsl.PARAMS.resolve(PRESET="ci"))}
+
+
+def test_one_worker_per_gpu_is_checked_before_any_compute_and_pins_worker_i_to_gpu_i(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from ace_helpers.repro import sweeps
+
+    t = small_tasks()[0]
+    with pytest.raises(ValueError, match=r"gpus=3 is not allowed here: torch sees 2 CUDA device\(s\)"):
+        sweeps.check_gpus(3, available=2)
+    with pytest.raises(ValueError, match="gpus must be a positive integer"):
+        sweeps.check_gpus(0, available=2)
+    assert sweeps.check_gpus(2, available=2) == 2
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"gpus=1 is not allowed here: torch sees 0 CUDA device\(s\)"):
+            run_sweep([t], tmp_path / "gpus", gpus=1)
+    with pytest.raises(ValueError, match="exclude each other"):
+        run_sweep([t], tmp_path / "both", gpus=1, in_process=True)
+    assert not (tmp_path / "gpus").exists() and not (tmp_path / "both").exists()
+    assert [sweeps.gpu_of(name, 4) for name in (0, "1", 3)] == [0, 1, 3]
+    with pytest.raises(ValueError, match="worker 4 has no GPU"):
+        sweeps.gpu_of(4, 4)
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "set_device", chosen.append)
+    assert sweeps.pin_gpu(SimpleNamespace(name=1)) == 1 and chosen == [1]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the refusal cannot be seen here")
+def test_the_sweep_command_refuses_gpus_it_does_not_have(capsys):
+    with pytest.raises(SystemExit):
+        main(["04_grokking_scaling_law", "--gpus", "2"])
+    assert "gpus=2 is not allowed here: torch sees 0 CUDA device(s)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["04_grokking_scaling_law", "--gpus", "1", "--device", "cpu"])
+    assert "--device cpu is not allowed with it" in capsys.readouterr().err

@@ -11,6 +11,7 @@ Examples::
     python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --workers 16
     dask scheduler &  dask worker tcp://HOST:8786 --nthreads 1 --nworkers 8 &
     python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --scheduler tcp://HOST:8786
+    python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --gpus 4   # one worker per GPU
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, p_sweep_o
 from ace_helpers.method.devices import describe_device, device_key, device_kind, resolve_device
 from ace_helpers.repro.artifacts import project_root
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.sweeps import Job, SweepReport, run_sweep
+from ace_helpers.repro.sweeps import Job, SweepReport, check_gpus, run_sweep
 
 #: The path :func:`grok_unit` had when the stored runs were made: part of every stored run's key, so kept.
 STORED_AS = "ace_helpers.chapters.sweep:grok_unit"
@@ -89,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--workers", type=int, help="local worker processes (default: the CPU cores)")
     where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://host:8786")
     where.add_argument("--in-process", action="store_true", help="run the jobs here, one after another")
+    where.add_argument("--gpus", type=int, help="one local worker per GPU, worker i on GPU i (implies --device cuda)")
     ap.add_argument("--store", type=Path, help="folder of the stored runs (default: book/artifacts/<chapter>_sweep/<preset>)")
     ap.add_argument("--n-seeds", type=int, help="run only the first N seeds (the rest later: each run is keyed by its own "
                     "parameters, so the full sweep skips these)")
@@ -96,12 +98,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--device", default=None, help="where each run trains: auto (CUDA when present, else the CPU), cpu, "
                     "cuda, mps (default: auto); a GPU run is stored beside the CPU runs, keyed by its device kind")
     args = ap.parse_args(argv)
-    cfg = PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds, DEVICE=args.device)
+    if args.gpus is not None and args.device not in (None, "cuda"):
+        ap.error(f"--gpus trains on CUDA: --device {args.device} is not allowed with it (give --device cuda or leave it out)")
+    if args.gpus is not None:
+        try:
+            check_gpus(args.gpus)
+        except ValueError as err:
+            ap.error(str(err))
+    cfg = PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds, DEVICE="cuda" if args.gpus else args.device)
     print(describe_device(cfg["DEVICE"]))
     jobs = [t for t in grok_jobs(cfg) if args.sweep in ("both", t.kwargs["sweep"])]
     report = run_sweep(
         jobs, args.store or default_store(args.chapter, args.preset), workers=args.workers, scheduler=args.scheduler,
-        in_process=args.in_process, desc=f"{args.chapter} ({args.preset})",
+        in_process=args.in_process, gpus=args.gpus, desc=f"{args.chapter} ({args.preset})",
     )  # fmt: skip
     print(f"{len(report.results)} of {len(jobs)} runs stored ({report.skipped} already, {report.ran} now, "
           f"{len(report.failed)} failed) in {report.wall_s:.0f} s")  # fmt: skip
