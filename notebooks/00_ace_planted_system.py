@@ -33,7 +33,7 @@
 # This chapter is ours (the paper starts with trained transformers); it checks the method itself.
 #
 # ```{admonition} Run this chapter
-# :class: tip
+# :class: tip dropdown
 # From `notebooks/`: `papermill 00_ace_planted_system.ipynb out.ipynb -p PRESET ci -p N_SAMPLES 2000 -p DIM 32 -p R_CORE 3`
 # (any knob of the parameters cell can be set with `-p NAME VALUE`; a bad value stops the run in its
 # second cell with a `ValueError` naming the knob).
@@ -50,7 +50,7 @@ ENERGY = None  # cumulative-energy threshold of the ACE rank rule
 SEED = None  # seed of the planted system
 OUTPUT_DIR = None  # where results.json goes; None: outputs/00_ace_planted_system
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 from IPython.display import Markdown, display
 from myst_nb import glue
 

@@ -46,7 +46,7 @@
 #   projects the raw activation.
 #
 # ```{admonition} Run this chapter
-# :class: tip
+# :class: tip dropdown
 # From `notebooks/`: `papermill 01_markov_cores.ipynb out.ipynb -p PRESET ci -p N_SEEDS 2 -p EPOCHS 8 -p TAIL centered -p ABLATION mean`
 # Your own chain: add `-y "T: [[0.9, 0.1], [0.2, 0.8]]"` (2 to
 # 64 states, rows summing to 1); a bad value stops the run in its second cell with a `ValueError`
@@ -77,7 +77,7 @@ EXTRA_SEEDS = None  # models trained per extra chain
 EXTRA_EPOCHS = None  # training epochs for the extra chains
 OUTPUT_DIR = None  # where results.json goes; None: outputs/01_markov_cores
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 import time
 
 import matplotlib.pyplot as plt
@@ -160,7 +160,7 @@ print("full-model test accuracy per seed:", np.round(results["base_acc"], 4).tol
 # release on this CPU found cosine similarities of 0.03–0.05 between the flattened parameter vectors;
 # this run finds {glue:md}`weight_cos`.
 
-# %%
+# %% tags=["hide-input"]
 n_seeds = len(results["seeds"])
 pairs = plots.seed_pairs(n_seeds)
 plots.plot_weight_cosine(plots.pair_matrix(results["weight_cosine"], n_seeds, pairs))
@@ -184,7 +184,7 @@ print("the same pairs at initialisation:", np.round(results["init_weight_cosine"
 # activation. "ours" uses the centered-logit core and projects about the activation mean (the
 # `TAIL` and `ABLATION` parameters).
 
-# %%
+# %% tags=["hide-input"]
 plots.plot_necessity_sufficiency(
     results["bayes_acc"], results["chance_acc"], results["base_acc"],
     {"ours": (results["keep_acc"], results["remove_acc"]),
@@ -210,6 +210,9 @@ print(f"chance {results['chance_acc']:.4f}, Bayes {results['bayes_acc']:.4f}")
 # of differences. So the core holds n − 1 directions, one per non-trivial eigen-mode of T
 # (0.75 ± 0.25i and 0.5 here).
 #
+# ```{fold} Show why: the rank with and without the softmax-invariant direction, per seed
+# ```
+#
 # The raw-logit Jacobian W_U also sees the **softmax-invariant direction**, the one that moves
 # every logit by the same amount. It carries no information, but it does carry balanced energy.
 # On the paper's chain that energy sits right at the 0.999 cut. Our reruns of the official code
@@ -218,7 +221,7 @@ print(f"chance {results['chance_acc']:.4f}, Bayes {results['bayes_acc']:.4f}")
 # get rank 4. The centered tail J = (I − 11ᵀ/K) W_U has this direction in its null space. With it,
 # the rank rule sees only the n − 1 chain modes.
 
-# %%
+# %% tags=["hide-input"]
 n = results["n_states"]
 print(f"logits tail: rank per seed {results['core_ranks_paper']}; energy of the first n − 1 = {n - 1} directions",
       np.round(results["energy_at_n_minus_1"], 5).tolist(), f"(cut {cfg['ENERGY']})")
@@ -246,7 +249,7 @@ plt.show()
 # r/D ≈ 0.047. This run: overlaps {glue:md}`overlap_range` (random level {glue:md}`random_overlap`),
 # principal angles {glue:md}`angle_range`.
 
-# %%
+# %% tags=["hide-input"]
 plots.plot_projector_overlap(plots.pair_matrix(results["projector_overlap"], n_seeds, pairs),
                               results["random_overlap"])
 plt.show()
@@ -274,7 +277,7 @@ print(f"the seeds' one-hot-state oracle subspaces ({n - 1}-dim):", np.round(resu
 # choice): a chain with n states has n − 1 core directions, so for any other chain a fixed 3 would
 # compare too many or too few.
 
-# %%
+# %% tags=["hide-input"]
 cca_mean = [float(np.mean(c)) for c in results["cca"]]
 plots.plot_cca(plots.pair_matrix(cca_mean, n_seeds, pairs), results["cca"])
 plt.show()
@@ -292,6 +295,9 @@ for (i, j), r, pc, o in zip(pairs, results["random_cca"], results["pca_cca"], re
 # big ones, carrying the rotation pair 0.75 ± 0.25i. The third, the weak λ = 0.5 mode, matches less
 # well ({glue:md}`cca_third`; the paper: 0.929) but is still strongly correlated. The seeds compute
 # the same thing in different coordinates.
+#
+# ```{fold} Show whether this alignment is special to the core: random, PCA and one-hot oracle subspaces
+# ```
 #
 # Is this alignment special to the core? Each core coordinate is almost entirely set by the current
 # token (the share printed under panel E), and two variables that are each a linear function of the
@@ -327,6 +333,9 @@ display(Markdown(baseline_tables.cca_specificity(results)))
 # map them into each seed with its least-squares read-out, orth(pinv(H_c) G). Then keep and remove that
 # subspace in each seed, exactly as the core in panel B. The code release reports it sufficient but not
 # necessary (keep = the full accuracy, removed 0.53–0.55), unlike the core.
+#
+# ```{fold} Show the consensus subspace's keep and remove accuracies, per seed
+# ```
 
 # %%
 print(f"consensus rank k = {results['consensus_dim']} (cap ⌊0.75·D⌋, 0.999-energy rank "
@@ -356,7 +365,7 @@ display(Markdown(baseline_tables.consensus_table(results)))
 # the basis. We add a basis-free comparator, `r2_state`: the R² of regressing the next core
 # coordinates on the one-hot current state.
 
-# %%
+# %% tags=["hide-input"]
 ratio_oracle, ratio_state = chapter.r2_ratios(results)
 plots.plot_spectrum(results["true_eigs"], results["core_eigs"], ratio_oracle)
 plt.show()
@@ -397,6 +406,9 @@ print("share of each core coordinate's variance set by the current state, per se
 # operator gets one spurious eigenvalue, which the optimal matching from the true set leaves out.
 # On less symmetric chains, projecting about zero also discards the mean's off-core component.
 # Keeping the mean (`ABLATION="mean"`) avoids that cost.
+#
+# ```{fold} Show the two refinements beside the paper's variant
+# ```
 
 # %% tags=["remove-input"]
 display(Markdown(plots.variant_table(results, cfg["TAIL"], cfg["ABLATION"])))
@@ -414,6 +426,9 @@ display(Markdown(plots.ablation_table(results)))
 # Any irreducible row-stochastic matrix works. Pass it as `T` to rerun the whole chapter, or add
 # it to `EXTRA_CHAINS`. For example:
 #
+# ```{fold} Show the extra chains: cores, ablations and spectra
+# ```
+#
 # ```
 # papermill 01_markov_cores.ipynb out.ipynb -y "T: [[0.9, 0.1, 0.0], [0.0, 0.9, 0.1], [0.1, 0.0, 0.9]]"
 # ```
@@ -427,7 +442,7 @@ display(Markdown(plots.ablation_table(results)))
 # complex pairs. The prediction for each is a core of rank n − 1 (centered tail), the chain's
 # eigenvalues in the core operator, and R² at the one-hot-state level.
 
-# %%
+# %% tags=["hide-input"]
 if results["extra_n_states"]:
     display(Markdown(plots.extra_table(results)))
     for c in range(len(results["extra_n_states"])):

@@ -40,7 +40,7 @@
 # %% [markdown]
 #
 # ```{admonition} Run this chapter
-# :class: tip
+# :class: tip dropdown
 # From `notebooks/`: `papermill 02_modadd_grokking.ipynb out.ipynb -p PRESET ci` trains and analyses the `ci` preset's
 # small run (one model at a small modulus) in minutes on a CPU; add knobs for a new run, e.g.
 # `papermill 02_modadd_grokking.ipynb out.ipynb -p PRESET ci -p SEED 1033` (cached under `outputs/modadd_grokking_cache`). `-p PRESET book` loads the stored book run (p = 53, 2 models
@@ -73,7 +73,7 @@ DEVICE = None  # where the ensemble trainer runs: "auto" (CUDA when present, els
 ARTIFACT_DIR = None  # cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)
 OUTPUT_DIR = None  # where results.json goes; None -> outputs/02_modadd_grokking
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 import time
 
 import matplotlib.pyplot as plt
@@ -118,7 +118,7 @@ p = cfg.P
 wd = run.wd
 grok = chapter.grok_epoch(wd.epochs, wd["test_acc"])
 print(f"models loaded from stored artifacts: {run.cached}; training + analysis wall time per model: "
-      f"{[round(w) for w in run.wall_s]} s")  # fmt: skip
+      f"{[round(w) for w in run.wall_s]} s")
 print(f"grok epoch (first checkpoint with every model >= 0.99 test accuracy): {grok}")
 
 # %% [markdown]
@@ -129,18 +129,18 @@ print(f"grok epoch (first checkpoint with every model >= 0.99 test accuracy): {g
 # rank, whose removal drops test accuracy to $2/p$ or below. $2/p$ is the rule's necessity floor,
 # twice chance ($1/p$).
 
-# %%
+# %% tags=["hide-input"]
 plots.plot_accuracy_and_core_dim(wd.epochs, wd["test_acc"], wd["core_dim"], grok)
 plt.show()
 display(Markdown("**Fig. 1A (paper).** Test accuracy (blue, left axis) and core size in dimensions (red, right axis) per "
                  "epoch, mean over models with a min–max band: look at the core size where the accuracy jumps (dotted "
-                 "line: grokking) compared with its size before and after."))  # fmt: skip
+                 "line: grokking) compared with its size before and after."))
 if grok is not None:
     i = wd.index(grok)
     print(f"ours: grok epoch {grok}; core dim at grokking per model: {wd['core_dim'][:, i].tolist()}; "
-          f"0.99-energy rank there: {wd['energy_rank'][:, i].tolist()}")  # fmt: skip
+          f"0.99-energy rank there: {wd['energy_rank'][:, i].tolist()}")
 print(f"core dim at epoch 0: {wd['core_dim'][:, 0].tolist()}, at the last epoch ({wd.epochs[-1]}): "
-      f"{wd['core_dim'][:, -1].tolist()}")  # fmt: skip
+      f"{wd['core_dim'][:, -1].tolist()}")
 
 # %% [markdown]
 # While the network only memorises, its test accuracy is itself near chance, so removing the
@@ -158,12 +158,12 @@ print(f"core dim at epoch 0: {wd['core_dim'][:, 0].tolist()}, at the last epoch 
 # remove the **0.99-energy core** instead, and bound how far past the energy rank the remove curve
 # has to go before it reaches the floor.
 
-# %%
+# %% tags=["hide-input"]
 plots.plot_keep_remove(wd.epochs, wd["test_acc"], wd["keep_acc"], wd["remove_acc"], p, grok)
 plt.show()
 display(Markdown("**Fig. 1B (paper).** Test accuracy of the full model, of the core alone and with the core (necessary "
                  "dimension) removed: look at core-only against the full model's curve, and at core-removed against "
-                 "chance 1/p (dotted) from grokking on."))  # fmt: skip
+                 "chance 1/p (dotted) from grokking on."))
 post = wd.epochs >= (grok if grok is not None else wd.epochs[-1] + 1)
 if post.any():
     rem_e = chapter.remove_at_energy_rank(wd)
@@ -171,9 +171,9 @@ if post.any():
     print(f"ours, checkpoints from grokking on (chance 1/p = {1 / p:.4f}, necessity floor 2/p = {2 / p:.4f}):")
     print(f"  core-only accuracy >= {wd['keep_acc'][:, post].min():.4f} (base >= {wd['test_acc'][:, post].min():.4f})")
     print(f"  core removed at the necessary dim: <= {wd['remove_acc'][:, post].max():.4f} = "
-          f"{wd['remove_acc'][:, post].max() * p:.2f} x chance (<= 2/p by construction)")  # fmt: skip
+          f"{wd['remove_acc'][:, post].max() * p:.2f} x chance (<= 2/p by construction)")
     print(f"  core removed at the 0.99-energy rank: at grokking {(rem_e[:, wd.index(grok)] * p).round(2).tolist()} x chance; "
-          f"from grokking on up to {rem_e[:, post].max() * p:.1f} x chance")  # fmt: skip
+          f"from grokking on up to {rem_e[:, post].max() * p:.1f} x chance")
     print(f"  necessary dim / energy rank from grokking on: max {ratio[:, post].max():.2f}")
 
 # %% [markdown]
@@ -186,18 +186,18 @@ if post.any():
 # release counts an eigenvalue as on the circle; grey dots are the $p$-th roots of unity. The
 # clocks show model 0's ridge + holdout fit, as the paper's Fig. 1C does.
 
-# %%
+# %% tags=["hide-input"]
 clock_epochs = cfg.CLOCK_EPOCHS or chapter.default_clock_epochs(wd.epochs.tolist(), grok)
 eigs, titles, notes = chapter.clock_panels(wd, clock_epochs, model=0)
 plots.plot_clocks(eigs, titles, p, notes)
 plt.show()
 display(Markdown("**Fig. 1C (paper).** Eigenvalues of the shift operator fitted on model 0's core (Re λ, Im λ) at each clock "
-                 "epoch: look at where they sit relative to the grey band before, at and after grokking."))  # fmt: skip
+                 "epoch: look at where they sit relative to the grey band before, at and after grokking."))
 for e in clock_epochs:
     i = wd.index(e)
     print(f"epoch {e:>5}: median |λ| {wd['median_abs_eig'][:, i].round(3).tolist()}, R_h² {wd['r2_holdout'][:, i].round(3).tolist()}, "
           f"share near the circle: OLS {wd['frac_unit_circle_ols'][:, i].round(3).tolist()}, "
-          f"ridge {wd['frac_unit_circle'][:, i].round(3).tolist()}")  # fmt: skip
+          f"ridge {wd['frac_unit_circle'][:, i].round(3).tolist()}")
 
 # %% [markdown]
 # ### The unit-circle share at every checkpoint
@@ -205,20 +205,23 @@ for e in clock_epochs:
 # The headline number is the share of eigenvalues within $\sin(\pi/p)$ of the circle from the
 # OLS fit on all class means, as the code release computes it; the ridge + holdout fit of the
 # clocks is our variant. Our acceptance line is 0.8 (the paper gives no share).
+#
+# ```{fold} Show the share at every checkpoint, with the fit and threshold diagnoses
+# ```
 
-# %%
+# %% tags=["hide-input"]
 plots.plot_unit_circle_share(wd.epochs, wd["frac_unit_circle_ols"], wd["frac_unit_circle"], wd["r2_holdout"], grok,
-                             chapter.SHARE_MIN)  # fmt: skip
+                             chapter.SHARE_MIN)
 plt.show()
 display(Markdown("**Unit-circle share (ours).** Share of eigenvalues on the circle per checkpoint, OLS (solid) and ridge + "
                  "holdout (dashed), and R_h² (dotted), mean over models with a min–max band: look at the jump at grokking "
-                 "and at where the band's lower edge sits relative to the 0.8 line afterwards."))  # fmt: skip
+                 "and at where the band's lower edge sits relative to the 0.8 line afterwards."))
 if grok is not None:
     display(Markdown(chapter.post_grok_table(wd, grok, {
         "OLS share": (wd["frac_unit_circle_ols"], chapter.SHARE_MIN),
         "ridge share": (wd["frac_unit_circle"], chapter.SHARE_MIN),
         "R_h²": (wd["r2_holdout"], chapter.r2_threshold(cfg)),
-    })))  # fmt: skip
+    })))
 
 # %% [markdown]
 # The in-sample OLS fit scores well before grokking too, because it fits ~40 dimensions to $p$
@@ -285,8 +288,11 @@ print(claims.verdict())
 # trained; the line below says which run, how far it goes and how it was trained) and the
 # figures and claims above are repeated on it. Its clocks are at the paper's epochs shifted by
 # its own grokking: 0, 300, grok, grok + 100, 2000.
+#
+# ```{fold} Show the 20 000-epoch run: figures and its claims table
+# ```
 
-# %%
+# %% tags=["hide-input"]
 long = chapter.stored_long_run(cfg)
 if long is None:
     print(chapter.NO_LONG_RUN)
@@ -299,19 +305,19 @@ else:
     plots.plot_grokking_overview(lwd.epochs, lwd["test_acc"], lwd["core_dim"], lwd["keep_acc"], lwd["remove_acc"], lp, lgrok)
     plt.show()
     display(Markdown("**Fig. 1A and 1B (paper), long run to epoch 2000.** As above, on the paper preset's models: look at "
-                     "the core's size at grokking and afterwards, and at core-removed accuracy against chance."))  # fmt: skip
+                     "the core's size at grokking and afterwards, and at core-removed accuracy against chance."))
     long_clocks = chapter.long_clock_epochs(lwd, lgrok)
     eigs_l, titles_l, notes_l = chapter.clock_panels(lwd, long_clocks, model=0, label="long run, ")
     plots.plot_clocks(eigs_l, titles_l, lp, notes_l)
     plt.show()
     display(Markdown("**Fig. 1C (paper), long run.** Model 0's clocks at the paper's epochs shifted by this run's own grokking: look "
-                     "at the eigenvalues relative to the band at grokking and at epoch 2000, where the core is larger."))  # fmt: skip
+                     "at the eigenvalues relative to the band at grokking and at epoch 2000, where the core is larger."))
     plots.plot_unit_circle_share(lrun.wd.epochs, lrun.wd["frac_unit_circle_ols"], lrun.wd["frac_unit_circle"],
                                  lrun.wd["r2_holdout"], chapter.grok_epoch(lrun.wd.epochs, lrun.wd["test_acc"]),
-                                 chapter.SHARE_MIN, title="Unit-circle share and R_h² per checkpoint, long run (ours)")  # fmt: skip
+                                 chapter.SHARE_MIN, title="Unit-circle share and R_h² per checkpoint, long run (ours)")
     plt.show()
     display(Markdown("**Unit-circle share (ours), long run to the last stored epoch.** As above: look at the dip after "
-                     "grokking and at the share in the second half of the run (the training-length diagnosis)."))  # fmt: skip
+                     "grokking and at the share in the second half of the run (the training-length diagnosis)."))
 
 # %% [markdown]
 # The claims above, on every stored checkpoint of the long run (not only those up to epoch 2000):

@@ -45,7 +45,7 @@
 # %% [markdown]
 #
 # ```{admonition} Run this chapter
-# :class: tip
+# :class: tip dropdown
 # From `notebooks/`: `papermill 03_core_inflation.ipynb out.ipynb -p PRESET ci` (minutes on a CPU, the same cached
 # run as Chapter 2's; add knobs for a new run, e.g. `papermill 03_core_inflation.ipynb out.ipynb -p PRESET ci -p SEED 1033`).
 # `-p PRESET book` loads the stored book run (p = 53, 2 models × 1400 epochs, fork at 900 as in the paper). The paper's
@@ -82,7 +82,7 @@ DEVICE = None  # where the ensemble trainer runs: "auto" (CUDA when present, els
 ARTIFACT_DIR = None  # cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)
 OUTPUT_DIR = None  # where results.json goes; None -> outputs/03_core_inflation
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 import time
 
 import matplotlib.pyplot as plt
@@ -125,11 +125,11 @@ p = cfg.P
 wd, nowd = run.wd, run.nowd
 grok = chapter.grok_epoch(wd.epochs, wd["test_acc"])
 print(f"models loaded from stored artifacts: {run.cached}; grok epoch: {grok}; fork epoch: {cfg.FORK_EPOCH}; "
-      f"last epoch: {int(wd.epochs[-1])}")  # fmt: skip
+      f"last epoch: {int(wd.epochs[-1])}")
 if cfg.EPOCHS < 20000:
     print(f"NOTE: this run stops at epoch {cfg.EPOCHS}, the paper trains to 20 000. It shows the start of the "
           "post-grokking regime only; the paper's inflation, the core's growth to ~60 dimensions by epoch 20 000, is "
-          "not reached here (see the long run below).")  # fmt: skip
+          "not reached here (see the long run below).")
 
 # %% [markdown]
 # ## Core dimension with and without weight decay (Fig. 2A)
@@ -137,19 +137,19 @@ if cfg.EPOCHS < 20000:
 # **Paper:** with weight decay the core inflates from ~15 dimensions at grokking to ~60 by epoch
 # 20 000; the arm forked without weight decay does not.
 
-# %%
+# %% tags=["hide-input"]
 plots.plot_core_inflation(wd.epochs, wd["core_dim"], nowd.epochs, nowd["core_dim"], cfg.FORK_EPOCH, grok)
 plt.show()
 display(Markdown("**Fig. 2A (paper).** Core size (the necessary dimension) per epoch with weight decay (blue) and for the "
                  "copy forked without it (orange, from the dashed fork line): look at how the two arms diverge after the fork."
                  + (f" This run stops at epoch {cfg.EPOCHS}, long before the paper's 20 000: it shows the burst that follows "
                     "grokking, not the inflation the claim is about, so it cannot test the claim; the stored long run below "
-                    "does." if cfg.EPOCHS < 20000 else "")))  # fmt: skip
+                    "does." if cfg.EPOCHS < 20000 else "")))
 if grok is not None:
     print(f"ours: core dim at grokking (epoch {grok}) {chapter.per_model_at(wd, 'core_dim', grok).tolist()}; "
-          f"at epoch {int(wd.epochs[-1])}: WD = 1 {wd['core_dim'][:, -1].tolist()}, WD 1 → 0 {nowd['core_dim'][:, -1].tolist()}")  # fmt: skip
+          f"at epoch {int(wd.epochs[-1])}: WD = 1 {wd['core_dim'][:, -1].tolist()}, WD 1 → 0 {nowd['core_dim'][:, -1].tolist()}")
     print(f"energy rank (ACE's 0.99-energy rule alone) at epoch {int(wd.epochs[-1])}: WD = 1 {wd['energy_rank'][:, -1].tolist()}, "
-          f"WD 1 → 0 {nowd['energy_rank'][:, -1].tolist()}")  # fmt: skip
+          f"WD 1 → 0 {nowd['energy_rank'][:, -1].tolist()}")
 
 # %% [markdown]
 # ## Sufficient vs necessary dimension: redundancy (Fig. 2B)
@@ -157,11 +157,11 @@ if grok is not None:
 # **Paper:** after grokking the sufficient dimension stays flat while the necessary dimension
 # grows; the gap between them (shaded) is redundancy.
 
-# %%
+# %% tags=["hide-input"]
 plots.plot_redundancy(wd.epochs, wd["suff_dim"], wd["core_dim"], grok)
 plt.show()
 display(Markdown("**Fig. 2B (paper).** Necessary (red) and sufficient (green) dimension with weight decay, model means: look "
-                 "at the shaded gap, the redundancy, after grokking (dotted line)."))  # fmt: skip
+                 "at the shaded gap, the redundancy, after grokking (dotted line)."))
 gap = wd["core_dim"] - wd["suff_dim"]
 print("epoch                 :", wd.epochs.tolist())
 print("sufficient dim (mean) :", wd["suff_dim"].mean(0).round(1).tolist())
@@ -180,7 +180,7 @@ print("redundancy gap (mean) :", gap.mean(0).round(1).tolist())
 # **Paper (epoch 20 000):** with weight decay the near-unit eigenvalues cover almost all 27
 # frequency bins; without weight decay far fewer. Ours at the last epoch of this run, model 0.
 
-# %%
+# %% tags=["hide-input"]
 last = int(wd.epochs[-1])
 eig_a, tit_a, note_a = chapter.clock_panels(wd, [last], model=0, label="WD = 1, ")
 eig_b, tit_b, note_b = chapter.clock_panels(nowd, [last], model=0, label="WD 1 → 0, ")
@@ -189,7 +189,7 @@ plt.show()
 display(Markdown("**Fig. 2C (paper).** Shift-operator eigenvalues of model 0 at the last epoch, with and without weight "
                  "decay: look at how many distinct angles (frequencies) sit on the unit circle in each arm. The stored "
                  "eigenvalues are those of our ridge fit with a held-out block (the code release draws this panel with "
-                 "the OLS fit, whose counts are in Fig. 2D below)."))  # fmt: skip
+                 "the OLS fit, whose counts are in Fig. 2D below)."))
 
 # %% [markdown]
 # ## Rotational modes vs epoch (Fig. 2D)
@@ -199,14 +199,14 @@ display(Markdown("**Fig. 2C (paper).** Shift-operator eigenvalues of model 0 at 
 # code release fits it (OLS on all class means); right, our ridge variant. The dashed lines are
 # each arm's cap $\lfloor d/2 \rfloor + 1$ for its core dim $d$: no fit on that core can fill more bins.
 
-# %%
+# %% tags=["hide-input"]
 caps = chapter.mode_caps(wd["core_dim"], p), chapter.mode_caps(nowd["core_dim"], p)  # ⌊d/2⌋ + 1 per core dim d
 plots.plot_modes_fits(wd.epochs, wd["rotational_modes_ols"], wd["rotational_modes"], caps[0],
-                      nowd.epochs, nowd["rotational_modes_ols"], nowd["rotational_modes"], caps[1], p)  # fmt: skip
+                      nowd.epochs, nowd["rotational_modes_ols"], nowd["rotational_modes"], caps[1], p)
 plt.show()
 display(Markdown("**Fig. 2D (paper), OLS as the code release (left) and our ridge variant (right).** Rotational modes per "
                  "epoch in both arms, with each arm's cap ⌊d/2⌋ + 1 (dashed): look at how closely the weight-decay arm "
-                 "follows its cap, and at the dotted ceiling ⌊p/2⌋ + 1."))  # fmt: skip
+                 "follows its cap, and at the dotted ceiling ⌊p/2⌋ + 1."))
 print("epoch            :", wd.epochs.tolist())
 print("modes OLS, WD = 1:", wd["rotational_modes_ols"].mean(0).round(1).tolist())
 print("modes ridge, WD=1:", wd["rotational_modes"].mean(0).round(1).tolist())
@@ -262,6 +262,9 @@ display(Markdown(chapter.residue_table(nowd, p, nowd.epochs)))
 # up to epoch 900 and drift apart after (siblings, like runs on two kinds of CPU). This chapter's run is the ensemble in fp32, so no
 # stored run is its continuation: each has the same seeds and protocol but other kernels or
 # precision, a sibling of this run, and its models grok at their own epoch (printed beside the fork).
+#
+# ```{fold} Show the 20 000-epoch run: dimensions, clocks, modes and its claims table
+# ```
 
 # %%
 long = chapter.stored_long_run(cfg)
@@ -276,21 +279,21 @@ else:
     same, shared, diff = comparison
     print(f"agrees with this chapter's run at its {len(shared)} shared checkpoints (epochs {shared[0]}–{shared[-1]}): "
           f"{same} (largest difference {diff:.1e})" if shared else f"not this chapter's run continued (the long run: "
-          f"{chapter.how_trained(long_cfg)}; this run: {chapter.how_trained(cfg)}, p = {cfg.P}, {cfg.EPOCHS} epochs)")  # fmt: skip
+          f"{chapter.how_trained(long_cfg)}; this run: {chapter.how_trained(cfg)}, p = {cfg.P}, {cfg.EPOCHS} epochs)")
 
 # %% [markdown]
 # Fig. 2A, 2B and 2D (OLS, as the code release) for the long run (mean over its models, min–max band):
 
-# %%
+# %% tags=["hide-input"]
 if long is not None:
     plots.plot_inflation_overview(
         lwd.epochs, lwd["core_dim"], lwd["suff_dim"], lwd["rotational_modes_ols"],
         lnowd.epochs, lnowd["core_dim"], lnowd["rotational_modes_ols"], long_cfg.FORK_EPOCH, lp, lgrok,
-    )  # fmt: skip
+    )
     plt.show()
     display(Markdown("**Fig. 2A, 2B and 2D (paper), long run.** The three panels on the paper preset's models (epochs in "
                      "thousands): look at the weight-decay arm's core and modes growing over the first few thousand epochs and "
-                     "then levelling off, and at the sufficient dimension, which grows too."))  # fmt: skip
+                     "then levelling off, and at the sufficient dimension, which grows too."))
     for name, arm in (("WD = 1", lwd), ("WD 1 → 0", lnowd)):
         late = (arm.epochs >= 2000) & (arm.epochs % 2000 == 0)
         print(f"{name:9s} epochs {arm.epochs[late].tolist()}")
@@ -302,15 +305,15 @@ if long is not None:
 # %% [markdown]
 # Fig. 2D on the long run, both fits, each with its cap $\lfloor d/2 \rfloor + 1$:
 
-# %%
+# %% tags=["hide-input"]
 if long is not None:
     lcaps = chapter.mode_caps(lwd["core_dim"], lp), chapter.mode_caps(lnowd["core_dim"], lp)
     plots.plot_modes_fits(lwd.epochs, lwd["rotational_modes_ols"], lwd["rotational_modes"], lcaps[0],
-                          lnowd.epochs, lnowd["rotational_modes_ols"], lnowd["rotational_modes"], lcaps[1], lp)  # fmt: skip
+                          lnowd.epochs, lnowd["rotational_modes_ols"], lnowd["rotational_modes"], lcaps[1], lp)
     plt.show()
     display(Markdown("**Fig. 2D (paper), long run: OLS as the code release (left), our ridge variant (right).** Look at the "
                      "weight-decay arm (blue) running along its cap (blue dashed) once the core has inflated: the count "
-                     "is as large as the core's dimension allows, and no larger."))  # fmt: skip
+                     "is as large as the core's dimension allows, and no larger."))
 
 # %% [markdown]
 # Two measures of the core's size: the 0.99-energy rank (ACE's energy rule alone) and the
@@ -327,7 +330,7 @@ if long is not None:
 # Clocks of model 0 (Fig. 2C; the paper's are at epoch 20 000): both arms at the last epoch the
 # WD-off arm has reached, and the weight-decay arm at its own last stored epoch.
 
-# %%
+# %% tags=["hide-input"]
 if long is not None:
     both = min(through.values())
     eig_a, tit_a, note_a = chapter.clock_panels(lwd, sorted({both, through["wd"]}), model=0, label="WD = 1, ")
@@ -336,7 +339,7 @@ if long is not None:
     plt.show()
     display(Markdown("**Fig. 2C (paper), long run.** Model 0's eigenvalues (our ridge fit, as stored) in both arms at the last "
                      "epoch both reached, then the weight-decay arm at its own last one: look at the many more occupied "
-                     "angles with weight decay."))  # fmt: skip
+                     "angles with weight decay."))
 
 # %% [markdown]
 # The same claims on the long run. The 20 000-epoch targets count where the stored part already
@@ -363,19 +366,22 @@ print(long_claims.verdict() if long is not None else "no long run stored")
 # later fork explain what the WD-off arm does? This section sets the run forked at 900 (the paper preset's protocol; the stored
 # part of an unfinished run where it has not reached epoch 20 000) beside the run forked at 1100 and
 # compares their WD-off arms at the same number of epochs after the fork.
+#
+# ```{fold} Show the forked runs: the arm without weight decay from epochs 900 and 1100
+# ```
 
-# %%
+# %% tags=["hide-input"]
 pair = chapter.fork_pair(cfg)
 if pair is None:
     print("the paper-preset runs forked at 900 and at 1100 are not both stored: "
-          "`python -m ace_helpers.chapters.modadd --preset paper --trainer ensemble --precision bf16` trains the first")  # fmt: skip
+          "`python -m ace_helpers.chapters.modadd --preset paper --trainer ensemble --precision bf16` trains the first")
 else:
     (f_cfg, frun, fthrough), (o_cfg, orun, othrough) = pair
     fgrok = chapter.grok_epoch(frun.wd.epochs, frun.wd["test_acc"])
     print(chapter.describe_long_run(f_cfg, frun, fthrough))
     print(chapter.describe_long_run(o_cfg, orun, othrough))
     plots.plot_fork_comparison([("fork 900", frun.wd, frun.nowd, f_cfg.FORK_EPOCH),
-                                ("fork 1100", orun.wd, orun.nowd, o_cfg.FORK_EPOCH)])  # fmt: skip
+                                ("fork 1100", orun.wd, orun.nowd, o_cfg.FORK_EPOCH)])
     plt.show()
     display(Markdown("**The WD-off transient (ours, beside Fig. 2A and 2D).** The WD-off arm's core dim (left) and OLS "
                      "modes (right) against epochs after the fork, for the run forked at 900 (solid) and at 1100 (dashed), "
@@ -383,9 +389,9 @@ else:
                      "right after the fork in both runs — the WD-off core grows larger than the weight-decay core and its "
                      "modes fill nearly every bin — and at how the run forked at 1100 settles thousands of epochs later, "
                      "while the run forked at 900 never does. The table gives each run's checkpoint "
-                     "nearest the same number of epochs after its fork."))  # fmt: skip
+                     "nearest the same number of epochs after its fork."))
     display(Markdown(chapter.fork_table(frun.nowd, f_cfg.FORK_EPOCH, orun.nowd, o_cfg.FORK_EPOCH,
-                                        [0, 100, 300, 500, 1000, 2000, 3000, 5000, 8000, 10000, 15000, 18900])))  # fmt: skip
+                                        [0, 100, 300, 500, 1000, 2000, 3000, 5000, 8000, 10000, 15000, 18900])))
 
 # %% [markdown]
 # The chapter's claims on the run forked at 900 while it is unfinished; once it has reached epoch 20 000 it is the
@@ -419,22 +425,25 @@ print(fork_claims.verdict() if pair is not None else "no run forked at 900 store
 # frequency $k = 1..\lfloor p/2 \rfloor$ (frequencies $k$ and $p-k$ folded). Its participation ratio
 # $1/\sum_k s_k^2$ counts how many frequencies carry the weight, and how evenly: $\lfloor p/2 \rfloor$
 # when all share it equally, 1 when one holds it all.
+#
+# ```{fold} Show the harmonics of the embedding and unembedding, both arms
+# ```
 
-# %%
+# %% tags=["hide-input"]
 spectra_runs = [(f"{cfg.PRESET} run", wd, nowd)] + ([("paper run, fork 900", frun.wd, frun.nowd)] if pair is not None else [])
 for label, a_wd, a_off in spectra_runs:
     if not (chapter.has_spectra(a_wd) and chapter.has_spectra(a_off)):
         print(f"{label}: stored without spectra (trained before they were measured)")
         continue
     for field in ("emb_spectrum", "unemb_spectrum"):
-        plots.plot_harmonics([(f"WD = 1 ({label})", a_wd, "tab:blue"), (f"WD 1 → 0 ({label})", a_off, "tab:orange")], field)
+        plots.plot_harmonics([(f"WD = 1 ({label})", a_wd, plots.COLORS["wd"]), (f"WD 1 → 0 ({label})", a_off, plots.COLORS["nowd"])], field)
         plt.show()
     h = {name: chapter.effective_harmonics(arm["emb_spectrum"][:, -1]).round(1).tolist() for name, arm in (("WD = 1", a_wd), ("WD 1 → 0", a_off))}
     print(f"{label}: effective harmonics of the embedding at each arm's last epoch {h} (of ⌊p/2⌋ = {a_wd['emb_spectrum'].shape[-1]})")
 display(Markdown("**Harmonics of the embedding and unembedding (ours; the paper states the redistribution in words).** "
                  "Left: the effective number of frequencies carrying the weight, per epoch, with and without weight decay, "
                  "against ⌊p/2⌋ (dotted); right: the spectrum at the last epoch. Look at whether weight decay spreads "
-                 "the weight over more frequencies than the arm without it, in the embedding and in the unembedding."))  # fmt: skip
+                 "the weight over more frequencies than the arm without it, in the embedding and in the unembedding."))
 
 # %% [markdown]
 # ## How many modes can a core of dimension d hold?
@@ -452,6 +461,9 @@ display(Markdown("**Harmonics of the embedding and unembedding (ours; the paper 
 # the first $d$ ACE directions, on random $d$-dimensional subspaces of the activation space
 # (orthonormal bases from the QR of a Gaussian matrix) and, without any model, on Gaussian class
 # means, for every $d$.
+#
+# ```{fold} Show the shift operator's modes against the core's dimension
+# ```
 
 # %%
 ref_cfg, ref_run = chapter.reference_source(cfg, run)  # the run whose model 0 the reference retrains
@@ -470,7 +482,7 @@ else:
 # trained the stored run), and grokking amplifies such differences, so it is a sibling of the
 # stored model — same setting, same seeds — not a copy.
 
-# %%
+# %% tags=["hide-input"]
 if ref is not None:
     rp = ref_cfg.P
     sweep = chapter.reference_rows(ref, rp, list(range(2, 61, 2)))
@@ -479,7 +491,7 @@ if ref is not None:
     rgrok = chapter.grok_epoch(ref_run.wd.epochs, ref_run.wd["test_acc"])
     after = ref_run.wd.epochs >= (rgrok if rgrok is not None else 0)  # from grokking on
     points = [("WD = 1, from grokking on", ref_run.wd["core_dim"][:, after], ref_run.wd["rotational_modes_ols"][:, after]),
-              ("WD 1 → 0", ref_run.nowd["core_dim"], ref_run.nowd["rotational_modes_ols"])]  # fmt: skip
+              ("WD 1 → 0", ref_run.nowd["core_dim"], ref_run.nowd["rotational_modes_ols"])]
     plots.plot_mode_reference(sweep, rp, core_dims, points)
     plt.show()
     display(Markdown("**Modes of a d-dimensional subspace (ours, beside Fig. 2D).** Left panels: the retrained model at each "
@@ -487,7 +499,7 @@ if ref is not None:
                      "and range), Gaussian class means (grey dotted) and the cap ⌊d/2⌋ + 1 (dashed); the dash-dotted line "
                      "is the core dim. Right: the stored run's checkpoints from grokking on, OLS modes against core dim. Look at where "
                      "random subspaces catch up with the core (after the inflation, small subspaces hold no mode at all), and at "
-                     "how the checkpoints line up under the cap."))  # fmt: skip
+                     "how the checkpoints line up under the cap."))
     display(Markdown(chapter.reference_table(own)))
 
 # %% [markdown]
@@ -562,11 +574,11 @@ results = chapter.results(
     cfg, run, claims, long, long_claims if long is not None else None,
     wall_s=time.perf_counter() - start_time, reference=own if ref is not None else None,
     fork=shown if pair is not None else None, fork_claims=fork_claims if pair is not None else None,
-)  # fmt: skip
+)
 records = chapter.chapter_records(  # each paper claim's headline on the run that tests it as the paper ran it
     cfg, claims, long, long_claims if long is not None else None, shown if pair is not None else None,
     fork_claims if pair is not None else None, (ref_claims, ref_epochs) if ref is not None else None,
-)  # fmt: skip
+)
 session.finish(cfg, results, records)  # glues the verdicts shown at the top, writes results.json
 
 # %% [markdown]

@@ -47,7 +47,7 @@
 # grokked, or is *censored* at the step cap (reported, not dropped).
 #
 # ```{admonition} Run this chapter
-# :class: tip
+# :class: tip dropdown
 # From `notebooks/`: `papermill 04_grokking_scaling_law.ipynb out.ipynb -p PRESET ci -p N_SEEDS 1 -p MAX_STEPS 5000`
 # (lists with `-y`, e.g. `-y "OMEGAS: [0.5, 1.0, 3.0]"`, `-y "PRIMES: [31, 43, 53]"` or `-y "EXTRA_OMEGAS_P: []"`). Each split
 # of the p² pairs must hold at least p pairs, and a modulus whose models would not fit in 8 GiB is
@@ -74,7 +74,7 @@ PRECISION = None  # "fp32" (the stored results) or "bf16" (matmuls on AMX, fast 
 DEVICE = None  # where the sweeps train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/04_grokking_scaling_law
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 import time
 
 import matplotlib.pyplot as plt
@@ -104,7 +104,8 @@ logits = ace_helpers.run_with_core(site.model, site.inputs, site.hook, grok_core
 print(f"the grokked model's core has rank {grok_core.rank} of {h.shape[-1]} and keeps accuracy {site.score(logits):.3f}")
 
 # %% [markdown]
-# **Differences from the paper, stated up front.**
+# ```{fold} Differences from the paper, stated up front: split, evaluation interval, compute, fits, Ω
+# ```
 #
 # * *Split.* Our train/test split is a `numpy.random.RandomState(42)` permutation of the p² pairs
 #   (`modadd_dataset`). The paper's sweep split came from a `torch.randperm` seeded 42 *on the
@@ -123,7 +124,7 @@ print(f"the grokked model's core has rank {grok_core.rank} of {h.shape[-1]} and 
 #   paper preset keeps the paper's single ω = 1, where Ω(ω) comes from the ω sweep at p = 53 with the
 #   p sweep's p_crit — which tests Ω ∝ 1/ω only given that p_crit does not depend on ω.
 
-# %%
+# %% tags=["hide-input"]
 print(f"preset {cfg['PRESET']}: {cfg['N_SEEDS']} seeds per setting (paper: 12); "
       f"train fraction {cfg['TRAIN_FRACTION']} (ω sweep) / {cfg['TRAIN_FRACTION_P']} (p sweep) (paper 0.5 / 0.5); step cap {cfg['MAX_STEPS']}; "
       f"evaluation every {cfg['EVAL_EVERY']} steps -> tau resolution ±{cfg['EVAL_EVERY']} steps")
@@ -185,11 +186,11 @@ print(sweeps.describe())
 # The paper reports τ ∝ ω^−1.02 against the theory's ω^−1 at p = 53, batch 512, 12 seeds. All
 # ω × seeds below train as **one** ensemble.
 
-# %%
+# %% tags=["hide-input"]
 omega_runs = res.omega_runs
 display(Markdown(plots.setting_table(omega_runs, "omega")))
 
-# %%
+# %% tags=["hide-input"]
 omega_fit, mem_fit = fits.omega, fits.mem
 if omega_fit:
     print(f"fitted exponent {omega_fit.exponent:.3f}, 95% CI [{omega_fit.ci[0]:.3f}, {omega_fit.ci[1]:.3f}], "
@@ -225,11 +226,11 @@ display(Markdown(plots.omega_table(chapter.setting_rows(fits))))
 # p_crit the "architectural limit") and states τ ∝ p^−1 in the high-redundancy regime p ≫ p_crit.
 # One ensemble per p holds every seed and every weight decay of the p sweep.
 
-# %%
+# %% tags=["hide-input"]
 p_runs = res.p_runs
 display(Markdown(plots.setting_table(p_runs, "p")))
 
-# %%
+# %% tags=["hide-input"]
 p_fit, p_pow = fits.p_log, fits.p_pow
 if p_fit:
     print(f"at omega = {cfg['OMEGA_P']:g}: Omega = {p_fit.Omega:.4g} ± {p_fit.Omega_se:.2g}, "
@@ -296,7 +297,7 @@ glue("p_exponent_large", Markdown(f"{large.slope:.2f}" if large else "not measur
 # other over a short range of primes (their standard errors show by how much), which is why the
 # claim rests on the joint fit with one p_crit.
 
-# %%
+# %% tags=["hide-input"]
 display(Markdown(plots.p_omega_table(chapter.p_sweep_rows(p_runs))))
 ol = fits.omega_law
 print(f"joint fit: Omega ~ omega^{ol.b:.2f} [{ol.b_ci[0]:.2f}, {ol.b_ci[1]:.2f}] (theory -1), p_crit = {ol.p_crit:.3g} "
@@ -316,8 +317,11 @@ print(f"joint fit: Omega ~ omega^{ol.b:.2f} [{ol.b_ci[0]:.2f}, {ol.b_ci[1]:.2f}]
 # each run's ω̂, to be compared with its weight decay. This can show whether the margin's dynamics have the
 # ODE's form with the weight decay as its rate; it cannot show the ODE's derivation, nor that our proxy is
 # the paper's ψ, whose definition we could not retrieve.
+#
+# ```{fold} Show the margin fits per run
+# ```
 
-# %%
+# %% tags=["hide-input"]
 margin_traces, margin_fits = res.margin_traces, res.margin  # trained by chapter.run
 for f in margin_fits:
     print(f"omega = {f.omega:g}, seed {f.seed}: fitted decay rate {f.omega_fit:.3g} (ratio {f.omega_fit / f.omega:.2f}), "
@@ -346,8 +350,11 @@ plt.show()
 # with it. So the test can refute "more modes, faster grokking" only where rank cannot explain the result, and it
 # says nothing about why τ falls with p in the sweeps. Twelve small runs, about two minutes on one CPU thread, the
 # same at every preset.
+#
+# ```{fold} Show the confined-embedding runs and their fit
+# ```
 
-# %%
+# %% tags=["hide-input"]
 red_runs = res.redundancy  # trained by chapter.run
 red_fit = chapter.redundancy_slope(red_runs)
 for k, mean in zip(red_fit.ks, red_fit.means):
@@ -413,8 +420,11 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 # has enough seeds (4 for ω, 3 for p); until then its claims are listed as not tested, with how
 # far the runs have got. The claims here are evidence beside the run above, except `scaling.p`: τ ∝ 1/p
 # for p well above p_crit needs primes ≥ 61, which only these runs have, so their verdict is the claim's.
+#
+# ```{fold} Show the stored runs at the paper's settings: sweeps, fits and their claims table
+# ```
 
-# %%
+# %% tags=["hide-input"]
 paper = chapter.stored_paper_sweeps(cfg)
 print(chapter.NO_PAPER_SWEEPS if paper is None else paper.describe())
 if paper is not None:

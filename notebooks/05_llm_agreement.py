@@ -47,7 +47,7 @@
 # %% [markdown]
 #
 # ```{admonition} Run this chapter
-# :class: tip
+# :class: tip dropdown
 # From `notebooks/`: `papermill 05_llm_agreement.ipynb out.ipynb -p PRESET ci` (SmolLM2 only, 300
 # prompts, every other layer: a few minutes on a CPU). Change the main knobs with `-p`, e.g.
 # `-p MODELS gemma3-270m -p N_PROMPTS 400 -p LAYERS all -p GEN_TOKENS 40`; several models as a list:
@@ -80,7 +80,7 @@ DEVICE = None  # where the models run: "auto" (CUDA when present, else the CPU),
 DTYPE = None  # "auto" (the paper's bf16 / fp16 per model family on a GPU, float32 on the CPU), "family" (that on any device), "float32", "bfloat16", "float16"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/05_llm_agreement
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 import time
 
 import numpy as np
@@ -93,6 +93,7 @@ from ace_helpers.chapters.llm_agreement import figures as plots
 from ace_helpers.llm import agreement
 from ace_helpers.repro import session
 from ace_helpers.repro.claims_view import ClaimsView
+from ace_helpers.repro.folded import Folded
 
 start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
@@ -146,7 +147,7 @@ del site  # the full sweep below loads each model itself
 # `python -m ace_helpers.chapters.llm_agreement --preset book --store qwen2.5-1.5b` with the same knobs; the
 # log below says when and at which commit (any other knobs analyse it afresh).
 
-# %%
+# %% tags=["hide-output"]
 res = chapter.run(cfg)
 results, pairs, out = res.models, res.pairs, res.flat  # per model, per pair of models, flat (results.json)
 models = list(results)
@@ -164,14 +165,14 @@ glue("demo_tests", Markdown(chapter.demo_tests_reading(out)), display=False)
 # removing it destroys it, flipping it inverts it (AUC < 0.5). Per-model AUCs were not retrievable;
 # the layer is the one with the lowest flip AUC, as the official code release chooses it.
 
-# %%
+# %% tags=["hide-input"]
 display(Markdown(plots.sweep_table(out, models)))
 curves = [{"name": n, "layers": r.layers, "n_layers": r.n_layers, "base": r.auc_base, **r.auc} for n, r in results.items()]
 fig = plots.plot_auc_depth(curves, chosen={n: r.chosen_layer for n, r in results.items()})
 
 # %% [markdown]
 # *Fig. A (paper's panel A, layer sweep):* look at the last few layers: green (core only), orange
-# (core removed) and red (core flipped) against the dashed base line and chance (0.5); the dotted
+# (core removed) and purple (core flipped) against the dashed base line and chance (0.5); the dotted
 # vertical line is the chosen layer.
 #
 # In the offline models nothing happens in the early and middle layers — the number of the subject
@@ -192,8 +193,11 @@ fig = plots.plot_auc_depth(curves, chosen={n: r.chosen_layer for n, r in results
 # remove, h − 2z·r to flip, z = qᵀ(h − μ) the prompt's core coordinate) — and along the unit
 # difference of the plural and singular training means (the supervised baseline; ACE never sees
 # the labels).
+#
+# ```{fold} Show the controls: table and figure
+# ```
 
-# %%
+# %% tags=["hide-input"]
 if all(out.get(f"{n}.auc_random_keep") for n in models):
     display(Markdown(plots.controls_table(out, models)))
     fig = plots.plot_controls({n: {
@@ -233,6 +237,9 @@ else:
 # number is gone, the state still holds the attractor noun, whose number is always the opposite
 # one. Prompts with a head noun and no attractor ("The keys", "In the past, the key", …, the same 18
 # heads in 4 frames) tell the two apart.
+#
+# ```{fold} Show the removal diagnosis: zero vs mean ablation, prompts without an attractor
+# ```
 
 # %%
 if all(out.get(f"{n}.auc_random_keep") for n in models):
@@ -259,7 +266,7 @@ else:
 # partly restates that: the table gives the R² that the label alone gives (z permuted within each
 # class) and the fit within each class, with p-values from permutations within the class.
 
-# %%
+# %% tags=["hide-input"]
 display(Markdown(plots.knob_table(out, models)))
 fig = plots.plot_knob({n: {"z": r.knob.z, "m": r.knob.m, "labels": data.test_labels, "r2": r.knob.r2,
                            "r2_singular": out[f"{n}.knob_r2_singular"], "r2_plural": out[f"{n}.knob_r2_plural"]}
@@ -287,8 +294,8 @@ fig = plots.plot_knob({n: {"z": r.knob.z, "m": r.knob.m, "labels": data.test_lab
 # prompts the smallest one-sided p-value of one model is 1/64 ≈ 0.016 (two-sided 1/32). The first
 # table adds the margin m and how far the flip moves it towards the other number (the shift, in nats).
 
-# %%
-display(Markdown(plots.demo_table(out, models, demo_texts, shifts)))
+# %% tags=["hide-input"]
+display(Folded("Show the six prompts per model: shares, margins and the flip's shift", plots.demo_table(out, models, demo_texts, shifts)))
 display(Markdown(chapter.demo_tests_table(out, models)))
 fig = plots.plot_flip_demo({n: r.demo_probs for n, r in results.items()}, demo_texts)
 
@@ -314,20 +321,20 @@ fig = plots.plot_flip_demo({n: r.demo_probs for n, r in results.items()}, demo_t
 # other-number form in that very context (teacher-forced), and show the same statistic for the
 # clean texts.
 #
+# ```{fold} Show the steered generations: both calibration rules, the table, samples and the figure
+# ```
+#
 # **The headline is the official rule** (`generate_surgical` in `SVA_uni.py`: one secant step from
 # s₀ = 0.2 to a target of 1 nat). Our variant adds `GEN_REFINE` secant steps and a target of
 # `GEN_EPS` nats: at temperature 1 a copula margin of 1 nat still leaves the clean number's copula
 # σ(−1) = 27 % of the two forms' probability. The table shows both, with the share of steps whose
 # achieved margin lands on the other side and the median push achieved.
 
-# %%
+# %% tags=["hide-input"]
 if any(r.generations for r in results.values()):
     display(Markdown(plots.generation_table(out, models)))
-    for name, r in results.items():
-        for rule, g in r.generations.items():
-            print(f"{name}, {rule} calibration:")
-            for prompt, clean, steered in list(zip(g.prompts, g.clean, g.steered))[:: cfg.GEN_SAMPLES]:
-                print(f"  PROMPT  {prompt!r}\n  clean   {clean!r}\n  flipped {steered!r}")
+    samples = chapter.generation_samples({n: r.generations for n, r in results.items()}, cfg.GEN_SAMPLES)
+    display(Folded("Show the generations: one sample per prompt, clean and flipped, per model and rule", text=samples))
     fig = plots.plot_generation({n: {"clean": out[f"{n}.generation_baseline_rate"],
                                      "official": out[f"{n}.generation_official_rate"],
                                      "refined": out[f"{n}.generation_refined_rate"]} for n in models})
@@ -335,7 +342,7 @@ else:
     print("no generation in remote mode")
 
 # %% [markdown]
-# *Fig. D (ours, steered generation):* look at the orange bars (official calibration) and the red
+# *Fig. D (ours, steered generation):* look at the orange bars (official calibration) and the blue
 # ones (refined) against the grey ones (clean texts, sampling noise) and the dotted line at 0.7, our
 # acceptance line.
 #
@@ -355,8 +362,11 @@ else:
 # matrix over every pair of models: above the diagonal the pooled correlation with the label-only null's median
 # in brackets, below it the correlations within the singular / plural prompts; the second lists each pair's
 # tests.
+#
+# ```{fold} Show the cross-model alignment: matrix, tests and figure
+# ```
 
-# %%
+# %% tags=["hide-input"]
 if pairs:
     display(Markdown(plots.alignment_matrix(out, models)))
     display(Markdown(plots.alignment_table(out)))

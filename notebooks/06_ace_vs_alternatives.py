@@ -44,7 +44,7 @@
 # (D, r) matrix kept orthonormal by a differentiable QR.
 #
 # ```{admonition} Run this chapter
-# :class: tip
+# :class: tip dropdown
 # From `notebooks/`: `papermill 06_ace_vs_alternatives.ipynb out.ipynb -p PRESET ci -p MODADD False -p DAS_STEPS 300`
 # (any knob of the parameters cell can be set with `-p NAME VALUE`; a bad value stops the run in its
 # second cell with a `ValueError` naming the knob). The `ci` preset skips modular addition and the
@@ -86,7 +86,7 @@ PRECISION = None  # model training: "fp32" (the stored results) or "bf16" (bf16 
 DEVICE = None  # where the toy models train (the LLMs run on the CPU): "auto", "cpu", "cuda", "cuda:N", "mps"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/06_ace_vs_alternatives
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 import time
 
 from IPython.display import Markdown, display

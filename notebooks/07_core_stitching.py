@@ -51,7 +51,7 @@
 # upper bound, with D² parameters instead of r²).
 #
 # ```{admonition} Run this chapter
-# :class: tip
+# :class: tip dropdown
 # From `notebooks/`: `papermill 07_core_stitching.ipynb out.ipynb -p PRESET ci -p EPOCHS 8 -p MODADD False`
 # (any knob of the parameters cell can be set with `-p NAME VALUE`; a bad value stops the run in its
 # second cell with a `ValueError` naming the knob). The `ci` preset skips modular addition
@@ -87,7 +87,7 @@ PRECISION = None  # model training: "fp32" (the stored results) or "bf16" (bf16 
 DEVICE = None  # where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/07_core_stitching
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "hide-output"]
 import time
 
 from IPython.display import Markdown, display

@@ -1,19 +1,32 @@
 """A chapter's claims table as a reader sees it: four short columns (claim, paper, ours, verdict badge), with our rule,
 the paper's place, the measured cause of a failure and the claim's id folded under each claim.
 
+The paper's claims (one row per claim and run, the headline rows) are shown open; our own claims, the diagnoses and
+the same claims measured again (per model, per run) sit in folded groups under it, each group's summary carrying its
+verdict counts as badges, so that a failure inside a closed group is still seen.
+
 ``display(ClaimsView(claims))`` in a notebook records the table twice: as HTML, which the book renders, and as the
 markdown pipe table of :meth:`~ace_helpers.repro.report.Claims.table`, which the tests read back.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
-from ace_helpers.repro.badges import badge, cell
+from ace_helpers.repro.badges import badge, cell, counts_badges
 from ace_helpers.repro.report import NOT_TESTED, Claim, ClaimRow, Claims, claims_table
 
 HEADER = ("claim", "paper", "ours", "verdict")
 """The columns of the HTML table (the rule and the details sit under the claim)."""
+
+GROUPS = (
+    ("paper", "The paper's claims"),
+    ("ours", "Our own claims"),
+    ("diagnosis", "Diagnoses (why a claim fails; never counted as a verdict)"),
+    ("repeat", "The same claims on each model or run (evidence beside the rows above)"),
+)
+"""The groups of a claims table in page order, ``(key, title)``; the first non-empty group is shown open."""
 
 
 def _details(parts: Sequence[tuple[str, str]]) -> str:
@@ -34,6 +47,19 @@ def _untested_row(r: ClaimRow) -> str:
     return f"<tr><td>{cell(r.claim)}{details}</td><td>{cell(r.paper)}</td><td>{cell(r.ours)}</td><td>{badge(NOT_TESTED)}</td></tr>"
 
 
+def group_of(r: Claim) -> str:
+    """The :data:`GROUPS` key of a claim row: a repeated paper claim (``headline`` False) is a "repeat"; else its
+    kind ("paper", "ours", "diagnosis"; an unset kind counts as ours)."""
+    if r.kind == "paper" and not r.headline:
+        return "repeat"
+    return r.kind if r.kind in ("paper", "diagnosis") else "ours"
+
+
+def _table(rows: Sequence[str]) -> str:
+    head = "".join(f"<th>{h}</th>" for h in HEADER)
+    return f'<table class="ace-claims"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
 class ClaimsView:
     """The claims of one run (``claims.rows``) and, when given, the claims it cannot test, for ``display``."""
 
@@ -41,12 +67,25 @@ class ClaimsView:
         self.claims, self.not_tested = claims, list(not_tested)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in HEADER)
-        body = [_claim_row(r) for r in self.claims.rows] + [_untested_row(r) for r in self.not_tested]
-        return f'<table class="ace-claims"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        groups: dict[str, list[Claim]] = {key: [] for key, _ in GROUPS}
+        for r in self.claims.rows:
+            groups[group_of(r)].append(r)
+        parts, opened = [], False
+        for key, title in GROUPS:
+            rows = [_claim_row(r) for r in groups[key]] + ([_untested_row(r) for r in self.not_tested] if key == "paper" else [])
+            if not rows:
+                continue
+            counts = Counter(r.verdict for r in groups[key]) + (Counter({NOT_TESTED: len(self.not_tested)}) if key == "paper" else Counter())
+            if not opened:
+                parts.append(_table(rows))
+                opened = True
+            else:
+                parts.append(f'<details class="ace-claims-group"><summary>{title} ({len(rows)}): {counts_badges(counts)}</summary>'
+                             f"{_table(rows)}</details>")
+        return "".join(parts)
 
     def _repr_markdown_(self) -> str:
         return claims_table(self.claims, self.not_tested)
 
 
-__all__ = ["HEADER", "ClaimsView"]
+__all__ = ["GROUPS", "HEADER", "ClaimsView", "group_of"]

@@ -157,10 +157,13 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
            markdown_table(("chapter", "paper claims (headline run)", "our own claims"), per_chapter), "",
            "## Our own claims, chapter by chapter", ""]
     for stem in stems:
+        mine = [r for r in rows if r["kind"] == "ours" and r.get("chapter") == stem]
         ours = [(r["claim"] + _folded([("our rule", r["rule"]), ("run", _run(r)), ("note", r["note"]), ("id", f"`{r['id']}`")]),
-                 _badge(r), r["ours"]) for r in rows if r["kind"] == "ours" and r.get("chapter") == stem]  # fmt: skip
-        if ours:
-            out += [f"**[{stem}](../notebooks/{stem}.ipynb)**", "", markdown_table(("our claim", "verdict", "ours"), ours), ""]
+                 _badge(r), r["ours"]) for r in mine]  # fmt: skip
+        if ours:  # folded: the summary line carries the chapter's counts, so a failure shows with the table closed
+            out += [f'<details class="ace-fold"><summary>{stem}: {len(ours)} claims {counts_badges(ours_counts(mine))}</summary>', "",
+                    f"[Open the chapter]({'../notebooks/' + stem + '.ipynb'})", "",
+                    markdown_table(("our claim", "verdict", "ours"), ours), "", "</details>", ""]
     return "\n".join(out)
 
 

@@ -12,17 +12,32 @@ PALETTE = {"base": "#0072B2", "keep": "#009E73", "remove": "#D55E00", "flip": "#
 """Colours of the ablations (Okabe–Ito)."""
 
 
+INLINE = "module://matplotlib_inline.backend_inline"
+"""The backend of a Jupyter kernel (figures shown as cell outputs)."""
+
+
 def set_style() -> None:
     """Seaborn 'whitegrid' style with the :data:`OKABE_ITO` colour cycle and text 10 % larger than seaborn's
     notebook context (legends and ticks stay legible where a wide figure is scaled to the page's column), a
-    non-interactive backend safe for headless runs, 110 dpi."""
+    non-interactive backend safe for headless runs, 110 dpi.
+
+    In a notebook, figures are shown as SVG with their text kept as text (sharp at any zoom; the book's browser
+    tests read each text's size from it), without a date and with fixed element ids, so that the same figure gives
+    the same output on every run."""
     import seaborn as sns  # load time: a heavy import, done on first use
 
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+    backend = matplotlib.get_backend()
+    if backend.lower() not in ("agg", INLINE):
         matplotlib.use("Agg")
     sns.set_theme(style="whitegrid", context="notebook", font_scale=1.1, palette=list(OKABE_ITO))
     matplotlib.rcParams["figure.dpi"] = 110
     matplotlib.rcParams["savefig.bbox"] = "tight"
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    matplotlib.rcParams["svg.hashsalt"] = "ace-book"
+    if backend == INLINE:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats  # load time: notebook-only
+
+        set_matplotlib_formats("svg", metadata={"Date": None})
 
 
 COLUMN_INCHES = 10.5
@@ -32,7 +47,7 @@ COLUMN_INCHES = 10.5
 def panel_grid(n: int, *, width: float = 4.6, height: float = 3.6, max_cols: int = 2, **subplots: object):
     """A figure of ``n`` panels of about ``width`` × ``height`` inches, ``max_cols`` to a row and never wider than
     :data:`COLUMN_INCHES` (panels shrink to fit); returns ``(fig, axes)`` with the ``n`` axes in a flat list (the
-    grid's unused cells hidden).  ``subplots``: passed to ``plt.subplots`` (e.g. ``sharey=True``)."""
+    grid's unused cells removed).  ``subplots``: passed to ``plt.subplots`` (e.g. ``sharey=True``)."""
     import matplotlib.pyplot as plt  # load time: a heavy import, done on first use
 
     cols = max(1, min(max_cols, n))
@@ -41,7 +56,7 @@ def panel_grid(n: int, *, width: float = 4.6, height: float = 3.6, max_cols: int
     fig, grid = plt.subplots(rows, cols, figsize=(width * cols * scale, height * rows * scale), squeeze=False, **subplots)
     axes = list(grid.flat)
     for ax in axes[n:]:
-        ax.set_visible(False)
+        ax.remove()
     return fig, axes[:n]
 
 

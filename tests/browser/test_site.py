@@ -44,9 +44,9 @@ class Visit:
     off_host: list[str] = field(default_factory=list)
 
 
-def open_page(browser, url: str, *, scheme: str = "light"):
-    """Open ``url`` in a fresh context (``scheme``: "light" | "dark"); returns (page, Visit)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+def open_page(browser, url: str, *, scheme: str = "light", width: int = 1280):
+    """Open ``url`` in a fresh context ``width`` px wide (``scheme``: "light" | "dark"); returns (page, Visit)."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
     if scheme == "dark":  # the theme's own switch, as a reader's click leaves it
         context.add_init_script("localStorage.setItem('theme', 'dark'); localStorage.setItem('mode', 'dark');")
     visit = Visit()

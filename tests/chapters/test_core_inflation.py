@@ -417,8 +417,9 @@ def test_fig_2d_panels_show_both_fits_with_their_caps_and_the_reference():
     caps = chapter.mode_caps(core, 53)
     fig = plots.plot_modes_fits(epochs, caps - 1, caps - 3, caps, epochs[11:], caps[:, 11:] - 5, caps[:, 11:] - 6, caps[:, 11:], 53)
     titles = [ax.get_title() for ax in fig.axes]
-    assert titles[0].startswith("Fig. 2D") and "OLS" in titles[0] and "ridge" in titles[1]
-    assert all(any("cap" in t.get_text() for t in ax.get_legend().get_texts()) for ax in fig.axes)
+    assert titles[0].startswith("2D") and "OLS" in titles[0] and "ridge" in titles[1]
+    assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1  # one legend for both panels
+    assert any("cap" in t.get_text() for t in fig.legends[0].get_texts())
     rows = [{"epoch": e, "dim": d, "cap": chapter.mode_cap(d, 53), "ace": min(d // 2, 8), "random": np.full(4, min(d // 3, 8)),
              "gaussian": np.zeros(4)} for e in (1000, 6000) for d in range(2, 61, 2)]  # fmt: skip
     fig = plots.plot_mode_reference(rows, 53, {1000: 14, 6000: 42}, [("WD = 1", core, caps - 1), ("WD 1 → 0", core, caps - 5)])

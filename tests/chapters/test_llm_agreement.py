@@ -489,3 +489,16 @@ def test_a_stored_model_run_reads_back_the_same_analysis(tiny, tmp_path):
     other = A.PARAMS.resolve(PRESET="ci", SEED=1)
     assert stored.load_model_result(other, "tiny", directory=tmp_path) is None  # other knobs: not this run
     assert stored.STORED_MODELS == ("qwen2.5-1.5b",)  # the chapter's run reads stored runs of these models only
+
+
+def test_generation_samples_print_every_kth_row_of_each_model_and_rule():
+    from types import SimpleNamespace
+
+    from ace_helpers.chapters.llm_agreement import generation_samples
+
+    g = SimpleNamespace(prompts=["a", "a", "b", "b"], clean=["x", "y", "z", "w"], steered=["X", "Y", "Z", "W"])
+    text = generation_samples({"m1": {"official": g}, "m2": {"refined": g}}, 2)
+    assert text.splitlines()[:4] == ["m1, official calibration:", "  PROMPT  'a'", "  clean   'x'", "  flipped 'X'"]
+    assert text.count("PROMPT") == 4 and "m2, refined calibration:" in text and "'y'" not in text
+    with pytest.raises(ValueError, match="every=0 is not allowed"):
+        generation_samples({"m": {"official": g}}, 0)

@@ -35,9 +35,11 @@ def test_the_claims_view_carries_html_for_the_page_and_the_markdown_the_tests_re
     claims.check("overlap small", "0.02-0.04", 0.3, False, known_gap="measured cause", rule="< 0.1", id="ours.x.ov")
     view = ClaimsView(claims, [ClaimRow("later", "p", "-", "needs 20 000 epochs")])
     html = view._repr_html_()
-    assert html.count("<tr>") == 4 and html.count("<details>") == 3  # header and three rows, each with its details
+    # the untested paper claim's table (shown) and our own claims (folded, with their counts in the summary)
+    assert html.count("<table") == 2 and html.count("<tr>") == 5 and html.count("<details>") == 3
+    assert html.index("needs 20 000 epochs") < html.index('<details class="ace-claims-group"><summary>Our own claims (2): ')
     assert "measured cause" in html and "needs 20 000 epochs" in html and "Fig. 1" in html
-    assert [html.count(f"ace-v-{v}") for v in ("reproduced", "not-reproduced", "not-tested")] == [1, 1, 1]
+    assert [html.count(f"<td><span class=\"ace-verdict ace-v-{v}\"") for v in ("reproduced", "not-reproduced", "not-tested")] == [1, 1, 1]
     markdown = view._repr_markdown_()
     assert markdown.startswith("| claim | paper | our rule | ours | verdict |") and "not tested: needs 20 000 epochs" in markdown
 
@@ -56,3 +58,17 @@ def test_the_findings_table_lists_each_paper_claim_once_failures_first():
     assert text.startswith(f"The paper's {len(PAPER_CLAIMS)} claims, each judged once: ")
     box = verdict_summary(recs)
     assert box.startswith("Paper claims (3, one verdict each): ") and "ace-v-not-reproduced" in box
+
+
+def test_the_claims_view_shows_the_paper_claims_and_folds_ours_diagnoses_and_repeats():
+    claims = Claims()
+    claims.check("core rank", "3-D", 3, True, id="markov.core_rank")
+    claims.check("core rank, seed 2", "3-D", 4, False, known_gap="cause", id="markov.core_rank", headline=False)
+    claims.check("ours holds", "-", 1, True, id="ours.x.a")
+    claims.check("why it fails", "-", 1, True, id="ours.x.why", explains="markov.core_rank")
+    html = ClaimsView(claims)._repr_html_()
+    shown, _, folded = html.partition("<details class=")
+    assert "core rank" in shown and "ours holds" not in shown and "seed 2" not in shown
+    summaries = [s.split("</summary>")[0] for s in folded.split("<summary>")[1:] if not s.startswith("rule and details")]
+    assert [s.split(" (")[0] for s in summaries] == ["Our own claims", "Diagnoses", "The same claims on each model or run"]
+    assert "ace-v-not-reproduced" in summaries[2]  # a failure inside a closed group shows in its summary

@@ -30,7 +30,7 @@ def planted_summary(overlap: dict, acc_keep: dict, acc_remove: dict, chance: flo
     ax2.set_ylim(0, 1.05)
     ax2.set_ylabel("readout accuracy (fraction correct)")
     ax2.set_title("B (ours)  Necessity and sufficiency", fontsize=10)
-    ax2.legend(loc="upper right", fontsize=9)
+    ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=10, frameon=False)  # below: no bar hidden
     fig.tight_layout()
     return fig
 

@@ -23,6 +23,7 @@ from ace_helpers.chapters.core_inflation import mode_cap
 from ace_helpers.chapters.core_inflation.fork import effective_harmonics
 from ace_helpers.chapters.modadd.figures import COLORS, band, epoch_axis, grok_line, legend_below
 from ace_helpers.chapters.modadd.figures import plot_clocks as _plot_clocks
+from ace_helpers.repro.style import COLUMN_INCHES, panel_grid
 
 #: Title of chapter 3's clock figure.
 CLOCKS_TITLE = "Fig. 2C: shift-operator eigenvalues on the core, with and without weight decay"
@@ -83,6 +84,7 @@ def plot_rotational_modes(
     ax: Axes | None = None,
     caps: tuple[np.ndarray, np.ndarray] | None = None,
     title: str = "Fig. 2D: the cyclic operator saturates (OLS fit)",
+    legend: bool = True,
 ) -> Axes:
     """Fig. 2D: rotational modes (folded frequency bins with a near-unit eigenvalue) vs epoch.
 
@@ -96,14 +98,15 @@ def plot_rotational_modes(
         for x, cap, arm in ((epochs_wd, caps[0], "WD = 1"), (epochs_nowd, caps[1], "WD 1 → 0")):
             color = COLORS["wd" if arm == "WD = 1" else "nowd"]
             ax.plot(np.asarray(x), np.atleast_2d(cap).mean(0), color=color, linestyle="--", linewidth=1,
-                    label=f"cap ⌊d/2⌋ + 1 of the core dim d, {arm}")  # fmt: skip
+                    label=f"cap ⌊d/2⌋ + 1 (d: core dim), {arm}")  # fmt: skip
     top = p // 2 + 1
     ax.axhline(top, color="0.5", linestyle=":", label=f"⌊p/2⌋ + 1 = {top}")
     ax.set_ylim(0, top + 1)
     epoch_axis(ax)
     ax.set_ylabel("rotational modes (frequency bins)")
     ax.set_title(title)
-    legend_below(ax)
+    if legend:  # else the caller draws one legend for several panels
+        legend_below(ax)
     return ax
 
 
@@ -120,13 +123,16 @@ def plot_modes_fits(
 ) -> Figure:
     """Fig. 2D twice: the code release's OLS fit on all class means (left, the paper's panel) and our
     ridge variant with a held-out block (right); both with the caps ⌊d/2⌋ + 1 (arrays (M, C) per arm)."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.6), sharey=True)
     caps = (caps_wd, caps_nowd)
     plot_rotational_modes(epochs_wd, modes_ols_wd, epochs_nowd, modes_ols_nowd, p, ax=axes[0], caps=caps,
-                          title="Fig. 2D: modes, OLS on all class means")  # fmt: skip
+                          title="2D: OLS on all class means", legend=False)  # fmt: skip
     plot_rotational_modes(epochs_wd, modes_ridge_wd, epochs_nowd, modes_ridge_nowd, p, ax=axes[1], caps=caps,
-                          title="Fig. 2D, our variant: ridge 1, held-out block")  # fmt: skip
-    fig.tight_layout()
+                          title="2D, our variant: ridge, held-out block", legend=False)  # fmt: skip
+    axes[1].set_ylabel("")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
+    fig.tight_layout(rect=(0, 0.2, 1, 1))  # room for the legend below both panels
     return fig
 
 
@@ -146,9 +152,9 @@ def plot_mode_reference(
     """
     epochs = sorted({int(r["epoch"]) for r in rows})
     n = len(epochs) + bool(points)
-    fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 3.9), sharey=True, squeeze=False)
+    fig, axes = panel_grid(n, width=5.2, height=4.4, max_cols=2, sharey=True)
     top = p // 2 + 1
-    for ax, e in zip(axes[0], epochs):
+    for ax, e in zip(axes, epochs):
         rs = sorted((r for r in rows if int(r["epoch"]) == e), key=lambda r: r["dim"])
         d = np.asarray([r["dim"] for r in rs])
         rnd = np.stack([np.asarray(r["random"]) for r in rs])
@@ -162,7 +168,7 @@ def plot_mode_reference(
         ax.set_xlabel("subspace dimension d")
         legend_below(ax)
     if points:
-        ax = axes[0][-1]
+        ax = axes[-1]
         for (label, dims, modes), color in zip(points, (COLORS["wd"], COLORS["nowd"], COLORS["core"], COLORS["suff"])):
             ax.scatter(np.ravel(dims), np.ravel(modes), s=10, alpha=0.6, color=color, label=label)
         dd = np.arange(1, max(int(np.max(np.ravel(pt[1]))) for pt in points) + 1)
@@ -170,8 +176,10 @@ def plot_mode_reference(
         ax.set_title("the run's checkpoints: modes (OLS) vs core dim")
         ax.set_xlabel("core dim d")
         legend_below(ax)
-    axes[0][0].set_ylabel("rotational modes (OLS)")
-    axes[0][0].set_ylim(0, top + 1)
+    for i, ax in enumerate(axes):
+        if i % 2 == 0:
+            ax.set_ylabel("rotational modes (OLS)")
+    axes[0].set_ylim(0, top + 1)
     fig.tight_layout()
     return fig
 
@@ -188,9 +196,9 @@ def plot_inflation_overview(
     p: int,
     grok: int | None = None,
 ) -> Figure:
-    """Fig. 2A, 2B and 2D side by side for one run (arrays (M, C) per arm, as the single panels;
+    """Fig. 2A, 2B and 2D for one run, two to a row (arrays (M, C) per arm, as the single panels;
     pass the OLS modes for the paper's Fig. 2D)."""
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.8))
+    fig, axes = panel_grid(3, width=5.2, height=4.6, max_cols=2)
     plot_core_inflation(epochs_wd, core_wd, epochs_nowd, core_nowd, fork_epoch, grok, ax=axes[0])
     plot_redundancy(epochs_wd, suff_wd, core_wd, grok, ax=axes[1])
     plot_rotational_modes(epochs_wd, modes_wd, epochs_nowd, modes_nowd, p, ax=axes[2])
@@ -208,7 +216,7 @@ def plot_fork_comparison(
     of the first run is drawn in grey over the same epochs for reference.
     """
     if ax is None:
-        fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
+        fig, ax = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.2))
     else:
         fig = ax[0].figure
     styles = ("-", "--", ":")
@@ -225,10 +233,11 @@ def plot_fork_comparison(
         a.set_xlabel("epochs after the fork")
     ax[0].set_ylabel("core size (dimension)")
     ax[1].set_ylabel("rotational modes (OLS)")
-    ax[0].set_title("Fig. 2A beside the paper: the WD-off core after the fork")
-    ax[1].set_title("Fig. 2D beside the paper: the WD-off modes after the fork")
-    legend_below(ax[0])
-    legend_below(ax[1])
+    ax[0].set_title("2A beside the paper: WD-off core")
+    ax[1].set_title("2D beside the paper: WD-off modes")
+    handles, labels = ax[0].get_legend_handles_labels()  # the same runs in both panels: one legend below them
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig
 
 
@@ -243,7 +252,7 @@ def plot_harmonics(
     ``field``: ``"emb_spectrum"`` or ``"unemb_spectrum"``.
     """
     if ax is None:
-        fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
+        fig, ax = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 3.6))
     else:
         fig = ax[0].figure
     half = int(np.asarray(arms[0][1][field]).shape[-1])
@@ -261,6 +270,6 @@ def plot_harmonics(
     name = "embedding" if field == "emb_spectrum" else "unembedding"
     ax[0].set_title(f"Harmonics carrying the {name}'s weight")
     ax[1].set_title(f"The {name}'s Fourier spectrum at the last epoch")
-    legend_below(ax[0])
-    legend_below(ax[1])
+    legend_below(ax[0], ncol=1)  # one entry a line: long labels side by side would overlap
+    legend_below(ax[1], ncol=1)
     return fig

@@ -18,7 +18,7 @@ from ace_helpers.repro.style import PALETTE
 from ace_helpers.repro.tables import markdown_table
 
 LABELS = {"core": "ACE core\n(mapped)", "random": "random\nsubspace", "unmapped": "ACE core\n(unmapped)",
-          "full": "whole activation\n(full-rank map)"}
+          "full": "whole\nactivation\n(full map)"}  # three short lines: four groups side by side in a half-column panel
 REGIME_COLORS = {"same": PALETTE["base"], "crossed": PALETTE["flip"]}
 SWEEP_COLORS = {"core": PALETTE["keep"], "random": PALETTE["remove"], "unmapped": PALETTE["flip"]}
 REGIME_LABELS = {"same": "B on the same input", "crossed": "B on another input"}
@@ -42,7 +42,7 @@ def plot_swaps(section: Mapping[str, Any], title: str, ax: Axes | None = None) -
         vals = [section["swap"][c][regime]["agree"] for c in CONDITIONS]
         bars = ax.bar(x + (k - 0.5) * width, vals, width, color=REGIME_COLORS[regime], label=REGIME_LABELS[regime])
         for bar, v in zip(bars, vals):
-            ax.text(bar.get_x() + bar.get_width() / 2, v + 0.02, f"{v:.2f}", ha="center", va="bottom", fontsize=9)
+            ax.text(bar.get_x() + bar.get_width() / 2, v + 0.02, f"{v:.2f}", ha="center", va="bottom", fontsize=10)
     floor = section["floor"]["agree"]
     ax.axhline(floor, color="0.3", ls="--", lw=1, label=f"no swap, another input ({floor:.2f})")
     ax.axhline(halfway(floor), color="0.5", ls=":", lw=1, label="failure line (halfway to 1)")

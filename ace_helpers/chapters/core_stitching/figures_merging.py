@@ -22,7 +22,7 @@ from ace_helpers.chapters.core_stitching.paper_rows import (
     midpoint_loss,
     naive_fails,
 )
-from ace_helpers.repro.style import PALETTE
+from ace_helpers.repro.style import PALETTE, panel_grid
 from ace_helpers.repro.tables import markdown_table
 
 TASKS = (("markov", "Markov", "seeds"), ("modadd", "mod-add", "models"))
@@ -101,13 +101,14 @@ def merging_figure(res: Mapping[str, Any]) -> plt.Figure:
     pairs = [(name, unit, mg) for name, unit, s in _tasks(res, "merging") for mg in s["merging"]]
     if not pairs:
         raise ValueError("the results hold no merging paths (run the chapter with this version of the library)")
-    fig, axes = plt.subplots(1, len(pairs), figsize=(4.2 * len(pairs), 3.8), squeeze=False)
+    fig, axes = panel_grid(len(pairs), width=4.6, height=3.6, max_cols=2)
     for k, (name, unit, mg) in enumerate(pairs):
         i, j = mg["pair"]
-        plot_merging(mg, f"{'ABCDEFGH'[k]}  {name} {unit} {i + 1} → {j + 1}", axes[0, k])
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+        plot_merging(mg, f"{'ABCDEFGH'[k]}  {name} {unit} {i + 1} → {j + 1}", axes[k])
+    handles, labels = axes[0].get_legend_handles_labels()
+    rows = -(-len(pairs) // 2)
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.tight_layout(rect=(0, 0.12 / rows, 1, 1))
     return fig
 
 

@@ -76,17 +76,17 @@ def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=
     ok = (tau > 0) & ~cens
     rng = np.random.default_rng(0)
     jitter = np.exp(rng.uniform(-0.03, 0.03, len(x)))
-    ax.scatter(x[ok] * jitter[ok], tau[ok], s=14, alpha=0.5, color="#4C72B0", label="runs (seeds)")
+    ax.scatter(x[ok] * jitter[ok], tau[ok], s=14, alpha=0.5, color="#0072B2", label="runs (seeds)")
     if cens.any():
         ax.scatter(x[cens] * jitter[cens], tau[cens], s=30, marker="^", facecolors="none",
-                   edgecolors="#C44E52", label="censored (lower bound)")
+                   edgecolors="#D55E00", label="censored (lower bound)")
     st = setting_stats(records, "omega", "omega")
     good = st["n"] > 0
     ax.errorbar(st["x"][good], st["mean"][good], yerr=np.nan_to_num(st["sd"][good]), fmt="o", color="k",
                 ms=5, capsize=3, label="mean ± sd")
     grid = np.geomspace(min(x) * 0.9, max(x) * 1.1, 50)
     if fit is not None:
-        ax.plot(grid, fit.predict(grid), color="#C44E52",
+        ax.plot(grid, fit.predict(grid), color="#D55E00",
                 label=f"fit: τ ∝ ω^{fit.exponent:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}], R²={fit.r2:.2f}")
         # theory line ω⁻¹ through the geometric mean of the data
         anchor = np.exp(np.mean(np.log(tau[ok]))) * np.exp(np.mean(np.log(x[ok])))
@@ -101,7 +101,7 @@ def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=
     ax.set_ylabel("τ_grok (optimizer steps)")
     primes = sorted({r.p for r in records if r.sweep == "omega"})
     ax.set_title("A  Grok Time vs. Weight Decay" + (f" (p = {primes[0]})" if len(primes) == 1 else ""))
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -117,14 +117,14 @@ def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None, 
 
     ax = ax or plt.subplots(figsize=(5.2, 4))[1]
     omegas = list(dict.fromkeys(r.omega for r in records if r.sweep == "p"))
-    colors = ["#4C72B0", "#55A868", "#8172B2", "#CCB974"]
+    colors = ["#0072B2", "#009E73", "#CC79A7", "#E69F00"]
     grid = None
     for i, w in enumerate(omegas):
         x, tau, cens = _runs([r for r in records if r.omega == w], "p", "p")
         ok, col = (tau > 0) & ~cens, colors[i % len(colors)]
         ax.scatter(x[ok], tau[ok], s=14, alpha=0.5, color=col, label=f"runs (seeds), ω = {w:g}")
         if cens.any():
-            ax.scatter(x[cens], tau[cens], s=30, marker="^", facecolors="none", edgecolors="#C44E52",
+            ax.scatter(x[cens], tau[cens], s=30, marker="^", facecolors="none", edgecolors="#D55E00",
                        label="censored (lower bound)" if i == 0 else None)  # fmt: skip
         st = setting_stats(records, "p", "p", w)
         good = st["n"] > 0
@@ -137,14 +137,14 @@ def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None, 
             ax.plot(grid, log_law(grid, omega_law.Omega(w), omega_law.p_crit), ":", color=col,
                     label=f"Ω = A·ω^b, b = {omega_law.b:.2f}, p_crit = {omega_law.p_crit:.3g}" if i == 0 else None)  # fmt: skip
     if fit is not None and grid is not None:
-        ax.plot(grid, fit.predict(grid), color="#C44E52",
+        ax.plot(grid, fit.predict(grid), color="#D55E00",
                 label=f"−Ω·log(1 − p_crit/p) at ω = {omegas[0]:g}: Ω={fit.Omega:.3g}, p_crit={fit.p_crit:.3g}, R²={fit.r2:.2f}")
         ax.plot(grid, fit.Omega * fit.p_crit / grid, "--", color="0.4", label="asymptote Ω·p_crit/p")
     step_axis(ax.yaxis)
     ax.set_xlabel("modulus p (≈ p/2 equivalent Fourier modes)")
     ax.set_ylabel("τ_grok (optimizer steps)")
     ax.set_title("B  Grok Time vs. Redundancy" + (f" (ω = {omegas[0]:g}, full batch)" if len(omegas) == 1 else " (full batch)"))
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # below: the curves stay visible
     return ax
 
 
@@ -167,7 +167,7 @@ def plot_margin_traces(traces: Sequence[MarginTrace], fits: Sequence[OdeFit]):
     ax_m.axhline(0, color="0.6", lw=0.8)
     ax_m.set(xlabel="optimizer step", ylabel="mean test margin m", title="margin (dashed: fitted ODE from τ_mem)")
     ax_p.set(xlabel="optimizer step", ylabel="‖ψ‖² proxy", title="power of the (a + b − c) logit component")
-    ax_m.legend(fontsize=9)
+    ax_m.legend(fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -184,6 +184,8 @@ def plot_redundancy(runs: Sequence[RedundancyRun]):
     ax.set(xscale="log", yscale="log", xlabel="frequencies k the embedding may use (right: unconstrained)",
            ylabel="τ_grok (steps)", title="grokking time against usable Fourier modes, one p")
     ax.set_xticks(ks, [str(k) for k in ks])
-    ax.legend(fontsize=9)
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())  # only the k values are labelled
+    step_axis(ax.yaxis, log=True)
+    ax.legend(fontsize=10)
     fig.tight_layout()
     return fig

@@ -12,14 +12,14 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ace_helpers.repro.style import panel_grid, set_style
+from ace_helpers.repro.style import COLUMN_INCHES, panel_grid, set_style
 from ace_helpers.repro.tables import markdown_table
 
 _MODE_STYLE = {
     "base": ("Base", "0.3", "-"),
-    "keep": ("Core only (+)", "tab:green", "-"),
-    "remove": ("Core removed (−)", "tab:orange", "-"),
-    "flip": ("Core flipped (↔)", "tab:red", "-"),
+    "keep": ("Core only (+)", "#009E73", "-"),
+    "remove": ("Core removed (−)", "#E69F00", "-"),
+    "flip": ("Core flipped (↔)", "#CC79A7", "-"),
 }
 
 
@@ -46,7 +46,7 @@ def plot_auc_depth(curves: Sequence[Mapping], *, chosen: Mapping[str, int] | Non
     for ax in axes[:: min(2, len(axes))]:
         ax.set_ylabel("ROC-AUC of margin (plural = 1)")
     for ax in axes:
-        ax.legend(loc="lower left", fontsize=9)
+        ax.legend(loc="lower left", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -69,7 +69,7 @@ def plot_knob(knobs: Mapping[str, Mapping]):
         z, m, lab = _z(k["z"]), _z(k["m"]), np.asarray(k["labels"])
         if z[lab == 1].mean() < z[lab == 0].mean():  # the axis sign is arbitrary: plural to the right
             z = -z
-        for value, color, text in ((0, "tab:blue", "singular"), (1, "tab:red", "plural")):
+        for value, color, text in ((0, "#0072B2", "singular"), (1, "#D55E00", "plural")):
             within = k.get(f"r2_{text}")
             label = text if within is None else f"{text} (within-class R² = {within:.2f})"
             ax.scatter(z[lab == value], m[lab == value], s=10, alpha=0.6, color=color, label=label)
@@ -78,9 +78,12 @@ def plot_knob(knobs: Mapping[str, Mapping]):
         ax.plot(grid, slope * grid + intercept, color="k", lw=1.2, label=f"affine fit, pooled R² = {k['r2']:.2f}")
         ax.set(title=f"B (paper): the knob, {name}", xlabel="core coordinate z (z-scored, SD units)",
                ylabel="margin m (z-scored, SD units)")
-        ax.legend(fontsize=9)
+        ax.legend(fontsize=10)
     fig.tight_layout()
     return fig
+
+
+TITLES = {"base": "clean", "removed": "core removed", "flipped": "core flipped"}  # the flip demo's conditions, titled
 
 
 def plot_flip_demo(probs: Mapping[str, Mapping[str, np.ndarray]], prompts: Sequence[str]):
@@ -91,9 +94,9 @@ def plot_flip_demo(probs: Mapping[str, Mapping[str, np.ndarray]], prompts: Seque
         prompts: the P prompt texts.
     """
     set_style()
-    conds = ("base", "removed", "flipped")
-    fig, axes = plt.subplots(len(probs), 3, figsize=(10.5, 0.55 * len(prompts) * len(probs) + 1.5), squeeze=False, sharex=True)
-    colors = ("tab:blue", "tab:red", "lightsteelblue", "lightsalmon")
+    conds = tuple(TITLES)
+    fig, axes = plt.subplots(len(probs), 3, figsize=(10.5, 0.45 * len(prompts) * len(probs) + 1.4), squeeze=False, sharex=True)
+    colors = ("#0072B2", "#D55E00", "#56B4E9", "#F4B183")  # Okabe–Ito blue, vermillion; their light tints
     for row, (name, per) in enumerate(probs.items()):
         for col, cond in enumerate(conds):
             ax = axes[row][col]
@@ -104,12 +107,13 @@ def plot_flip_demo(probs: Mapping[str, Mapping[str, np.ndarray]], prompts: Seque
                 ax.barh(np.arange(len(prompts)), p[:, k], left=left, color=colors[k], label=verb)
                 left += p[:, k]
             ax.set_yticks(np.arange(len(prompts)))
-            ax.set_yticklabels(prompts if col == 0 else [""] * len(prompts), fontsize=9)
+            ax.set_yticklabels(prompts if col == 0 else [""] * len(prompts), fontsize=10)
             ax.invert_yaxis()
-            ax.set_title(f"C (paper): flip demo, {name}, {cond}", fontsize=9)
+            ax.set_title(f"{name}: {TITLES[cond]}", fontsize=10)
     axes[-1][1].set_xlabel("share of the four verbs' probability")
+    fig.suptitle("C (paper): flip demo", fontsize=11)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", fontsize=9, ncol=4, frameon=False)
+    fig.legend(handles, labels, loc="lower center", fontsize=10, ncol=4, frameon=False)
     fig.tight_layout(rect=(0, 0.4 / fig.get_figheight(), 1, 1))  # room for the legend below the panels
     return fig
 
@@ -122,11 +126,11 @@ def plot_generation(rates: Mapping[str, Mapping[str, float]]):
             NaN: not run).
     """
     set_style()
-    fig, ax = plt.subplots(figsize=(4.4 + 1.8 * len(rates), 3.4))
+    fig, ax = plt.subplots(figsize=(min(COLUMN_INCHES, 3.0 + 1.8 * len(rates)), 3.4))
     names = list(rates)
     x = np.arange(len(names))
-    bars = (("clean", "0.6", "clean texts"), ("official", "tab:orange", "official calibration (1 nat, one step)"),
-            ("refined", "tab:red", "refined calibration (ours)"))  # fmt: skip
+    bars = (("clean", "0.6", "clean texts"), ("official", "#E69F00", "official calibration (1 nat, one step)"),
+            ("refined", "#0072B2", "refined calibration (ours)"))  # fmt: skip
     width = 0.8 / len(bars)
     for k, (key, color, label) in enumerate(bars):
         values = [rates[n].get(key) for n in names]
@@ -136,7 +140,7 @@ def plot_generation(rates: Mapping[str, Mapping[str, float]]):
     ax.set_xticks(x)
     ax.set_xticklabels(names)
     ax.set(ylim=(0, 1.05), ylabel="share of generations\nwith verb number changed", title="D (ours): steered generation")
-    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the bars, never over them
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)  # below the bars, never over them
     fig.tight_layout()
     return fig
 
@@ -161,8 +165,8 @@ def plot_controls(controls: Mapping[str, Mapping[str, object]]):
                 rm = np.asarray(c["matched"][mode])
                 ax.scatter(np.full(rm.shape, k), rm, s=12, marker="x", color="0.35",
                            label="random direction, the core's displacement" if k == 1 else None)
-        ax.scatter(x + 0.2, [c["dom"][m] for m in modes], s=40, marker="s", color="tab:blue", label="difference of means")
-        ax.scatter(x + 0.2, [c["ace"][m] for m in modes], s=50, marker="D", color="tab:red", label="ACE core")
+        ax.scatter(x + 0.2, [c["dom"][m] for m in modes], s=40, marker="s", color="#0072B2", label="difference of means")
+        ax.scatter(x + 0.2, [c["ace"][m] for m in modes], s=50, marker="D", color="#D55E00", label="ACE core")
         ax.axhline(c["base"], color="0.3", ls="--", lw=1, label="base")
         ax.axhline(0.5, color="0.8", lw=1, label="chance (0.5)")
         ax.set_xticks(x)
@@ -171,7 +175,7 @@ def plot_controls(controls: Mapping[str, Mapping[str, object]]):
     for ax in axes[:: min(2, len(axes))]:
         ax.set_ylabel("ROC-AUC of margin (plural = 1)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", fontsize=9, ncol=2, frameon=False)
+    fig.legend(handles, labels, loc="lower center", fontsize=10, ncol=2, frameon=False)
     fig.tight_layout(rect=(0, 1.0 / fig.get_figheight(), 1, 1))  # room for the legend below the panels
     return fig
 
@@ -181,17 +185,16 @@ def plot_alignment(coords: Mapping[str, np.ndarray], labels: np.ndarray):
     set_style()
     names = list(coords)
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-    fig, axes = panel_grid(len(pairs), width=4.6, height=4.0, max_cols=3)
+    fig, axes = panel_grid(len(pairs), width=4.6, height=4.2, max_cols=2)
     labels = np.asarray(labels)
     for ax, (a, b) in zip(axes, pairs):
         za, zb = _z(coords[a]), _z(coords[b])
         if np.corrcoef(za, zb)[0, 1] < 0:
             zb = -zb
-        for value, color, text in ((0, "tab:blue", "singular"), (1, "tab:red", "plural")):
+        for value, color, text in ((0, "#0072B2", "singular"), (1, "#D55E00", "plural")):
             ax.scatter(za[labels == value], zb[labels == value], s=10, alpha=0.6, color=color, label=text)
-        ax.set(title=f"E (ours): {a} vs {b}", xlabel=f"{a} core coordinate (z-scored, SD units)",
-               ylabel=f"{b} core coordinate (z-scored, sign-aligned)")
-        ax.legend(fontsize=9)
+        ax.set(title=f"E (ours): {a} vs {b}", xlabel=f"{a}: core coordinate (z)", ylabel=f"{b}: core coordinate (z)")
+        ax.legend(fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -294,3 +294,17 @@ def steered_generate(
     of :func:`steered_generations`."""
     return steered_generations(lm, tokenizer, prompts, layer, core, {"rule": (refine, eps)}, n_new=n_new,
                                n_samples=n_samples, seed=seed)["rule"]
+
+
+def generation_samples(generations: Mapping[str, Mapping[str, Generation]], every: int) -> str:
+    """Text: for each model and calibration rule (``generations[model][rule]``, a :class:`Generation`), every
+    ``every``-th prompt row with its clean and flipped continuation (``every`` ≥ 1)."""
+    if every < 1:
+        raise ValueError(f"every={every} is not allowed: every must be ≥ 1 (one sample of each prompt: GEN_SAMPLES)")
+    lines = []
+    for name, rules in generations.items():
+        for rule, g in rules.items():
+            lines.append(f"{name}, {rule} calibration:")
+            for prompt, clean, steered in list(zip(g.prompts, g.clean, g.steered))[::every]:
+                lines += [f"  PROMPT  {prompt!r}", f"  clean   {clean!r}", f"  flipped {steered!r}"]
+    return "\n".join(lines)

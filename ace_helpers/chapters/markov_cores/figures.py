@@ -82,8 +82,8 @@ def plot_necessity_sufficiency(
         if pts is not None:
             ax.scatter(np.full(len(pts), xi), pts, color="k", s=10, zorder=3)
     for xi, v in zip(x, values):
-        ax.text(xi, v + 0.01, f"{v:.3f}", ha="center", va="bottom", fontsize=9)
-    ax.set_xticks(x, names, fontsize=9)
+        ax.text(xi, v + 0.01, f"{v:.3f}", ha="center", va="bottom", fontsize=10)
+    ax.set_xticks(x, names, fontsize=10)
     ax.set_ylim(0, 1)
     ax.set_ylabel("next-state accuracy")
     ax.set_title("B  Core necessity & sufficiency")
@@ -109,7 +109,7 @@ def plot_cca(matrix: np.ndarray, top: Sequence[Sequence[float]], ax: Axes | None
     _heatmap(np.asarray(matrix), ax, vmin=0.0, vmax=1.0, cmap="mako_r")
     text = "; ".join("[" + ", ".join(f"{v:.3f}" for v in pair) + "]" for pair in top)
     ax.set_title("D  Core statistical similarity (mean CCA)", fontsize=10)
-    ax.set_xlabel(text, fontsize=9)
+    ax.set_xlabel(text, fontsize=10)
     return ax
 
 
@@ -144,7 +144,7 @@ def plot_spectrum(
     ax.set_aspect("equal")
     ax.set_xlabel("Re λ")
     ax.set_ylabel("Im λ")
-    ax.legend(fontsize=9, loc="lower left")
+    ax.legend(fontsize=10, loc="lower left")
     ax.set_title(title, fontsize=10)
     return ax
 
@@ -169,10 +169,10 @@ def plot_energy_cut(
             ax.semilogy(k, left, fmt, color=color, alpha=0.8, ms=4, label=f"{tail} tail" if i == 0 else None)
     ax.axhline(1.0 - energy, color="k", ls="--", lw=1, label=f"cut (energy {energy})")
     ax.set_ylim(FLOOR / 2, 1.5)
-    ax.text(1, FLOOR * 1.4, "(≈ 0: at or below this line)", fontsize=9, color="0.4")
+    ax.text(1, FLOOR * 1.4, "(≈ 0: at or below this line)", fontsize=10, color="0.4")
     ax.set_xlabel("k (balanced directions kept)")
     ax.set_ylabel("energy left, 1 − Σ$_{i≤k}$ w$_i$ / Σ w")
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=10)
     ax.set_title("Where the rank rule cuts (ours)", fontsize=10)
     return ax
 

@@ -19,9 +19,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ace_helpers.repro.style import PALETTE
+from ace_helpers.repro.style import PALETTE, panel_grid
 
-COLORS = {"wd": "#4C72B0", "nowd": "#DD8452", "acc": "#4C72B0", "core": "#C44E52", "suff": "#55A868"}
+COLORS = {"wd": "#0072B2", "nowd": "#E69F00", "acc": "#0072B2", "core": "#D55E00", "suff": "#009E73"}  # Okabe–Ito
+CLOCK_COLUMNS = 4
+"""Clock panels to a row (more checkpoints wrap onto the next row, so the text stays legible at the column)."""
 
 
 def band(ax: Axes, x: np.ndarray, y: np.ndarray, color: str, label: str, **kw) -> None:
@@ -60,7 +62,7 @@ def legend_below(ax: Axes, handles: Sequence | None = None, labels: Sequence[str
     """The legend under the axes (below the x label), so that it covers no curve."""
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=9, frameon=False)
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=10, frameon=False)
 
 
 def plot_accuracy_and_core_dim(
@@ -120,8 +122,8 @@ def plot_grokking_overview(
     p: int,
     grok: int | None = None,
 ) -> Figure:
-    """Fig. 1A and 1B side by side for one run (arrays (M, C), as the single panels)."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+    """Fig. 1A above 1B for one run (arrays (M, C), as the single panels)."""
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 8.4))
     plot_accuracy_and_core_dim(epochs, test_acc, core_dim, grok, ax=axes[0])
     plot_keep_remove(epochs, test_acc, keep_acc, remove_acc, p, grok, ax=axes[1])
     fig.tight_layout()
@@ -175,11 +177,11 @@ def plot_clocks(
         notes: optional text per panel (e.g. accuracy, R_h², core dim).  title: the figure's title.
     """
     n = len(eigenvalues)
-    fig, axes = plt.subplots(1, n, figsize=(2.6 * n, 2.9), squeeze=False)
+    fig, axes = panel_grid(n, width=2.6, height=3.0, max_cols=CLOCK_COLUMNS)
     t = np.linspace(0, 2 * np.pi, 400)
     eps = np.sin(np.pi / p)
     roots = np.exp(2j * np.pi * np.arange(p) / p)
-    for i, (ax, lam) in enumerate(zip(axes[0], eigenvalues)):
+    for i, (ax, lam) in enumerate(zip(axes, eigenvalues)):
         ax.fill(np.r_[(1 + eps) * np.cos(t), (1 - eps) * np.cos(t[::-1])],
                 np.r_[(1 + eps) * np.sin(t), (1 - eps) * np.sin(t[::-1])], color="0.9", linewidth=0)  # fmt: skip
         ax.plot(np.cos(t), np.sin(t), color="0.5", linewidth=0.8)
@@ -191,12 +193,12 @@ def plot_clocks(
         ax.set_ylim(-1.35, 1.35)
         ax.set_xticks([-1, 0, 1])
         ax.set_yticks([-1, 0, 1])
-        ax.set_title(titles[i], fontsize=9)
-        ax.set_xlabel("Re λ", fontsize=9)
-        if i == 0:
-            ax.set_ylabel("Im λ", fontsize=9)
+        ax.set_title(titles[i], fontsize=10)
+        ax.set_xlabel("Re λ", fontsize=10)
+        if i % CLOCK_COLUMNS == 0:
+            ax.set_ylabel("Im λ", fontsize=10)
         if notes is not None:
-            ax.text(0.02, 0.02, notes[i], transform=ax.transAxes, fontsize=9, va="bottom")
+            ax.text(0.02, 0.02, notes[i], transform=ax.transAxes, fontsize=10, va="bottom")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

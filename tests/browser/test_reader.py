@@ -1,0 +1,173 @@
+"""What a reader sees first and how it reads: the built book checked in a real browser against the book's reading
+rules.
+
+- every chapter opens with its verdict box (the paper's claim and this run's verdicts, as badges) within the first
+  900 px of the page;
+- every verdict in a table is a badge (a coloured label with an icon), never bare text;
+- no page is longer than its height budget with its folded parts closed;
+- figure text (legends, ticks, labels) is at least 9 px on screen, read from each SVG figure's font sizes and its
+  rendered width; a bitmap figure must be drawn at 2x or more;
+- no test plumbing (``NBVAL`` markers) is visible;
+- the landing page and every chapter link the paper, and every external link is well-formed (none is fetched).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlparse
+from xml.etree import ElementTree
+
+import pytest
+
+from test_site import CHAPTERS, PAGES, open_page
+
+FOLD = 900
+"""The verdict box must start above this many px from the top of the page (a laptop's first screen)."""
+WIDTH = 1400
+"""The window the reading rules are measured in (px): a laptop's browser, where the page's column is about 780 px."""
+
+#: Height budgets (px, ``document.body.scrollHeight`` at :data:`WIDTH` x 900 with every fold closed). A chapter or a page of
+#: prose reads in about a dozen screens; the scorecard and the landing page are summaries. The two API pages are
+#: reference pages, searched rather than read through: they are split by audience instead (the library; the book's
+#: internals) and get the budget of what they hold.
+DEFAULT_BUDGET = 12_000
+BUDGETS = {"book/intro.html": 8_000, "book/scorecard.html": 8_000, "book/api.html": 80_000, "book/api_internals.html": 190_000}
+
+MIN_TEXT_PX = 9.0
+PAPER = "https://arxiv.org/abs/2602.22600"
+VERDICT_WORDS = re.compile(r"^(?:[✓◐✗?–]\s*)?(reproduced|partly|not reproduced|inconclusive|not tested)\b")
+FONT_SIZE = re.compile(r"font(?:-size)?:\s*(?:[a-z]+\s+)*([0-9.]+)px")
+
+
+@contextmanager
+def reader_page(browser, url: str) -> Iterator:
+    """``url`` opened in a :data:`WIDTH`-px window; the page, closed on exit."""
+    page, _ = open_page(browser, url, width=WIDTH)
+    try:
+        yield page
+    finally:
+        page.context.close()
+
+
+def page_height(page) -> int:
+    """Height of the page as it opens (folds closed), after the theme's scripts have collapsed their toggles."""
+    page.wait_for_timeout(200)
+    return page.evaluate("document.body.scrollHeight")
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_the_verdict_box_opens_every_chapter(browser, site_url, path):
+    with reader_page(browser, site_url + path) as page:
+        box = page.locator("main .admonition", has_text="what this run finds").first
+        assert box.count(), f"{path}: no verdict box ('… what this run finds')"
+        top = box.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        assert top < FOLD, f"{path}: the verdict box starts at {top:.0f} px, below the first {FOLD} px"
+        badges = box.locator(".ace-verdict")
+        assert badges.count() >= 1, f"{path}: the verdict box shows no verdict badge"
+        first = badges.first.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        assert first < FOLD + 300, f"{path}: the verdict box's first badge is at {first:.0f} px"
+
+
+def verdict_cells(page) -> list[dict]:
+    """Every body cell under a column headed "verdict…" of every table of the article: its text and whether it
+    holds a badge."""
+    return page.evaluate(
+        """() => Array.from(document.querySelectorAll('main table')).flatMap(t => {
+               const heads = Array.from(t.querySelectorAll('thead th')).map(h => h.innerText.trim().toLowerCase());
+               const col = heads.findIndex(h => h.startsWith('verdict'));
+               if (col < 0) return [];
+               return Array.from(t.querySelectorAll(':scope > tbody > tr')).map(r => {
+                   const c = r.children[col];
+                   return {text: c ? c.textContent.trim() : '', badge: !!(c && c.querySelector('.ace-verdict'))};
+               });
+           })"""
+    )
+
+
+@pytest.mark.parametrize("path", [*CHAPTERS, "book/intro.html", "book/scorecard.html"])
+def test_every_verdict_in_a_table_is_a_badge(browser, site_url, path):
+    with reader_page(browser, site_url + path) as page:
+        cells = verdict_cells(page)
+        assert cells, f"{path}: no table with a verdict column"
+        bare = [c["text"] for c in cells if not c["badge"]]
+        assert not bare, f"{path}: {len(bare)} verdicts as bare text, e.g. {bare[:3]}"
+        wrong = [c["text"] for c in cells if not VERDICT_WORDS.match(c["text"])]
+        assert not wrong, f"{path}: badges that do not name a verdict: {wrong[:3]}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_page_is_over_its_height_budget(browser, site_url, path):
+    with reader_page(browser, site_url + path) as page:
+        height, budget = page_height(page), BUDGETS.get(path, DEFAULT_BUDGET)
+        assert height <= budget, f"{path}: {height} px with its folds closed, over its budget of {budget} px"
+
+
+def svg_text_sizes(svg: str) -> tuple[float, list[float]]:
+    """The width of an SVG's viewBox (user units) and the font size of each of its text elements (user units)."""
+    root = ElementTree.fromstring(svg)
+    view = root.get("viewBox")
+    if not view:
+        raise ValueError("an SVG figure without a viewBox: its text size on screen cannot be read")
+    width = float(view.split()[2])
+    sizes = []
+    for el in root.iter():
+        if el.tag.rsplit("}", 1)[-1] == "text":
+            style = el.get("style", "") + ";" + (el.get("font-size") or "")
+            match = FONT_SIZE.search(style) or re.search(r"([0-9.]+)", el.get("font-size") or "")
+            if match:
+                sizes.append(float(match.group(1)))
+    return width, sizes
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_figure_text_is_legible_at_the_column_width(browser, site_url, path):
+    with reader_page(browser, site_url + path) as page:
+        figures = page.evaluate(
+            """() => Array.from(document.querySelectorAll('main img')).map(i => ({
+                   src: i.src, shown: i.getBoundingClientRect().width, natural: i.naturalWidth}))"""
+        )
+        assert figures, f"{path}: no figure"
+        small = []
+        for fig in figures:
+            name = urlparse(fig["src"]).path.rsplit("/", 1)[-1]
+            if fig["src"].endswith(".svg"):
+                width, sizes = svg_text_sizes(page.request.get(fig["src"]).text())
+                assert sizes, f"{path}: {name} has no text elements (text drawn as paths cannot be checked)"
+                on_screen = min(sizes) * fig["shown"] / width
+                if on_screen < MIN_TEXT_PX:
+                    small.append(f"{name}: {on_screen:.1f} px (smallest font {min(sizes):g} of a {width:.0f}-unit-wide figure)")
+            else:
+                assert fig["natural"] >= 1.9 * fig["shown"], (
+                    f"{path}: {name} is a bitmap drawn at {fig['natural'] / fig['shown']:.2f}x (2x or SVG wanted)")
+        assert not small, f"{path}: figure text below {MIN_TEXT_PX:g} px on screen: {small}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_test_plumbing_is_visible(browser, site_url, path):
+    with reader_page(browser, site_url + path) as page:
+        text = page.locator("main").inner_text()
+        assert "NBVAL" not in text, f"{path}: an NBVAL marker is visible"
+        assert "# fmt: skip" not in text, f"{path}: a formatter directive is visible"
+
+
+@pytest.mark.parametrize("path", ["book/intro.html", *CHAPTERS])
+def test_external_links_are_present_and_well_formed(browser, site_url, path):
+    with reader_page(browser, site_url + path) as page:
+        hrefs = page.eval_on_selector_all("main a[href^='http']", "els => els.map(e => e.getAttribute('href'))")
+        assert any(h.startswith(PAPER) for h in hrefs), f"{path}: no link to the paper ({PAPER})"
+        bad = []
+        for href in hrefs:
+            url = urlparse(href)
+            if url.scheme != "https" or not url.netloc or "." not in url.netloc or re.search(r"\s", href):
+                bad.append(href)
+        assert not bad, f"{path}: malformed external links {bad}"
+
+
+def test_the_svg_reader_finds_the_smallest_text():
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="400pt" viewBox="0 0 400 300">'
+           '<text style="font: 12.1px \'DejaVu Sans\'">a</text><g><text style="font-size: 9px; fill: #000">b</text></g></svg>')
+    assert svg_text_sizes(svg) == (400.0, [12.1, 9.0])
+    with pytest.raises(ValueError, match="without a viewBox"):
+        svg_text_sizes('<svg xmlns="http://www.w3.org/2000/svg"></svg>')
