@@ -5,8 +5,8 @@ rules.
   900 px of the page;
 - every verdict in a table is a badge (a coloured label with an icon), never bare text;
 - no page is longer than its height budget with its folded parts closed;
-- figure text (legends, ticks, labels) is at least 9 px on screen, read from each SVG figure's font sizes and its
-  rendered width; a bitmap figure must be drawn at 2x or more;
+- figure text (legends, ticks, labels, mathtext) is at least 9 px on screen and a superscript at least 70 % of that,
+  read from each SVG figure's font sizes and its rendered width; a bitmap figure must be drawn at 2x or more;
 - no test plumbing (``NBVAL`` markers) is visible;
 - the landing page and every chapter link the paper, and every external link is well-formed (none is fetched).
 """
@@ -36,6 +36,8 @@ DEFAULT_BUDGET = 12_000
 BUDGETS = {"book/intro.html": 8_000, "book/scorecard.html": 8_000, "book/api.html": 80_000, "book/api_internals.html": 190_000}
 
 MIN_TEXT_PX = 9.0
+MIN_SCRIPT_PX = 0.7 * MIN_TEXT_PX
+"""A superscript or subscript (the 2 of 10²) is set at 70 % of its line, as typography sets it."""
 PAPER = "https://arxiv.org/abs/2602.22600"
 VERDICT_WORDS = re.compile(r"^(?:[✓◐✗?–]\s*)?(reproduced|partly|not reproduced|inconclusive|not tested)\b")
 FONT_SIZE = re.compile(r"font(?:-size)?:\s*(?:[a-z]+\s+)*([0-9.]+)px")
@@ -104,21 +106,33 @@ def test_no_page_is_over_its_height_budget(browser, site_url, path):
         assert height <= budget, f"{path}: {height} px with its folds closed, over its budget of {budget} px"
 
 
-def svg_text_sizes(svg: str) -> tuple[float, list[float]]:
-    """The width of an SVG's viewBox (user units) and the font size of each of its text elements (user units)."""
+def _size(el) -> float | None:
+    match = FONT_SIZE.search(el.get("style", "")) or re.search(r"([0-9.]+)", el.get("font-size") or "")
+    return float(match.group(1)) if match else None
+
+
+def svg_text_sizes(svg: str) -> tuple[float, list[float], list[float]]:
+    """The width of an SVG's viewBox (user units), the font size of each run of text on its line (user units), and
+    that of each superscript or subscript (a ``tspan`` raised or lowered from its line, as in 10²)."""
     root = ElementTree.fromstring(svg)
     view = root.get("viewBox")
     if not view:
         raise ValueError("an SVG figure without a viewBox: its text size on screen cannot be read")
     width = float(view.split()[2])
-    sizes = []
+    sizes, scripts = [], []
     for el in root.iter():
-        if el.tag.rsplit("}", 1)[-1] == "text":
-            style = el.get("style", "") + ";" + (el.get("font-size") or "")
-            match = FONT_SIZE.search(style) or re.search(r"([0-9.]+)", el.get("font-size") or "")
-            if match:
-                sizes.append(float(match.group(1)))
-    return width, sizes
+        if el.tag.rsplit("}", 1)[-1] != "text":
+            continue
+        spans = [t for t in el if t.tag.rsplit("}", 1)[-1] == "tspan"]
+        if not spans:
+            if (size := _size(el)) is not None:
+                sizes.append(size)
+            continue
+        line = spans[0].get("y")
+        for t in spans:
+            if (size := _size(t) or _size(el)) is not None:
+                (sizes if t.get("y") == line else scripts).append(size)
+    return width, sizes, scripts
 
 
 @pytest.mark.parametrize("path", CHAPTERS)
@@ -133,11 +147,13 @@ def test_figure_text_is_legible_at_the_column_width(browser, site_url, path):
         for fig in figures:
             name = urlparse(fig["src"]).path.rsplit("/", 1)[-1]
             if fig["src"].endswith(".svg"):
-                width, sizes = svg_text_sizes(page.request.get(fig["src"]).text())
+                width, sizes, scripts = svg_text_sizes(page.request.get(fig["src"]).text())
                 assert sizes, f"{path}: {name} has no text elements (text drawn as paths cannot be checked)"
-                on_screen = min(sizes) * fig["shown"] / width
-                if on_screen < MIN_TEXT_PX:
-                    small.append(f"{name}: {on_screen:.1f} px (smallest font {min(sizes):g} of a {width:.0f}-unit-wide figure)")
+                scale = fig["shown"] / width
+                if min(sizes) * scale < MIN_TEXT_PX:
+                    small.append(f"{name}: {min(sizes) * scale:.1f} px (smallest font {min(sizes):g} of a {width:.0f}-unit-wide figure)")
+                if scripts and min(scripts) * scale < MIN_SCRIPT_PX:
+                    small.append(f"{name}: a superscript of {min(scripts) * scale:.1f} px")
             else:
                 assert fig["natural"] >= 1.9 * fig["shown"], (
                     f"{path}: {name} is a bitmap drawn at {fig['natural'] / fig['shown']:.2f}x (2x or SVG wanted)")
@@ -165,9 +181,11 @@ def test_external_links_are_present_and_well_formed(browser, site_url, path):
         assert not bad, f"{path}: malformed external links {bad}"
 
 
-def test_the_svg_reader_finds_the_smallest_text():
+def test_the_svg_reader_finds_the_smallest_text_and_tells_scripts_apart():
     svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="400pt" viewBox="0 0 400 300">'
-           '<text style="font: 12.1px \'DejaVu Sans\'">a</text><g><text style="font-size: 9px; fill: #000">b</text></g></svg>')
-    assert svg_text_sizes(svg) == (400.0, [12.1, 9.0])
+           '<text style="font: 12.1px \'DejaVu Sans\'">a</text><g><text style="font-size: 9px; fill: #000">b</text></g>'
+           '<text><tspan x="0" y="1" style="font-size: 12.1px">1</tspan><tspan x="7" y="1" style="font-size: 12.1px">0</tspan>'
+           '<tspan x="15" y="-4" style="font-size: 8.47px">2</tspan></text></svg>')
+    assert svg_text_sizes(svg) == (400.0, [12.1, 9.0, 12.1, 12.1], [8.47])
     with pytest.raises(ValueError, match="without a viewBox"):
         svg_text_sizes('<svg xmlns="http://www.w3.org/2000/svg"></svg>')
