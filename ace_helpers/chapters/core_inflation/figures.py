@@ -16,6 +16,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -23,7 +24,7 @@ from ace_helpers.chapters.core_inflation import mode_cap
 from ace_helpers.chapters.core_inflation.fork import effective_harmonics
 from ace_helpers.chapters.modadd.figures import COLORS, band, epoch_axis, grok_line, legend_below
 from ace_helpers.chapters.modadd.figures import plot_clocks as _plot_clocks
-from ace_helpers.repro.style import COLUMN_INCHES, panel_grid
+from ace_helpers.repro.style import COLUMN_INCHES, panel_grid, thousands
 
 #: Title of chapter 3's clock figure.
 CLOCKS_TITLE = "Fig. 2C: shift-operator eigenvalues on the core, with and without weight decay"
@@ -230,6 +231,9 @@ def plot_fork_comparison(
     for a, field in zip(ax, ("core_dim", "rotational_modes_ols")):
         band(a, np.asarray(wd.epochs)[keep] - fork, wd[field][:, keep], "grey", f"WD = 1, {label}", linestyle="-")
         a.set_xscale("symlog", linthresh=1000)
+        a.set_xticks([0, 500, 1000, 10000])  # linear to 1 000 epochs, then logarithmic: no crowded ticks at 0
+        a.xaxis.set_major_formatter(ticker.FuncFormatter(thousands))
+        a.xaxis.set_minor_formatter(ticker.NullFormatter())
         a.set_xlabel("epochs after the fork")
     ax[0].set_ylabel("core size (dimension)")
     ax[1].set_ylabel("rotational modes (OLS)")
