@@ -135,7 +135,7 @@ def main() -> None:
             tag = "dropout" if dropout else "no dropout"
             eager, _, eager_loss = variant(model, dropout, None, device)
             timers[f"eager, {tag}"] = eager
-            for mode in MODES[device.type if device.type in MODES else "cpu"]:
+            for mode in MODES.get(device.type, MODES["cpu"]):
                 name = "compiled" if mode == "default" else "CUDA graphs"
                 torch._dynamo.reset()
                 torch._dynamo.utils.counters.clear()

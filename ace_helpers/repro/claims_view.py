@@ -67,19 +67,19 @@ class ClaimsView:
         self.claims, self.not_tested = claims, list(not_tested)
 
     def _repr_html_(self) -> str:
-        groups: dict[str, list[Claim]] = {key: [] for key, _ in GROUPS}
+        groups: dict[str, list[tuple[str, str]]] = {key: [] for key, _ in GROUPS}  # (row HTML, verdict) per group
         for r in self.claims.rows:
-            groups[group_of(r)].append(r)
-        parts, opened = [], False
+            groups[group_of(r)].append((_claim_row(r), r.verdict))
+        groups["paper"] += [(_untested_row(r), NOT_TESTED) for r in self.not_tested]
+        parts: list[str] = []
         for key, title in GROUPS:
-            rows = [_claim_row(r) for r in groups[key]] + ([_untested_row(r) for r in self.not_tested] if key == "paper" else [])
+            rows = [html for html, _ in groups[key]]
             if not rows:
                 continue
-            counts = Counter(r.verdict for r in groups[key]) + (Counter({NOT_TESTED: len(self.not_tested)}) if key == "paper" else Counter())
-            if not opened:
+            if not parts:  # the first group with rows is shown open
                 parts.append(_table(rows))
-                opened = True
             else:
+                counts = Counter(verdict for _, verdict in groups[key])
                 parts.append(f'<details class="ace-claims-group"><summary>{title} ({len(rows)}): {counts_badges(counts)}</summary>'
                              f"{_table(rows)}</details>")
         return "".join(parts)

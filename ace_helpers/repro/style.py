@@ -8,6 +8,9 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "
 """The Okabe–Ito colours, told apart also by readers with the common colour-vision deficiencies: the book's
 colour cycle."""
 
+OKABE = dict(zip(("blue", "orange", "green", "vermillion", "purple", "sky", "yellow", "black"), OKABE_ITO))
+"""The :data:`OKABE_ITO` colours by name."""
+
 PALETTE = {"base": "#0072B2", "keep": "#009E73", "remove": "#D55E00", "flip": "#CC79A7", "chance": "0.5"}
 """Colours of the ablations (Okabe–Ito)."""
 

@@ -177,9 +177,8 @@ def plot_mode_reference(
         ax.set_title("the run's checkpoints: modes (OLS) vs core dim")
         ax.set_xlabel("core dim d")
         legend_below(ax)
-    for i, ax in enumerate(axes):
-        if i % 2 == 0:
-            ax.set_ylabel("rotational modes (OLS)")
+    for ax in axes[::2]:  # the first panel of each row
+        ax.set_ylabel("rotational modes (OLS)")
     axes[0].set_ylim(0, top + 1)
     fig.tight_layout()
     return fig

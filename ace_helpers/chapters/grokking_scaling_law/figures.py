@@ -12,7 +12,7 @@ from ace_helpers.chapters.grokking_scaling_law import GrokRecord, setting_stats
 from ace_helpers.chapters.grokking_scaling_law.margin_ode import MarginTrace, OdeFit
 from ace_helpers.chapters.grokking_scaling_law.redundancy import RedundancyRun
 from ace_helpers.method.fits import LogLawFit, OmegaLawFit, PowerLawFit, log_law
-from ace_helpers.repro.style import step_axis
+from ace_helpers.repro.style import OKABE, step_axis
 from ace_helpers.repro.tables import markdown_table
 
 
@@ -76,17 +76,17 @@ def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=
     ok = (tau > 0) & ~cens
     rng = np.random.default_rng(0)
     jitter = np.exp(rng.uniform(-0.03, 0.03, len(x)))
-    ax.scatter(x[ok] * jitter[ok], tau[ok], s=14, alpha=0.5, color="#0072B2", label="runs (seeds)")
+    ax.scatter(x[ok] * jitter[ok], tau[ok], s=14, alpha=0.5, color=OKABE["blue"], label="runs (seeds)")
     if cens.any():
         ax.scatter(x[cens] * jitter[cens], tau[cens], s=30, marker="^", facecolors="none",
-                   edgecolors="#D55E00", label="censored (lower bound)")
+                   edgecolors=OKABE["vermillion"], label="censored (lower bound)")
     st = setting_stats(records, "omega", "omega")
     good = st["n"] > 0
     ax.errorbar(st["x"][good], st["mean"][good], yerr=np.nan_to_num(st["sd"][good]), fmt="o", color="k",
                 ms=5, capsize=3, label="mean ± sd")
     grid = np.geomspace(min(x) * 0.9, max(x) * 1.1, 50)
     if fit is not None:
-        ax.plot(grid, fit.predict(grid), color="#D55E00",
+        ax.plot(grid, fit.predict(grid), color=OKABE["vermillion"],
                 label=f"fit: τ ∝ ω^{fit.exponent:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}], R²={fit.r2:.2f}")
         # theory line ω⁻¹ through the geometric mean of the data
         anchor = np.exp(np.mean(np.log(tau[ok]))) * np.exp(np.mean(np.log(x[ok])))
@@ -117,14 +117,14 @@ def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None, 
 
     ax = ax or plt.subplots(figsize=(5.2, 4))[1]
     omegas = list(dict.fromkeys(r.omega for r in records if r.sweep == "p"))
-    colors = ["#0072B2", "#009E73", "#CC79A7", "#E69F00"]
+    colors = [OKABE[c] for c in ("blue", "green", "purple", "orange")]
     grid = None
     for i, w in enumerate(omegas):
         x, tau, cens = _runs([r for r in records if r.omega == w], "p", "p")
         ok, col = (tau > 0) & ~cens, colors[i % len(colors)]
         ax.scatter(x[ok], tau[ok], s=14, alpha=0.5, color=col, label=f"runs (seeds), ω = {w:g}")
         if cens.any():
-            ax.scatter(x[cens], tau[cens], s=30, marker="^", facecolors="none", edgecolors="#D55E00",
+            ax.scatter(x[cens], tau[cens], s=30, marker="^", facecolors="none", edgecolors=OKABE["vermillion"],
                        label="censored (lower bound)" if i == 0 else None)  # fmt: skip
         st = setting_stats(records, "p", "p", w)
         good = st["n"] > 0
@@ -137,7 +137,7 @@ def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None, 
             ax.plot(grid, log_law(grid, omega_law.Omega(w), omega_law.p_crit), ":", color=col,
                     label=f"Ω = A·ω^b, b = {omega_law.b:.2f}, p_crit = {omega_law.p_crit:.3g}" if i == 0 else None)  # fmt: skip
     if fit is not None and grid is not None:
-        ax.plot(grid, fit.predict(grid), color="#D55E00",
+        ax.plot(grid, fit.predict(grid), color=OKABE["vermillion"],
                 label=f"−Ω·log(1 − p_crit/p) at ω = {omegas[0]:g}: Ω={fit.Omega:.3g}, p_crit={fit.p_crit:.3g}, R²={fit.r2:.2f}")
         ax.plot(grid, fit.Omega * fit.p_crit / grid, "--", color="0.4", label="asymptote Ω·p_crit/p")
     step_axis(ax.yaxis)

@@ -98,9 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--device", default=None, help="where each run trains: auto (CUDA when present, else the CPU), cpu, "
                     "cuda, mps (default: auto); a GPU run is stored beside the CPU runs, keyed by its device kind")
     args = ap.parse_args(argv)
-    if args.gpus is not None and args.device not in (None, "cuda"):
-        ap.error(f"--gpus trains on CUDA: --device {args.device} is not allowed with it (give --device cuda or leave it out)")
     if args.gpus is not None:
+        if args.device not in (None, "cuda"):
+            ap.error(f"--gpus trains on CUDA: --device {args.device} is not allowed with it (give --device cuda or leave it out)")
         try:
             check_gpus(args.gpus)
         except ValueError as err:

@@ -12,15 +12,17 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ace_helpers.repro.style import COLUMN_INCHES, panel_grid, set_style
+from ace_helpers.repro.style import COLUMN_INCHES, OKABE, panel_grid, set_style
 from ace_helpers.repro.tables import markdown_table
 
 _MODE_STYLE = {
     "base": ("Base", "0.3", "-"),
-    "keep": ("Core only (+)", "#009E73", "-"),
-    "remove": ("Core removed (−)", "#E69F00", "-"),
-    "flip": ("Core flipped (↔)", "#CC79A7", "-"),
+    "keep": ("Core only (+)", OKABE["green"], "-"),
+    "remove": ("Core removed (−)", OKABE["orange"], "-"),
+    "flip": ("Core flipped (↔)", OKABE["purple"], "-"),
 }
+NUMBERS = ((0, OKABE["blue"], "singular"), (1, OKABE["vermillion"], "plural"))  # label value, colour, name
+TITLES = {"base": "clean", "removed": "core removed", "flipped": "core flipped"}  # the flip demo's conditions, titled
 
 
 def plot_auc_depth(curves: Sequence[Mapping], *, chosen: Mapping[str, int] | None = None):
@@ -69,7 +71,7 @@ def plot_knob(knobs: Mapping[str, Mapping]):
         z, m, lab = _z(k["z"]), _z(k["m"]), np.asarray(k["labels"])
         if z[lab == 1].mean() < z[lab == 0].mean():  # the axis sign is arbitrary: plural to the right
             z = -z
-        for value, color, text in ((0, "#0072B2", "singular"), (1, "#D55E00", "plural")):
+        for value, color, text in NUMBERS:
             within = k.get(f"r2_{text}")
             label = text if within is None else f"{text} (within-class R² = {within:.2f})"
             ax.scatter(z[lab == value], m[lab == value], s=10, alpha=0.6, color=color, label=label)
@@ -83,9 +85,6 @@ def plot_knob(knobs: Mapping[str, Mapping]):
     return fig
 
 
-TITLES = {"base": "clean", "removed": "core removed", "flipped": "core flipped"}  # the flip demo's conditions, titled
-
-
 def plot_flip_demo(probs: Mapping[str, Mapping[str, np.ndarray]], prompts: Sequence[str]):
     """Panel C (paper): P(is/are/was/were) per demo prompt under clean / removed / flipped, per model.
 
@@ -96,7 +95,7 @@ def plot_flip_demo(probs: Mapping[str, Mapping[str, np.ndarray]], prompts: Seque
     set_style()
     conds = tuple(TITLES)
     fig, axes = plt.subplots(len(probs), 3, figsize=(10.5, 0.45 * len(prompts) * len(probs) + 1.4), squeeze=False, sharex=True)
-    colors = ("#0072B2", "#D55E00", "#56B4E9", "#F4B183")  # Okabe–Ito blue, vermillion; their light tints
+    colors = (OKABE["blue"], OKABE["vermillion"], OKABE["sky"], "#F4B183")  # is, are; was, were in lighter tints
     for row, (name, per) in enumerate(probs.items()):
         for col, cond in enumerate(conds):
             ax = axes[row][col]
@@ -129,8 +128,8 @@ def plot_generation(rates: Mapping[str, Mapping[str, float]]):
     fig, ax = plt.subplots(figsize=(min(COLUMN_INCHES, 3.0 + 1.8 * len(rates)), 3.4))
     names = list(rates)
     x = np.arange(len(names))
-    bars = (("clean", "0.6", "clean texts"), ("official", "#E69F00", "official calibration (1 nat, one step)"),
-            ("refined", "#0072B2", "refined calibration (ours)"))  # fmt: skip
+    bars = (("clean", "0.6", "clean texts"), ("official", OKABE["orange"], "official calibration (1 nat, one step)"),
+            ("refined", OKABE["blue"], "refined calibration (ours)"))  # fmt: skip
     width = 0.8 / len(bars)
     for k, (key, color, label) in enumerate(bars):
         values = [rates[n].get(key) for n in names]
@@ -165,8 +164,8 @@ def plot_controls(controls: Mapping[str, Mapping[str, object]]):
                 rm = np.asarray(c["matched"][mode])
                 ax.scatter(np.full(rm.shape, k), rm, s=12, marker="x", color="0.35",
                            label="random direction, the core's displacement" if k == 1 else None)
-        ax.scatter(x + 0.2, [c["dom"][m] for m in modes], s=40, marker="s", color="#0072B2", label="difference of means")
-        ax.scatter(x + 0.2, [c["ace"][m] for m in modes], s=50, marker="D", color="#D55E00", label="ACE core")
+        ax.scatter(x + 0.2, [c["dom"][m] for m in modes], s=40, marker="s", color=OKABE["blue"], label="difference of means")
+        ax.scatter(x + 0.2, [c["ace"][m] for m in modes], s=50, marker="D", color=OKABE["vermillion"], label="ACE core")
         ax.axhline(c["base"], color="0.3", ls="--", lw=1, label="base")
         ax.axhline(0.5, color="0.8", lw=1, label="chance (0.5)")
         ax.set_xticks(x)
@@ -191,7 +190,7 @@ def plot_alignment(coords: Mapping[str, np.ndarray], labels: np.ndarray):
         za, zb = _z(coords[a]), _z(coords[b])
         if np.corrcoef(za, zb)[0, 1] < 0:
             zb = -zb
-        for value, color, text in ((0, "#0072B2", "singular"), (1, "#D55E00", "plural")):
+        for value, color, text in NUMBERS:
             ax.scatter(za[labels == value], zb[labels == value], s=10, alpha=0.6, color=color, label=text)
         ax.set(title=f"E (ours): {a} vs {b}", xlabel=f"{a}: core coordinate (z)", ylabel=f"{b}: core coordinate (z)")
         ax.legend(fontsize=10)

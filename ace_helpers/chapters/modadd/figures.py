@@ -19,9 +19,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ace_helpers.repro.style import PALETTE, panel_grid
+from ace_helpers.repro.style import OKABE, PALETTE, panel_grid
 
-COLORS = {"wd": "#0072B2", "nowd": "#E69F00", "acc": "#0072B2", "core": "#D55E00", "suff": "#009E73"}  # Okabe–Ito
+COLORS = {"wd": OKABE["blue"], "nowd": OKABE["orange"], "acc": OKABE["blue"], "core": OKABE["vermillion"], "suff": OKABE["green"]}
 CLOCK_COLUMNS = 4
 """Clock panels to a row (more checkpoints wrap onto the next row, so the text stays legible at the column)."""
 
