@@ -70,7 +70,7 @@ P_OMEGA = None  # modulus of the ω sweep
 OMEGA_P = None  # weight decay of the p sweep
 EXTRA_OMEGAS_P = None  # further weight decays of the p sweep (tests Omega ~ 1/omega; paper none)
 LR = None  # AdamW learning rate
-PRECISION = None  # "fp32" (the stored results) or "bf16" (matmuls on AMX, fast dropout masks)
+PRECISION = None  # "auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16"
 DEVICE = None  # where the sweeps train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/04_grokking_scaling_law
 

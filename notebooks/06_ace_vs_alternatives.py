@@ -82,7 +82,7 @@ LLM_MODELS = None  # LLMs compared on subject–verb agreement; an empty list sk
 LLM_N_PROMPTS = None  # agreement prompts (half to fit the methods, half to score them)
 LLM_R_MAX = None  # LLM ranks 1..LLM_R_MAX
 LLM_BATCH_SIZE = None  # prompts per LLM forward and backward batch
-PRECISION = None  # model training: "fp32" (the stored results) or "bf16" (bf16 matmuls, fast dropout masks)
+PRECISION = None  # model training: "auto" (bf16 on a GPU with native bf16, else fp32), "fp32", "bf16"
 DEVICE = None  # where the toy models train (the LLMs run on the CPU): "auto", "cpu", "cuda", "cuda:N", "mps"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/06_ace_vs_alternatives
 

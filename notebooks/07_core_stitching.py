@@ -83,7 +83,7 @@ MODADD_ENERGY = None  # cumulative-energy threshold of the mod-add ACE rank rule
 MODADD_MAX_STEPS = None  # mod-add step cap per model
 MODADD_EXTRA_STEPS = None  # mod-add steps trained after a model's test accuracy first reaches 0.99
 MODADD_R_MAX = None  # mod-add rank sweep: ranks 1..MODADD_R_MAX
-PRECISION = None  # model training: "fp32" (the stored results) or "bf16" (bf16 matmuls, fast dropout masks)
+PRECISION = None  # model training: "auto" (bf16 on a GPU with native bf16, else fp32), "fp32", "bf16"
 DEVICE = None  # where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
 OUTPUT_DIR = None  # where results.json goes; None: outputs/07_core_stitching
 

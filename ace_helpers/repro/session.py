@@ -19,7 +19,7 @@ import torch
 
 from ace_helpers.method.checks import check_int
 from ace_helpers.llm.precision import describe_dtype
-from ace_helpers.method.devices import describe_device
+from ace_helpers.method.devices import describe_device, resolve_device
 from ace_helpers.repro.artifacts import clear_results, display_path, write_results
 from ace_helpers.repro.kernels import describe as describe_kernels
 from ace_helpers.repro.machine import versions
@@ -49,7 +49,8 @@ def begin(cfg: Params) -> None:
     print(versions())
     print(describe_kernels())
     if "PRECISION" in cfg:
-        print(f"PRECISION={cfg['PRECISION']!r}: {describe_precision(cfg['PRECISION'])}")
+        device = resolve_device(cfg[DEVICE_KNOB]) if DEVICE_KNOB in cfg else None
+        print(f"PRECISION={cfg['PRECISION']!r}: {describe_precision(cfg['PRECISION'], device)}")
     if DEVICE_KNOB in cfg:
         print(describe_device(cfg[DEVICE_KNOB]))
     if "DTYPE" in cfg:

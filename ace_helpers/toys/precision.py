@@ -1,4 +1,9 @@
-"""Training precision: the ``PRECISION`` knob (``"fp32"`` or ``"bf16"``) and what it runs on this CPU.
+"""Training precision: the ``PRECISION`` knob (``"auto"``, ``"fp32"`` or ``"bf16"``) and what it runs on.
+
+``"auto"`` (every training chapter's default) is resolved per device by :func:`resolve_precision`: ``"bf16"`` on
+a CUDA GPU with native bf16 matrix products (compute capability 8.0 or later: A100, H100, RTX 30xx and newer),
+``"fp32"`` everywhere else, the CPU included.  The CPU keeps fp32 even where it has bf16 instructions because
+the book's stored results are fp32 and reproduce bit for bit across kinds of CPU only in fp32.
 
 ``"fp32"`` is the reference: every stored result of the book was trained that way unless its
 manifest says otherwise.  ``"bf16"`` runs the training forward pass under
@@ -22,11 +27,43 @@ import torch
 from ace_helpers.method.checks import check_choice
 
 PRECISIONS = ("fp32", "bf16")
+"""The precisions a training run has (what its stored key and manifest record)."""
+
+PRECISION_KNOB = ("auto", *PRECISIONS)
+"""The values a ``PRECISION`` knob may take: a precision, or ``"auto"`` (:func:`resolve_precision`)."""
 
 
 def check_precision(name: str, value: Any) -> str:
     """``value`` must be one of :data:`PRECISIONS`; returns it."""
     return check_choice(name, value, PRECISIONS)
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` is a CUDA GPU whose tensor cores run bf16 matrix products (compute capability >= 8.0).
+
+    The CPU answers ``False`` here whatever its instructions: ``"auto"`` keeps it in fp32 (see the module)."""
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return False
+    return torch.cuda.get_device_capability(device) >= (8, 0)
+
+
+def resolve_precision(name: str, value: Any, device: torch.device, *, bf16_allowed: bool = True) -> str:
+    """A ``PRECISION`` knob checked against :data:`PRECISION_KNOB` and resolved for the device a run trains on.
+
+    Args:
+        name: the knob's name, for the message.
+        value: ``"auto"``, ``"fp32"`` or ``"bf16"``.
+        device: where the run trains (a resolved ``torch.device``).
+        bf16_allowed: whether this run's trainer has a bf16 path; ``"auto"`` gives ``"fp32"`` when it has none.
+
+    Returns:
+        ``"fp32"`` or ``"bf16"``: ``"auto"`` is ``"bf16"`` where :func:`native_bf16` holds and the trainer allows it,
+        else ``"fp32"`` (so a CPU run's knobs, keys and numbers are those of an fp32 run).
+    """
+    value = check_choice(name, value, PRECISION_KNOB)
+    if value != "auto":
+        return value
+    return "bf16" if bf16_allowed and native_bf16(device) else "fp32"
 
 
 @lru_cache(maxsize=1)
@@ -70,10 +107,16 @@ def bf16_kernels() -> str:
     return "emulated"
 
 
-def describe(precision: str) -> str:
-    """One line on which kernels ``precision`` runs on this CPU (printed by the training chapters)."""
+def describe(precision: str, device: torch.device | None = None) -> str:
+    """One line on which kernels ``precision`` runs on ``device`` (default: this CPU), printed by the training
+    chapters."""
 
     check_precision("PRECISION", precision)
+    if device is not None and device.type != "cpu":
+        if precision == "fp32":
+            return f"fp32 throughout on {device} (TF32 off: torch's default for matrix products)"
+        native = "native bf16 tensor cores" if native_bf16(device) else "bf16 WITHOUT native support on this device"
+        return f"bf16 autocast on {device} ({native}), fp32 weights, optimizer state and analyses"
     capability = torch.backends.cpu.get_cpu_capability()
     if precision == "fp32":
         return f"fp32 throughout (torch CPU kernels: {capability})"

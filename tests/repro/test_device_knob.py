@@ -68,3 +68,64 @@ def test_a_gpu_run_is_keyed_by_its_device_kind(monkeypatch):
     assert all(job.kwargs["device"] == "cuda" for job in jobs.grok_jobs(cfg))
     monkeypatch.setattr(modadd, "train_device", lambda cfg: torch.device("cuda"))
     assert modadd.run_knob_values(modadd.PARAMS.resolve(PRESET="ci"))["DEVICE"] == "cuda"
+
+
+@pytest.mark.parametrize("name", sorted(CHAPTERS))
+def test_precision_auto_is_fp32_on_the_cpu_and_the_same_experiment(name):
+    params = CHAPTERS[name]
+    for preset in ("ci", "book", "paper"):
+        assert params.presets[preset]["PRECISION"] == "auto"
+    auto, fp32 = params.resolve(PRESET="ci", DEVICE="cpu"), params.resolve(PRESET="ci", DEVICE="cpu", PRECISION="fp32")
+    assert auto["PRECISION"] == "fp32" and auto.is_preset_run() and fp32.is_preset_run()
+    assert "PRECISION" not in fp32.changed_knobs()
+
+
+def test_precision_auto_keeps_the_stored_cpu_runs_keys():
+    for preset in ("book", "paper"):
+        auto, fp32 = modadd.PARAMS.resolve(PRESET=preset), modadd.PARAMS.resolve(PRESET=preset, PRECISION="fp32")
+        assert "PRECISION" not in modadd.run_knob_values(auto) and run_hash(auto) == run_hash(fp32)
+        g_auto = grokking_scaling_law.PARAMS.resolve(PRESET=preset)
+        assert all(job.kwargs["precision"] == "fp32" for job in grok_jobs(g_auto))
+
+
+@pytest.mark.parametrize("name", sorted(CHAPTERS))
+def test_precision_auto_is_bf16_where_the_device_has_native_bf16(name, monkeypatch):
+    from ace_helpers.toys import precision
+
+    seen: list[torch.device] = []
+    monkeypatch.setattr(precision, "native_bf16", lambda device: seen.append(device) or True)  # as on an H100
+    cfg = CHAPTERS[name].resolve(PRESET="ci")
+    assert cfg["PRECISION"] == "bf16" and seen and all(isinstance(d, torch.device) for d in seen)
+    assert cfg.is_preset_run()  # the preset itself resolves the same way there
+    fp32 = CHAPTERS[name].resolve(PRESET="ci", PRECISION="fp32")
+    assert fp32["PRECISION"] == "fp32" and fp32.changed_knobs() == {"PRECISION": "fp32"}
+
+
+def test_precision_auto_stays_fp32_for_the_loop_trainer_and_keys_a_bf16_run(monkeypatch):
+    from ace_helpers.toys import precision
+
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    assert modadd.PARAMS.resolve(PRESET="ci", TRAINER="loop")["PRECISION"] == "fp32"  # the loop trainer has no bf16
+    bf16 = modadd.PARAMS.resolve(PRESET="ci")
+    assert modadd.run_knob_values(bf16)["PRECISION"] == "bf16"  # stored beside the fp32 runs, not over them
+    assert all(job.kwargs["precision"] == "bf16" for job in grok_jobs(grokking_scaling_law.PARAMS.resolve(PRESET="ci")))
+
+
+@pytest.mark.parametrize("bad", ["fp16", "AUTO ", 16, 0.5])
+def test_a_bad_precision_names_the_allowed_values(bad):
+    with pytest.raises(ValueError, match=r"PRECISION=.* is not allowed: PRECISION must be one of \['auto', 'fp32', 'bf16'\]"):
+        markov_cores.PARAMS.resolve(PRESET="ci", PRECISION=bad)
+
+
+def test_native_bf16_needs_a_cuda_device_of_capability_8(monkeypatch):
+    from ace_helpers.toys import precision
+
+    assert not precision.native_bf16(torch.device("cpu"))  # the CPU keeps fp32 whatever its instructions
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for capability, native in [((7, 5), False), ((8, 0), True), ((9, 0), True)]:
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, c=capability: c)
+        assert precision.native_bf16(torch.device("cuda:0")) is native
+        assert precision.resolve_precision("PRECISION", "auto", torch.device("cuda:0")) == ("bf16" if native else "fp32")
+    assert precision.resolve_precision("PRECISION", "auto", torch.device("cuda:0"), bf16_allowed=False) == "fp32"
+    assert "tensor cores" in precision.describe("bf16", torch.device("cuda:0"))
+    assert precision.describe("fp32") == precision.describe("fp32", torch.device("cpu"))

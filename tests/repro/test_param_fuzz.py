@@ -42,7 +42,8 @@ def invalid_values(example):
     if isinstance(example, float):
         return st.one_of(NOT_A_NUMBER, st.booleans(), st.sampled_from([float("nan"), float("inf"), -float("inf")]))
     if isinstance(example, str):
-        return st.one_of(st.integers(), st.floats(allow_nan=True), st.lists(st.integers(), min_size=1, max_size=2),
+        # a list of non-positive integers: chapter 5's LAYERS takes a string or a list of layers >= 1
+        return st.one_of(st.integers(), st.floats(allow_nan=True), st.lists(st.integers(max_value=0), min_size=1, max_size=2),
                          st.just("\x00 not-a-valid-choice"))  # fmt: skip
     if isinstance(example, (list, tuple)):
         return st.one_of(st.just("abc"), st.floats(allow_nan=True), st.just({"a": 1}), st.just([[["x"]]]))

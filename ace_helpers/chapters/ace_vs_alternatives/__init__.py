@@ -94,7 +94,7 @@ _COMMON = {"N_SAMPLES": 4000, "DIM": 32, "R_CORE": 3, "PLANTED_R_MAX": 9, "T": P
            "SEED": 0, "DAS_STEPS": 300, "DAS_LR": 0.02,
            "P": 31, "TRAIN_FRACTION": 0.6, "MODADD_LR": 3e-3, "MODADD_SEED": 1031, "MODADD_ENERGY": 0.99,
            "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16,
-           "LLM_MODELS": [], "LLM_N_PROMPTS": 400, "LLM_R_MAX": 4, "LLM_BATCH_SIZE": 50, "PRECISION": "fp32",
+           "LLM_MODELS": [], "LLM_N_PROMPTS": 400, "LLM_R_MAX": 4, "LLM_BATCH_SIZE": 50, "PRECISION": "auto",
            "DEVICE": "auto"}
 #: ``ci``: planted + Markov (chapter 1's ci training), shorter DAS training (150
 #: steps at lr 0.05); ``book``: 3000 Markov training sequences and 20 epochs,

@@ -27,6 +27,7 @@ from ace_helpers.method.devices import describe_device, device_key, device_kind,
 from ace_helpers.repro.artifacts import project_root
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.sweeps import Job, SweepReport, check_gpus, run_sweep
+from ace_helpers.toys.precision import describe as describe_precision
 
 #: The path :func:`grok_unit` had when the stored runs were made: part of every stored run's key, so kept.
 STORED_AS = "ace_helpers.chapters.sweep:grok_unit"
@@ -97,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sweep", choices=("omega", "p", "both"), default="both", help="run one sweep only (default: both)")
     ap.add_argument("--device", default=None, help="where each run trains: auto (CUDA when present, else the CPU), cpu, "
                     "cuda, mps (default: auto); a GPU run is stored beside the CPU runs, keyed by its device kind")
+    ap.add_argument("--precision", default=None, help="auto (bf16 on a GPU with native bf16, else fp32), fp32 or bf16 "
+                    "(default: the preset's, auto); a run is keyed by the precision it trained in")
     args = ap.parse_args(argv)
     if args.gpus is not None:
         if args.device not in (None, "cuda"):
@@ -105,8 +108,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_gpus(args.gpus)
         except ValueError as err:
             ap.error(str(err))
-    cfg = PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds, DEVICE="cuda" if args.gpus else args.device)
+    try:
+        cfg = PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds, DEVICE="cuda" if args.gpus else args.device,
+                             PRECISION=args.precision)  # fmt: skip
+    except ValueError as err:
+        ap.error(str(err))
     print(describe_device(cfg["DEVICE"]))
+    print(f"PRECISION={cfg['PRECISION']!r}: {describe_precision(cfg['PRECISION'], resolve_device(cfg['DEVICE']))}")
     jobs = [t for t in grok_jobs(cfg) if args.sweep in ("both", t.kwargs["sweep"])]
     report = run_sweep(
         jobs, args.store or default_store(args.chapter, args.preset), workers=args.workers, scheduler=args.scheduler,

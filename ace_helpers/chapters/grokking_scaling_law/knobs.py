@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ace_helpers.chapters.grokking_scaling_law.runs import SEED0
 from ace_helpers.method.checks import check_int, check_list, check_prime, check_range
-from ace_helpers.method.devices import check_device
+from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.repro.params import ChapterParams
-from ace_helpers.toys.precision import check_precision
+from ace_helpers.toys.precision import resolve_precision
 
 NOTEBOOK = "04_grokking_scaling_law"
 
@@ -34,7 +34,7 @@ PRESETS: dict[str, dict] = {
         "OMEGA_P": 1.0,
         "EXTRA_OMEGAS_P": [2.0],
         "LR": 1e-3,
-        "PRECISION": "fp32",
+        "PRECISION": "auto",
         "DEVICE": "auto",
     },
     "paper": {
@@ -54,7 +54,7 @@ PRESETS: dict[str, dict] = {
         "OMEGA_P": 1.0,
         "EXTRA_OMEGAS_P": [],
         "LR": 1e-3,
-        "PRECISION": "fp32",
+        "PRECISION": "auto",
         "DEVICE": "auto",
     },
 }
@@ -102,8 +102,8 @@ def check(p: dict) -> None:
     if len({p["OMEGA_P"], *p["EXTRA_OMEGAS_P"]}) != 1 + len(p["EXTRA_OMEGAS_P"]):
         raise ValueError(f"EXTRA_OMEGAS_P={p['EXTRA_OMEGAS_P']!r} is not allowed: it must not repeat values or OMEGA_P ({p['OMEGA_P']})")
     p["LR"] = check_range("LR", p["LR"], low=0.0, low_open=True, high=1.0)
-    p["PRECISION"] = check_precision("PRECISION", p["PRECISION"])
     p["DEVICE"] = check_device("DEVICE", p["DEVICE"])
+    p["PRECISION"] = resolve_precision("PRECISION", p["PRECISION"], resolve_device(p["DEVICE"]))
     sweeps = [("TRAIN_FRACTION", "P_OMEGA", p["P_OMEGA"], len(p["OMEGAS"]) * p["N_SEEDS"], p["BATCH_SIZE_OMEGA"])]
     members_p = p["N_SEEDS"] * (1 + len(p["EXTRA_OMEGAS_P"]))
     sweeps += [("TRAIN_FRACTION_P", "PRIMES", q, members_p, None) for q in p["PRIMES"]]

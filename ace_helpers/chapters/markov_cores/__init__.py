@@ -123,9 +123,9 @@ from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter
     train_models,
 )
 from ace_helpers.method.checks import check_choice, check_int, check_list, check_range
-from ace_helpers.method.devices import check_device
+from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.repro.params import ChapterParams, Params
-from ace_helpers.toys.precision import check_precision
+from ace_helpers.toys.precision import resolve_precision
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, state_r2, validate_transition
 
 __all__ = [
@@ -163,7 +163,7 @@ _COMMON = {
     "ABLATION": "mean",
     "SEED": 0,
     "BATCH_SIZE": 64,
-    "PRECISION": "fp32",
+    "PRECISION": "auto",
     "DATA_SEED": 0,
     "TEST_DATA_SEED": 999,
     "DEVICE": "auto",
@@ -246,8 +246,8 @@ def check(p: dict[str, Any]) -> None:
     p["TEST_DATA_SEED"] = check_int("TEST_DATA_SEED", p["TEST_DATA_SEED"], low=0)
     p["LR"] = check_range("LR", p["LR"], low=0.0, high=1.0, low_open=True)
     p["BATCH_SIZE"] = check_int("BATCH_SIZE", p["BATCH_SIZE"], low=1)
-    p["PRECISION"] = check_precision("PRECISION", p["PRECISION"])
     p["DEVICE"] = check_device("DEVICE", p["DEVICE"])
+    p["PRECISION"] = resolve_precision("PRECISION", p["PRECISION"], resolve_device(p["DEVICE"]))
     p["EXTRA_CHAINS"] = check_list("EXTRA_CHAINS", p["EXTRA_CHAINS"], _check_chain, min_len=0)
     p["EXTRA_SEEDS"] = check_int("EXTRA_SEEDS", p["EXTRA_SEEDS"], low=1, high=16)
     for name, T in [("T", p["T"])] + [(f"EXTRA_CHAINS[{i}]", t) for i, t in enumerate(p["EXTRA_CHAINS"])]:

@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--trainer", choices=config.TRAINERS, default=None, help="loop (the stored runs) or ensemble (default: the preset's)")
     ap.add_argument("--fork-epoch", type=int, default=None, help="epoch the WD-off arm forks at (default: the preset's; "
                     "the first stored runs: 1100)")
-    ap.add_argument("--precision", default=None, help="fp32 or bf16 (bf16 needs --trainer ensemble; default: the preset's)")
+    ap.add_argument("--precision", default=None, help="auto (bf16 on a GPU with native bf16, else fp32), fp32 or bf16 (bf16 needs --trainer ensemble; default: the preset's, auto)")
     ap.add_argument("--device", default=None, help="where the ensemble trainer runs: auto (CUDA when present, else the "
                     "CPU), cpu, cuda, cuda:N, mps (default: the preset's, auto)")
     ap.add_argument("--snapshot-dir", default=None, help="resume snapshots (default: outputs/modadd_grokking_snapshots; "

@@ -20,7 +20,7 @@ from ace_helpers.method import checks
 from ace_helpers.method.devices import check_device, device_key, resolve_device
 from ace_helpers.repro import params as P_
 from ace_helpers.toys.models import ToyConfig
-from ace_helpers.toys.precision import check_precision
+from ace_helpers.toys.precision import resolve_precision
 from ace_helpers.toys.tasks.modadd import all_pairs
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -50,7 +50,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "ARTIFACT_DIR": None,
         "WORKERS": 1,
         "TRAINER": "ensemble",
-        "PRECISION": "fp32",
+        "PRECISION": "auto",
         "DEVICE": "auto",
     },
     # The paper's task (p = 53, 50 % split) and schedule, cut to what 2 CPU cores allow.  The fork
@@ -79,7 +79,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "ARTIFACT_DIR": None,
         "WORKERS": 2,
         "TRAINER": "ensemble",
-        "PRECISION": "fp32",
+        "PRECISION": "auto",
         "DEVICE": "auto",
     },
 }
@@ -219,7 +219,8 @@ def _gib(n: float) -> str:
 
 
 def check(cfg: dict[str, Any]) -> None:
-    """Check every knob of the run (raises ``ValueError`` naming the knob); values are left as given.
+    """Check every knob of the run (raises ``ValueError`` naming the knob); values are left as given, but for
+    ``DEVICE`` (normalised) and ``PRECISION`` (``"auto"`` resolved for the device the run trains on).
 
     Each knob is checked on its own first, then the rules that tie knobs together: the run must
     fit in memory (:func:`memory_estimate` against :func:`memory_limit`, P / TRAIN_FRACTION /
@@ -254,16 +255,17 @@ def check(cfg: dict[str, Any]) -> None:
         checks.check_list("CLOCK_EPOCHS", cfg["CLOCK_EPOCHS"], lambda n, v: checks.check_int(n, v, low=0, high=epochs))
     workers = checks.check_int("WORKERS", cfg["WORKERS"], low=1, high=MAX_MODELS)
     checks.check_choice("TRAINER", cfg["TRAINER"], TRAINERS)
-    check_precision("PRECISION", cfg["PRECISION"])
-    if cfg["PRECISION"] != "fp32" and cfg["TRAINER"] != "ensemble":
-        raise ValueError(
-            f"PRECISION={cfg['PRECISION']!r} is not allowed with TRAINER={cfg['TRAINER']!r}: only the ensemble trainer "
-            "runs bf16 (set TRAINER='ensemble', or PRECISION='fp32')"
-        )
     cfg["DEVICE"] = check_device("DEVICE", cfg["DEVICE"])
     if cfg["TRAINER"] != "ensemble" and cfg["DEVICE"] not in ("auto", "cpu"):
         raise ValueError(f"DEVICE={cfg['DEVICE']!r} is not allowed with TRAINER={cfg['TRAINER']!r}: the loop trainer runs "
                          "on the CPU (set TRAINER='ensemble', or DEVICE='cpu' or 'auto')")
+    ensemble = cfg["TRAINER"] == "ensemble"
+    cfg["PRECISION"] = resolve_precision("PRECISION", cfg["PRECISION"], train_device(cfg), bf16_allowed=ensemble)
+    if cfg["PRECISION"] != "fp32" and not ensemble:
+        raise ValueError(
+            f"PRECISION={cfg['PRECISION']!r} is not allowed with TRAINER={cfg['TRAINER']!r}: only the ensemble trainer "
+            "runs bf16 (set TRAINER='ensemble', or PRECISION='fp32' or 'auto')"
+        )
     if cfg["ARTIFACT_DIR"] is not None:
         P_.check_output_dir("ARTIFACT_DIR", cfg["ARTIFACT_DIR"], "modadd_grokking_cache")
     # the ensemble trains every model's two arms in one process: its batch memory is 2 N_MODELS batches

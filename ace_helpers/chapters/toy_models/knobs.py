@@ -7,8 +7,8 @@ from typing import Any
 from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.chapters.toy_models.markov import MAX_STATES
 from ace_helpers.method import checks
-from ace_helpers.method.devices import check_device
-from ace_helpers.toys.precision import check_precision
+from ace_helpers.method.devices import check_device, resolve_device
+from ace_helpers.toys.precision import resolve_precision
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, validate_transition
 
 MEMORY_LIMIT = 8 * 2**30
@@ -17,7 +17,7 @@ MEMORY_LIMIT = 8 * 2**30
 _COMMON = {"T": PAPER_CHAIN, "D_MODEL": 64, "SEQ_LEN": 32, "ENERGY": 0.999, "BATCH_SIZE": 64, "SEED": 0,
            "DATA_SEED": 0, "TEST_DATA_SEED": 999, "R_MAX": 8, "RIDGE": 1e-6,
            "P": 31, "TRAIN_FRACTION": 0.6, "MODADD_LR": 3e-3, "MODADD_SEED": 1031, "MODADD_ENERGY": 0.99,
-           "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16, "PRECISION": "fp32",
+           "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16, "PRECISION": "auto",
            "DEVICE": "auto"}
 
 
@@ -76,8 +76,8 @@ def check(p: dict[str, Any]) -> None:
     p["MODADD_MAX_STEPS"] = checks.check_int("MODADD_MAX_STEPS", p["MODADD_MAX_STEPS"], low=1, high=200_000)
     p["MODADD_EXTRA_STEPS"] = checks.check_int("MODADD_EXTRA_STEPS", p["MODADD_EXTRA_STEPS"], low=0, high=200_000)
     p["MODADD_R_MAX"] = checks.check_int("MODADD_R_MAX", p["MODADD_R_MAX"], low=1, high=model_config(p["P"]).d_model)
-    p["PRECISION"] = check_precision("PRECISION", p["PRECISION"])
     p["DEVICE"] = check_device("DEVICE", p["DEVICE"])
+    p["PRECISION"] = resolve_precision("PRECISION", p["PRECISION"], resolve_device(p["DEVICE"]))
     need = memory_estimate(p)
     if need > MEMORY_LIMIT:
         raise ValueError(f"N_TRAIN={p['N_TRAIN']}, N_TEST={p['N_TEST']}, SEQ_LEN={p['SEQ_LEN']}, D_MODEL={p['D_MODEL']} "
