@@ -196,7 +196,7 @@ class Claims:
     ) -> bool:  # fmt: skip
         """One headline row for paper claim ``id`` from the rows of it already checked once per model
         (or seed, or part): they become evidence (``headline=False``) and the new row holds when every
-        one holds, and says "k of N {unit}".
+        one holds, and says "k of N {unit}" with each part's number (:func:`_combined_ours`).
 
         Where it does not hold: ``inconclusive`` when no part fails outright (the failing ones cannot
         tell); otherwise, with ``mixed="partly"`` (the claim holds in some models), ``partly`` when some
@@ -218,7 +218,7 @@ class Claims:
             known_gap = "; ".join(f"{r.claim.split(':', 1)[0]}: {r.known_gap}" for r in failing)
         inconclusive = k < n and (not failing or (mixed == INCONCLUSIVE and k > 0))
         self.rows.append(Claim(
-            claim, paper, f"{k} of {n} {unit} (" + "; ".join(f"{r.verdict}: {r.ours}" for r in parts) + ")", k == n,
+            claim, paper, _combined_ours(parts, k, unit), k == n,
             known_gap, where, rule, mixed == PARTLY and any(r.passed or r.partly for r in parts), id, claim_kind(id),
             value=k, per_seed=[int(r.passed) for r in parts], threshold=n, op=">=",
             short=short or f"holds in every one of the {n} {unit}", inconclusive=inconclusive))  # fmt: skip
@@ -382,3 +382,15 @@ def claims_table(claims: Claims, not_tested: Sequence[Any]) -> str:
     rows = [(r.claim, f"{r.paper} ({r.where})" if r.where else r.paper, r.rule, r.ours, f"not tested: {r.why}")
             for r in not_tested]  # fmt: skip
     return markdown_table(CLAIMS_HEADER, [*_table_rows(claims), *rows])
+
+
+def _combined_ours(parts: Sequence[Claim], held: int, unit: str) -> str:
+    """The "ours" cell of a combined row: ``"k of N {unit}: "`` then each part named by its claim's text before the
+    first colon (the model, pair or run) with its number, and its verdict where it does not hold
+    (``"3 of 4 models: a 0.83; b 0.47 (not reproduced); …"``).  Parts without such a name, or whose names repeat,
+    are listed by verdict instead (``"reproduced: 0.83; …"``)."""
+    names = [r.claim.split(":", 1)[0].strip() for r in parts]
+    head = f"{held} of {len(parts)} {unit}"
+    if any(":" not in r.claim for r in parts) or len(set(names)) < len(parts) or not all(names):
+        return f"{head} (" + "; ".join(f"{r.verdict}: {r.ours}" for r in parts) + ")"
+    return f"{head}: " + "; ".join(f"{name} {r.ours}" + ("" if r.passed else f" ({r.verdict})") for name, r in zip(names, parts))

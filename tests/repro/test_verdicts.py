@@ -69,6 +69,19 @@ def test_combine_makes_one_headline_row_per_paper_claim():
         claims.combine("sva.flip", "x", "y")
 
 
+def test_a_combined_row_names_each_part_and_its_number():
+    claims = Claims()
+    claims.check("model-a: keeping keeps", "keep", 0.9, True, id="sva.keep")
+    claims.check("model-b: keeping keeps", "keep", 0.5, False, id="sva.keep")
+    claims.combine("sva.keep", "keeping the axis keeps agreement", "keep", unit="models")
+    assert claims.records("s")[-1]["ours"] == "1 of 2 models: model-a 0.9; model-b 0.5 (not reproduced)"
+    unnamed = Claims()  # parts that share a name (or have none) are listed by verdict
+    unnamed.check("top: first", "c", 0.99, True, id="markov.cca")
+    unnamed.check("top: second", "c", 0.5, False, id="markov.cca")
+    unnamed.combine("markov.cca", "correlations", "c", unit="parts")
+    assert unnamed.records("s")[-1]["ours"] == "1 of 2 parts (reproduced: 0.99; not reproduced: 0.5)"
+
+
 def test_evidence_runs_carry_no_headline():
     claims = Claims()
     claims.check("r", "p", 1.0, True, id="markov.r2")
