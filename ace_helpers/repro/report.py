@@ -29,6 +29,7 @@ a gap applies only to that preset's exact run (:meth:`KnownGaps.reason`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -386,11 +387,30 @@ def claims_table(claims: Claims, not_tested: Sequence[Any]) -> str:
 
 def _combined_ours(parts: Sequence[Claim], held: int, unit: str) -> str:
     """The "ours" cell of a combined row: ``"k of N {unit}: "`` then each part named by its claim's text before the
-    first colon (the model, pair or run) with its number, and its verdict where it does not hold
-    (``"3 of 4 models: a 0.83; b 0.47 (not reproduced); …"``).  Parts without such a name, or whose names repeat,
-    are listed by verdict instead (``"reproduced: 0.83; …"``)."""
+    first colon (the model, pair or run) with its numbers, less their parenthesised details (each part's own row
+    keeps them), and its verdict where it does not hold (``"3 of 4 models: a R² 0.83; b R² 0.47 (not reproduced); …"``).
+    Parts without such a name, or whose names repeat, are listed by verdict instead (``"reproduced: 0.83; …"``)."""
     names = [r.claim.split(":", 1)[0].strip() for r in parts]
     head = f"{held} of {len(parts)} {unit}"
     if any(":" not in r.claim for r in parts) or len(set(names)) < len(parts) or not all(names):
-        return f"{head} (" + "; ".join(f"{r.verdict}: {r.ours}" for r in parts) + ")"
-    return f"{head}: " + "; ".join(f"{name} {r.ours}" + ("" if r.passed else f" ({r.verdict})") for name, r in zip(names, parts))
+        return f"{head} (" + "; ".join(f"{r.verdict}: {_numbers_only(r.ours)}" for r in parts) + ")"
+    return f"{head}: " + "; ".join(
+        f"{name} {_numbers_only(r.ours)}" + ("" if r.passed else f" ({r.verdict})") for name, r in zip(names, parts)
+    )
+
+
+def _numbers_only(text: str) -> str:
+    """``text`` without its parenthesised asides (``"R² 0.83 (null median 0.35, p 0.0001)"`` -> ``"R² 0.83"``), or
+    ``text`` itself when nothing would be left or its parentheses do not balance."""
+    out, depth = [], 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return text
+        elif depth == 0:
+            out.append(ch)
+    short = re.sub(r"\s+([;,])", r"\1", re.sub(r"\s{2,}", " ", "".join(out))).strip()
+    return short if depth == 0 and short else text

@@ -71,15 +71,23 @@ def test_combine_makes_one_headline_row_per_paper_claim():
 
 def test_a_combined_row_names_each_part_and_its_number():
     claims = Claims()
-    claims.check("model-a: keeping keeps", "keep", 0.9, True, id="sva.keep")
-    claims.check("model-b: keeping keeps", "keep", 0.5, False, id="sva.keep")
+    claims.check("model-a: keeping keeps", "keep", "R² 0.9 (null 0.3, p 0.01)", True, id="sva.keep", value=0.9)
+    claims.check("model-b: keeping keeps", "keep", "0.5 (base 0.4 (of 2)); lowest 0.2 (chance)", False, id="sva.keep", value=0.5)
     claims.combine("sva.keep", "keeping the axis keeps agreement", "keep", unit="models")
-    assert claims.records("s")[-1]["ours"] == "1 of 2 models: model-a 0.9; model-b 0.5 (not reproduced)"
+    assert claims.records("s")[-1]["ours"] == "1 of 2 models: model-a R² 0.9; model-b 0.5; lowest 0.2 (not reproduced)"
+    assert claims.records("s")[0]["ours"] == "R² 0.9 (null 0.3, p 0.01)"  # the part's own row keeps its details
     unnamed = Claims()  # parts that share a name (or have none) are listed by verdict
     unnamed.check("top: first", "c", 0.99, True, id="markov.cca")
     unnamed.check("top: second", "c", 0.5, False, id="markov.cca")
     unnamed.combine("markov.cca", "correlations", "c", unit="parts")
     assert unnamed.records("s")[-1]["ours"] == "1 of 2 parts (reproduced: 0.99; not reproduced: 0.5)"
+
+
+@pytest.mark.parametrize("text", ["(only an aside)", "unbalanced (aside", "unbalanced) aside"])
+def test_a_part_whose_details_cannot_be_cut_is_shown_whole(text):
+    from ace_helpers.repro.report import _numbers_only
+
+    assert _numbers_only(text) == text
 
 
 def test_evidence_runs_carry_no_headline():
