@@ -29,11 +29,11 @@ a gap applies only to that preset's exact run (:meth:`KnownGaps.reason`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_helpers.repro.combined import combined_ours
 from ace_helpers.repro.params import DEVICE_KNOB
 from ace_helpers.repro.paper_claims import check_id
 from ace_helpers.repro.tables import markdown_table
@@ -197,7 +197,7 @@ class Claims:
     ) -> bool:  # fmt: skip
         """One headline row for paper claim ``id`` from the rows of it already checked once per model
         (or seed, or part): they become evidence (``headline=False``) and the new row holds when every
-        one holds, and says "k of N {unit}" with each part's number (:func:`_combined_ours`).
+        one holds, and says "k of N {unit}" with each part's number (:func:`ace_helpers.repro.combined.combined_ours`).
 
         Where it does not hold: ``inconclusive`` when no part fails outright (the failing ones cannot
         tell); otherwise, with ``mixed="partly"`` (the claim holds in some models), ``partly`` when some
@@ -219,7 +219,7 @@ class Claims:
             known_gap = "; ".join(f"{r.claim.split(':', 1)[0]}: {r.known_gap}" for r in failing)
         inconclusive = k < n and (not failing or (mixed == INCONCLUSIVE and k > 0))
         self.rows.append(Claim(
-            claim, paper, _combined_ours(parts, k, unit), k == n,
+            claim, paper, combined_ours(parts, k, unit), k == n,
             known_gap, where, rule, mixed == PARTLY and any(r.passed or r.partly for r in parts), id, claim_kind(id),
             value=k, per_seed=[int(r.passed) for r in parts], threshold=n, op=">=",
             short=short or f"holds in every one of the {n} {unit}", inconclusive=inconclusive))  # fmt: skip
@@ -384,33 +384,3 @@ def claims_table(claims: Claims, not_tested: Sequence[Any]) -> str:
             for r in not_tested]  # fmt: skip
     return markdown_table(CLAIMS_HEADER, [*_table_rows(claims), *rows])
 
-
-def _combined_ours(parts: Sequence[Claim], held: int, unit: str) -> str:
-    """The "ours" cell of a combined row: ``"k of N {unit}: "`` then each part named by its claim's text before the
-    first colon (the model, pair or run) with its numbers, less their parenthesised details (each part's own row
-    keeps them), and its verdict where it does not hold (``"3 of 4 models: a R² 0.83; b R² 0.47 (not reproduced); …"``).
-    Parts without such a name, or whose names repeat, are listed by verdict instead (``"reproduced: 0.83; …"``)."""
-    names = [r.claim.split(":", 1)[0].strip() for r in parts]
-    head = f"{held} of {len(parts)} {unit}"
-    if any(":" not in r.claim for r in parts) or len(set(names)) < len(parts) or not all(names):
-        return f"{head} (" + "; ".join(f"{r.verdict}: {_numbers_only(r.ours)}" for r in parts) + ")"
-    return f"{head}: " + "; ".join(
-        f"{name} {_numbers_only(r.ours)}" + ("" if r.passed else f" ({r.verdict})") for name, r in zip(names, parts)
-    )
-
-
-def _numbers_only(text: str) -> str:
-    """``text`` without its parenthesised asides (``"R² 0.83 (null median 0.35, p 0.0001)"`` -> ``"R² 0.83"``), or
-    ``text`` itself when nothing would be left or its parentheses do not balance."""
-    out, depth = [], 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return text
-        elif depth == 0:
-            out.append(ch)
-    short = re.sub(r"\s+([;,])", r"\1", re.sub(r"\s{2,}", " ", "".join(out))).strip()
-    return short if depth == 0 and short else text

@@ -85,9 +85,9 @@ def test_a_combined_row_names_each_part_and_its_number():
 
 @pytest.mark.parametrize("text", ["(only an aside)", "unbalanced (aside", "unbalanced) aside"])
 def test_a_part_whose_details_cannot_be_cut_is_shown_whole(text):
-    from ace_helpers.repro.report import _numbers_only
+    from ace_helpers.repro.combined import numbers_only
 
-    assert _numbers_only(text) == text
+    assert numbers_only(text) == text
 
 
 def test_evidence_runs_carry_no_headline():
