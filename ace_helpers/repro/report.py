@@ -383,4 +383,3 @@ def claims_table(claims: Claims, not_tested: Sequence[Any]) -> str:
     rows = [(r.claim, f"{r.paper} ({r.where})" if r.where else r.paper, r.rule, r.ours, f"not tested: {r.why}")
             for r in not_tested]  # fmt: skip
     return markdown_table(CLAIMS_HEADER, [*_table_rows(claims), *rows])
-

@@ -162,7 +162,7 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
                  _badge(r), r["ours"]) for r in mine]  # fmt: skip
         if ours:  # folded: the summary line carries the chapter's counts, so a failure shows with the table closed
             out += [f'<details class="ace-fold"><summary>{stem}: {len(ours)} claims {counts_badges(ours_counts(mine))}</summary>', "",
-                    f"[Open the chapter]({'../notebooks/' + stem + '.ipynb'})", "",
+                    f"[Open the chapter](../notebooks/{stem}.ipynb)", "",
                     markdown_table(("our claim", "verdict", "ours"), ours), "", "</details>", ""]
     return "\n".join(out)
 

@@ -27,7 +27,7 @@ from ace_helpers.repro.params import DEVICE_KNOB, Params
 from ace_helpers.repro.scorecard import check_records, verdict_summary
 from ace_helpers.repro.style import set_style
 from ace_helpers.repro.thread_pools import set_threads
-from ace_helpers.toys.precision import describe as describe_precision
+from ace_helpers.toys.precision import precision_line
 
 
 def begin(cfg: Params) -> None:
@@ -50,7 +50,7 @@ def begin(cfg: Params) -> None:
     print(describe_kernels())
     if "PRECISION" in cfg:
         device = resolve_device(cfg[DEVICE_KNOB]) if DEVICE_KNOB in cfg else None
-        print(f"PRECISION={cfg['PRECISION']!r}: {describe_precision(cfg['PRECISION'], device)}")
+        print(precision_line(cfg["PRECISION"], device))
     if DEVICE_KNOB in cfg:
         print(describe_device(cfg[DEVICE_KNOB]))
     if "DTYPE" in cfg:

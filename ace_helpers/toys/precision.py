@@ -135,6 +135,11 @@ def describe(precision: str, device: torch.device | None = None) -> str:
     )
 
 
+def precision_line(precision: str, device: torch.device | None = None) -> str:
+    """The setup line of a run that trains in ``precision`` on ``device``: ``"PRECISION='fp32': <describe>"``."""
+    return f"PRECISION={precision!r}: {describe(precision, device)}"
+
+
 def autocast(precision: str, device_type: str = "cpu") -> contextlib.AbstractContextManager:
     """The context to run a training forward pass in: bf16 autocast on ``device_type`` (``"cpu"``, ``"cuda"``,
     ``"mps"``), or nothing for fp32."""

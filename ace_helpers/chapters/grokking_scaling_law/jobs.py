@@ -27,7 +27,7 @@ from ace_helpers.method.devices import describe_device, device_key, device_kind,
 from ace_helpers.repro.artifacts import project_root
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.sweeps import Job, SweepReport, check_gpus, run_sweep
-from ace_helpers.toys.precision import describe as describe_precision
+from ace_helpers.toys.precision import precision_line
 
 #: The path :func:`grok_unit` had when the stored runs were made: part of every stored run's key, so kept.
 STORED_AS = "ace_helpers.chapters.sweep:grok_unit"
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         ap.error(str(err))
     print(describe_device(cfg["DEVICE"]))
-    print(f"PRECISION={cfg['PRECISION']!r}: {describe_precision(cfg['PRECISION'], resolve_device(cfg['DEVICE']))}")
+    print(precision_line(cfg["PRECISION"], resolve_device(cfg["DEVICE"])))
     jobs = [t for t in grok_jobs(cfg) if args.sweep in ("both", t.kwargs["sweep"])]
     report = run_sweep(
         jobs, args.store or default_store(args.chapter, args.preset), workers=args.workers, scheduler=args.scheduler,
