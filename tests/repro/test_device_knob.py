@@ -10,6 +10,7 @@ from ace_helpers.chapters import ace_vs_alternatives, core_stitching, grokking_s
 from ace_helpers.chapters.grokking_scaling_law.jobs import grok_jobs
 from ace_helpers.chapters.modadd import config as modadd
 from ace_helpers.chapters.modadd.keys import run_hash
+from ace_helpers.method.devices import describe_device
 
 CHAPTERS = {
     "01_markov_cores": markov_cores.PARAMS,
@@ -55,6 +56,10 @@ def test_stored_cpu_runs_keep_their_keys():
 def test_the_loop_trainer_refuses_a_gpu_but_runs_on_the_cpu_under_auto(monkeypatch):
     cfg = modadd.PARAMS.resolve(PRESET="ci", TRAINER="loop")
     assert modadd.train_device(cfg) == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # "auto" would name the GPU ...
+    cfg = modadd.PARAMS.resolve(PRESET="ci", TRAINER="loop")
+    assert cfg["DEVICE"] == "cpu" and describe_device(cfg["DEVICE"]).startswith("DEVICE='cpu': cpu (the CPU")  # ... not here
+    assert run_hash(cfg) == run_hash(modadd.PARAMS.resolve(PRESET="ci", TRAINER="loop", DEVICE="cpu"))
     monkeypatch.setattr(modadd, "check_device", lambda name, value: value)  # as on a machine that has the GPU
     with pytest.raises(ValueError, match="DEVICE='cuda' is not allowed with TRAINER='loop': the loop trainer runs on the CPU"):
         modadd.PARAMS.resolve(PRESET="ci", TRAINER="loop", DEVICE="cuda")

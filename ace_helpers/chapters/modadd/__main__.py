@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers, TRAINER=args.trainer,
                                 PRECISION=args.precision, FORK_EPOCH=args.fork_epoch, DEVICE=args.device,
                                 ARTIFACT_DIR=args.artifact_dir)  # fmt: skip
-    print(describe_device(cfg["DEVICE"]) if cfg["TRAINER"] == "ensemble" else "the loop trainer runs on the CPU")
+    print(describe_device(cfg["DEVICE"]))  # the loop trainer's DEVICE is resolved to "cpu", where it trains
     snapshots = args.snapshot_dir if args.snapshot_dir is not None else snapshot_dir_for(cfg)
     if args.store_partial:
         store = store_partial if cfg["TRAINER"] == "loop" else store_partial_ensemble
