@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +41,54 @@ def test_the_fusion_benchmark_refuses_an_absent_device_before_any_work():
     assert done.returncode == 2 and "device='cuda' is not allowed here: torch sees no CUDA device" in done.stderr
     done = _run("--device", "cpu", "--only", "fusoin")
     assert done.returncode == 1 and "'fusion'" in done.stderr
+
+
+def test_a_spent_budget_stops_a_step_and_skips_the_rest_and_bad_budgets_are_refused(tmp_path):
+    out = tmp_path / "report.txt"
+    done = _run("--device", "cpu", "--quick", "--only", "modadd,fusion", "--budget", "2", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    assert lines[1].endswith("; budget 2 s")
+    assert lines[2].startswith("modadd (chapters 2-3, trained and analysed): stopped at the budget after ")
+    assert lines[2].endswith("s, not finished (target 300 s)") and lines[3] == "fusion: skipped, the budget of 2 s was spent"
+    for bad in ("0", "-5", "nan"):
+        done = _run("--device", "cpu", "--only", "matmul", "--budget", bad)
+        assert done.returncode == 1 and f"--budget {float(bad)}: give the seconds the steps may take" in done.stderr
+
+
+def test_an_official_path_that_is_no_checkout_is_refused_before_any_work(tmp_path):
+    done = _run("--device", "cpu", "--only", "matmul,official", "--official", str(tmp_path))
+    assert done.returncode == 1 and "is not a checkout of the paper's code release: it lacks markov.py, modadd.py" in done.stderr
+    assert "matmul:" not in done.stdout
+
+
+KIT = SCRIPT.parent / "gpu_kit.py"
+
+
+def test_the_kit_reads_a_targets_package_list_and_leaves_out_the_gpu_stack(tmp_path):
+    kit = runpy.run_path(str(KIT), run_name="gpu_kit")
+    listing = tmp_path / "have.txt"
+    listing.write_text("Package    Version\n---------- -------\nNumPy      2.5.2\ntyping_extensions 4.15\n"
+                       "scipy==1.17.1\npydantic-core @ file:///x.whl\n")  # fmt: skip
+    assert kit["read_have"](listing) == {"numpy", "typing-extensions", "scipy", "pydantic-core"}
+    found = kit["requirements_closure"]({"pydantic"}, "3.12")
+    assert {"pydantic", "pydantic-core", "annotated-types", "typing-inspection", "typing-extensions"} <= set(found)
+    pack, left = kit["plan"](found | {"torch": "2.13.0", "nvidia-cublas": "13.1", "ace-helpers": "0.1"},
+                             {"typing-extensions", "pydantic-core"})  # fmt: skip
+    assert set(pack) == {"pydantic", "annotated-types", "typing-inspection"}
+    assert left["torch"].startswith("the GPU stack") and left["nvidia-cublas"].startswith("the GPU stack")
+    assert left["pydantic-core"] == "the target has it" and "travels with the working tree" in left["ace-helpers"]
+
+
+def test_the_kit_and_the_device_script_refuse_bad_input_before_any_download(tmp_path):
+    def kit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(KIT), "--out", str(tmp_path / "kit"), *args], capture_output=True,
+                              text=True, timeout=300, check=False)  # fmt: skip
+
+    assert "--python '3': give the target's Python as major.minor" in kit("--python", "3").stderr
+    assert "--have nope.txt: no such file" in kit("--have", "nope.txt").stderr
+    assert "is not a checkout of the paper's code release" in kit("--official", str(tmp_path)).stderr
+    assert not (tmp_path / "kit").exists()
+    device = subprocess.run(["bash", str(SCRIPT.parent / "gpu_device.sh")], capture_output=True, text=True, timeout=60,
+                            check=False, env={**os.environ, "GPU_KIT": str(tmp_path / "none"), "OUT": str(tmp_path)})  # fmt: skip
+    assert device.returncode == 2 and f"no kit at {tmp_path / 'none'}/whl" in device.stderr
