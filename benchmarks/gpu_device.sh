@@ -7,12 +7,13 @@
 # It installs the kit's wheels into a scratch folder (never into the machine's Python), runs the benchmark with
 # --keep, --out and, when the kit holds the official code, --official, then packs what the run stored
 # (book/artifacts, book/results) into RESULTS/runs.tar.gz; unpack it in your checkout with
-# `tar -xzf runs.tar.gz`.  RESULTS is $OUT when set (a lent machine's folder that comes back), else
-# outputs/gpu.  The report is RESULTS/gpu.txt, the whole log RESULTS/log.txt.
-# Example (one call of at most ten minutes): bash benchmarks/gpu_device.sh --only matmul,markov,modadd,official --budget 540
+# `tar -xzf runs.tar.gz`.  RESULTS is $GPU_RESULTS when set (a folder that comes back from the GPU machine),
+# else outputs/gpu; the kit is $GPU_KIT (default .gpu) and the Python $PYTHON (default python3).  The report is
+# RESULTS/gpu.txt, the whole log RESULTS/log.txt.
+# Example, the steps bounded to nine minutes: bash benchmarks/gpu_device.sh --only matmul,markov,modadd,official --budget 540
 set -euo pipefail
 kit=${GPU_KIT:-.gpu}
-results=${OUT:-outputs/gpu}
+results=${GPU_RESULTS:-outputs/gpu}
 python=${PYTHON:-python3}
 if [ ! -d "$kit/whl" ]; then
     echo "no kit at $kit/whl: run 'python benchmarks/gpu_kit.py' where pip can reach the index, and carry $kit" >&2

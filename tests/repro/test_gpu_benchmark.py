@@ -90,5 +90,5 @@ def test_the_kit_and_the_device_script_refuse_bad_input_before_any_download(tmp_
     assert "is not a checkout of the paper's code release" in kit("--official", str(tmp_path)).stderr
     assert not (tmp_path / "kit").exists()
     device = subprocess.run(["bash", str(SCRIPT.parent / "gpu_device.sh")], capture_output=True, text=True, timeout=60,
-                            check=False, env={**os.environ, "GPU_KIT": str(tmp_path / "none"), "OUT": str(tmp_path)})  # fmt: skip
+                            check=False, env={**os.environ, "GPU_KIT": str(tmp_path / "none"), "GPU_RESULTS": str(tmp_path)})  # fmt: skip
     assert device.returncode == 2 and f"no kit at {tmp_path / 'none'}/whl" in device.stderr
