@@ -1,6 +1,6 @@
 """The book's GPU targets, measured side by side in one run on one device (and the official code's, given a checkout).
 
-Steps (``--only`` picks some; all by default), each timed on ``--device`` (default ``cuda``):
+Steps (``--only`` picks some and their order; all by default, in this order), each timed on ``--device`` (default ``cuda``):
 
 * ``matmul``: the device's bf16 matrix-product rate (n × n products), the roofline the training rates are divided by;
 * ``markov``: chapter 1's training at the paper's settings (3 seeds × 40 epochs of 3 000 sequences, the ensemble
@@ -23,10 +23,10 @@ stored in a temporary folder unless ``--keep`` (then where the chapters read the
 ``--quick`` shrinks every step (the ``ci`` preset, 2 epochs, n = 1024) to check the script on any device, the CPU
 included, in a few minutes.
 
-``--budget SECONDS`` bounds the whole run (a lent GPU's time is short): a command step still running when the
-budget is spent is stopped and its line says so (a target it would have missed is shown as missed), and the steps
-after it are skipped.  Each line is printed as it comes and ``--out`` is rewritten after every step, so a run
-stopped from outside keeps what it measured.
+``--budget SECONDS`` bounds the whole run (time on a GPU is often short): a command step still running when the
+budget is spent is stopped and its line says so, and the steps after it are skipped.  A step that fails is reported
+as failed and the next one runs (the exit status is 1 then).  Each line is printed as it comes and ``--out`` is
+rewritten after every step, so a run stopped from outside keeps what it measured.
 
 On an offline GPU machine without the book's packages: ``python benchmarks/gpu_kit.py`` here packs the wheels
 and the official code, and ``bash benchmarks/gpu_device.sh [flags of this script]`` there runs it (see both).
@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -162,6 +163,12 @@ def timed(name: str, wall: float | None, allowed: float | None, target: str = ""
     return f"{name}: stopped at the budget{f' after {allowed:.0f} s' if allowed else ''}, not finished{target}"
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none), for a report line."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class Report:
     """The report's lines: each printed as it comes and, with ``out``, the whole report so far rewritten there
     atomically, so that a run stopped from outside still leaves the steps it finished."""
@@ -183,11 +190,81 @@ class Report:
         write_report(self.lines, self.out)
 
 
+class Bench:
+    """The steps of one run (a method each, named as in :data:`STEPS`), sharing the device, the budget, the
+    scratch folder and the matmul rate that later steps divide by."""
+
+    def __init__(self, args: argparse.Namespace, device: torch.device, official: Path | None, report: Report) -> None:
+        self.args, self.device, self.checkout, self.report = args, device, official, report
+        self.preset = "ci" if args.quick else "paper"
+        self.deadline = time.perf_counter() + args.budget if args.budget else float("inf")
+        self.work = Path(tempfile.gettempdir())
+        self.rate: float | None = None
+
+    def left(self) -> float | None:
+        """Seconds left of the budget (at least 1), or None without one."""
+        return None if self.args.budget is None else max(1.0, self.deadline - time.perf_counter())
+
+    def matmul(self) -> None:
+        """The device's bf16 matrix-product rate (the roofline of the training rates)."""
+        self.rate = matmul_rate(self.device, 1024 if self.args.quick or self.device.type == "cpu" else 8192)
+        self.report.add(f"matmul: bf16 {self.rate / 1e12:.2f} TFLOP/s")
+
+    def markov(self) -> None:
+        """Chapter 1's three seeds at the paper's settings: wall time and achieved FLOP/s."""
+        wall, flops = markov_step(self.device, 2 if self.args.quick else 40, "bf16" if self.device.type == "cuda" else "fp32")
+        share = f", {flops / wall / self.rate:.1%} of the matmul rate" if self.rate else ""
+        self.report.add(f"markov (chapter 1, 3 seeds): {wall:.1f} s (target {TARGET_S['markov']:.0f} s); "
+                        f"{flops / wall / 1e12:.3f} TFLOP/s achieved{share}")  # fmt: skip
+
+    def modadd(self) -> None:
+        """Chapters 2-3's run (the paper preset), trained and analysed, as the long-run command does."""
+        store = [] if self.args.keep else ["--snapshot-dir", str(self.work / "snapshots"), "--artifact-dir", str(self.work / "modadd")]
+        allowed = self.left()
+        wall = command_step(["ace_helpers.chapters.modadd", "--preset", self.preset, "--trainer", "ensemble",
+                             "--precision", "bf16", "--device", self.args.device, *store], allowed)  # fmt: skip
+        self.report.add(timed("modadd (chapters 2-3, trained and analysed)", wall, allowed, f" (target {TARGET_S['modadd']:.0f} s)"))
+
+    def sweeps(self) -> None:
+        """Chapter 4's sweeps, every omega and p run (one Dask worker per GPU on a machine of several)."""
+        store = [] if self.args.keep else ["--store", str(self.work / "sweeps")]
+        gpus = torch.cuda.device_count() if self.device.type == "cuda" and self.device.index is None else 1
+        where = ["--device", "cuda", "--gpus", str(gpus)] if gpus > 1 else ["--device", self.args.device, "--in-process"]
+        allowed = self.left()
+        wall = command_step(["ace_helpers.chapters.sweep", "04_grokking_scaling_law", "--preset", self.preset, *where, *store],
+                            allowed)  # fmt: skip
+        self.report.add(timed(f"sweeps (chapter 4, every omega and p run, {gpus} device(s))", wall, allowed,
+                              f" (target {TARGET_S['sweeps']:.0f} s)"))  # fmt: skip
+
+    def fusion(self) -> None:
+        """One training step eager, compiled and (on a GPU) replayed as CUDA graphs."""
+        self.report.add(*fusion_step(self.args.device, self.args.quick))
+
+    def variants(self) -> None:
+        """Chapters 1-3 executed on the device as named variants of their run (with ``--keep``)."""
+        if not self.args.keep:
+            self.report.add("variants: skipped (they are stored in the book's results: give --keep)")
+            return
+        kind = self.device.type
+        for stem in VARIANT_CHAPTERS:
+            allowed = self.left()
+            wall = command_step(["ace_helpers.variants", stem, "--preset", self.preset, "--name", f"{kind}-bf16",
+                                 "--set", f"DEVICE={self.args.device}", "PRECISION=bf16"], allowed)  # fmt: skip
+            self.report.add(timed(f"variant {stem} ({kind}, bf16)", wall, allowed) + ", stored in book/results/variants/")
+
+    def official(self) -> None:
+        """The official code's scripts on the same device (with ``--official``)."""
+        assert self.checkout is not None, "the official step needs --official"
+        for name, wall in official_step(self.checkout, self.args.quick, self.left).items():
+            self.report.add(timed(f"official {name}", wall, None))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse the flags, check the device before any work, run the steps, print (and write) the report."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", help="cuda, cuda:N, mps, cpu or auto (an absent device is refused)")
-    ap.add_argument("--only", default=",".join(STEPS), help=f"comma-separated steps among {', '.join(STEPS)}")
+    ap.add_argument("--only", default=",".join(STEPS), help=f"comma-separated steps among {', '.join(STEPS)}, run in "
+                    "the order given (default: all, in that order)")
     ap.add_argument("--official", type=Path, help="a checkout of the paper's code release (the official step)")
     ap.add_argument("--quick", action="store_true", help="small sizes: checks the script, measures nothing")
     ap.add_argument("--keep", action="store_true", help="store the runs where the chapters read them")
@@ -195,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=None, help="seconds the steps may take in all: a command step is "
                     "stopped when they are spent (its line says so) and the steps after it are skipped")
     args = ap.parse_args(argv)
-    steps = [s.strip() for s in args.only.split(",") if s.strip()]
+    steps = list(dict.fromkeys(s.strip() for s in args.only.split(",") if s.strip()))  # in the order given
     unknown = sorted(set(steps) - set(STEPS))
     if unknown:
         raise SystemExit(f"--only {args.only!r}: no step {unknown}; the steps are {list(STEPS)}")
@@ -208,59 +285,27 @@ def main(argv: list[str] | None = None) -> None:
     if "official" in steps and args.official is None:
         steps.remove("official")
     official = check_official(args.official) if "official" in steps else None
-    preset = "ci" if args.quick else "paper"
     report = Report(args.out)
+    bench = Bench(args, device, official, report)
     report.add(f"{machine_line()}; {describe_device(args.device)}",
-               f"preset {preset}{' (--quick: a check of the script, not a measurement)' if args.quick else ''}"
+               f"preset {bench.preset}{' (--quick: a check of the script, not a measurement)' if args.quick else ''}"
                f"{f'; budget {args.budget:.0f} s' if args.budget else ''}")  # fmt: skip
-    deadline = time.perf_counter() + args.budget if args.budget else None
-
-    def left() -> float | None:
-        return None if deadline is None else max(1.0, deadline - time.perf_counter())
-
-    rate = None
+    failed = []
     with tempfile.TemporaryDirectory(prefix="gpu-bench") as tmp:
-        work = Path(tmp)
-        for step in [s for s in STEPS if s in steps]:
-            if deadline is not None and time.perf_counter() >= deadline:
+        bench.work = Path(tmp)
+        for step in steps:
+            if time.perf_counter() >= bench.deadline:
                 report.add(f"{step}: skipped, the budget of {args.budget:.0f} s was spent")
                 continue
-            left_at_start = left()
-            if step == "matmul":
-                rate = matmul_rate(device, 1024 if args.quick or device.type == "cpu" else 8192)
-                report.add(f"matmul: bf16 {rate / 1e12:.2f} TFLOP/s")
-            elif step == "markov":
-                wall, flops = markov_step(device, 2 if args.quick else 40, "bf16" if device.type == "cuda" else "fp32")
-                share = f", {flops / wall / rate:.1%} of the matmul rate" if rate else ""
-                report.add(f"markov (chapter 1, 3 seeds): {wall:.1f} s (target {TARGET_S['markov']:.0f} s); "
-                           f"{flops / wall / 1e12:.3f} TFLOP/s achieved{share}")
-            elif step == "modadd":
-                store = [] if args.keep else ["--snapshot-dir", str(work / "snapshots"), "--artifact-dir", str(work / "modadd")]
-                wall = command_step(["ace_helpers.chapters.modadd", "--preset", preset, "--trainer", "ensemble",
-                                     "--precision", "bf16", "--device", args.device, *store], left_at_start)
-                report.add(timed("modadd (chapters 2-3, trained and analysed)", wall, left_at_start, f" (target {TARGET_S['modadd']:.0f} s)"))
-            elif step == "sweeps":
-                store = [] if args.keep else ["--store", str(work / "sweeps")]
-                gpus = torch.cuda.device_count() if device.type == "cuda" and device.index is None else 1
-                where = ["--device", "cuda", "--gpus", str(gpus)] if gpus > 1 else ["--device", args.device, "--in-process"]
-                wall = command_step(["ace_helpers.chapters.sweep", "04_grokking_scaling_law", "--preset", preset, *where,
-                                     *store], left_at_start)  # fmt: skip
-                report.add(timed(f"sweeps (chapter 4, every omega and p run, {gpus} device(s))", wall, left_at_start,
-                                 f" (target {TARGET_S['sweeps']:.0f} s)"))  # fmt: skip
-            elif step == "fusion":
-                report.add(*fusion_step(args.device, args.quick))
-            elif step == "variants" and not args.keep:
-                report.add("variants: skipped (they are stored in the book's results: give --keep)")
-            elif step == "variants":
-                for stem in VARIANT_CHAPTERS:
-                    allowed = left()
-                    wall = command_step(["ace_helpers.variants", stem, "--preset", preset, "--name", f"{device.type}-bf16",
-                                         "--set", f"DEVICE={args.device}", "PRECISION=bf16"], allowed)  # fmt: skip
-                    report.add(timed(f"variant {stem} ({device.type}, bf16)", wall, allowed) + ", stored in book/results/variants/")
-            elif step == "official":
-                for name, wall in official_step(official, args.quick, left).items():
-                    report.add(timed(f"official {name}", wall, None))
+            try:
+                getattr(bench, step)()
+            except (Exception, SystemExit) as exc:  # one step's failure must not cost the steps after it
+                traceback.print_exc()
+                failed.append(step)
+                report.add(f"{step}: failed: {first_line(exc)}")
     report.finish()
+    if failed:
+        raise SystemExit(f"steps that failed: {failed} (their errors are above)")
 
 
 if __name__ == "__main__":

@@ -92,3 +92,19 @@ def test_the_kit_and_the_device_script_refuse_bad_input_before_any_download(tmp_
     device = subprocess.run(["bash", str(SCRIPT.parent / "gpu_device.sh")], capture_output=True, text=True, timeout=60,
                             check=False, env={**os.environ, "GPU_KIT": str(tmp_path / "none"), "GPU_RESULTS": str(tmp_path)})  # fmt: skip
     assert device.returncode == 2 and f"no kit at {tmp_path / 'none'}/whl" in device.stderr
+
+
+def test_a_failing_step_is_reported_and_the_next_one_runs_in_the_order_given(tmp_path):
+    checkout = tmp_path / "cores"
+    checkout.mkdir()
+    for script in ("markov.py", "modadd.py"):
+        (checkout / script).write_text("raise SystemExit(3)\n")
+    out = tmp_path / "report.txt"
+    done = _run("--device", "cpu", "--quick", "--only", "official,matmul", "--official", str(checkout), "--out", str(out))
+    assert done.returncode == 1 and "steps that failed: ['official']" in done.stderr
+    lines = out.read_text().splitlines()
+    assert lines[2] == "official: failed: official modadd.py failed (3):" and lines[3].startswith("matmul: bf16 ")
+    (checkout / "modadd.py").write_text("import sys\nassert sys.argv[1:] == ['--quick']\n")
+    done = _run("--device", "cpu", "--quick", "--only", "official", "--official", str(checkout), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().splitlines()[2] == "official modadd.py --quick: 0 s"
