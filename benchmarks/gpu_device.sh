@@ -21,14 +21,18 @@ if [ ! -d "$kit/whl" ]; then
 fi
 mkdir -p "$results"
 site=$(mktemp -d /tmp/gpu-site.XXXXXX)
-"$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$kit"/whl/*.whl
-export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 MPLBACKEND=Agg
+wheels=("$kit"/whl/*.whl)
+if [ -e "${wheels[0]}" ]; then  # a kit for a machine that has every package holds none
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "${wheels[@]}"
+fi
+# the repository root too: the book's library is not installed there, it travels with the working tree
+export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 official=()
 if [ -f "$kit/cores/markov.py" ]; then official=(--official "$kit/cores"); fi
 marker=$(mktemp /tmp/gpu-start.XXXXXX)
 status=0
 "$python" benchmarks/gpu.py --keep --out "$results/gpu.txt" "${official[@]}" "$@" 2>&1 | tee "$results/log.txt" || status=$?
-find book/artifacts book/results -type f -newer "$marker" -print0 2>/dev/null \
+find book/artifacts book/results book/variants_table.md -type f -newer "$marker" -print0 2>/dev/null \
     | tar --null -czf "$results/runs.tar.gz" -T -
 echo "stored runs: $results/runs.tar.gz ($(tar -tzf "$results/runs.tar.gz" | wc -l) files); report: $results/gpu.txt"
 exit "$status"

@@ -108,3 +108,15 @@ def test_a_failing_step_is_reported_and_the_next_one_runs_in_the_order_given(tmp
     done = _run("--device", "cpu", "--quick", "--only", "official", "--official", str(checkout), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert out.read_text().splitlines()[2] == "official modadd.py --quick: 0 s"
+
+
+def test_the_device_script_runs_the_benchmark_and_packs_what_it_stored(tmp_path):
+    (tmp_path / "kit" / "whl").mkdir(parents=True)  # a kit for a machine that has every package: no wheel
+    env = {**os.environ, "GPU_KIT": str(tmp_path / "kit"), "GPU_RESULTS": str(tmp_path / "out"), "PYTHON": sys.executable}
+    done = subprocess.run(["bash", "benchmarks/gpu_device.sh", "--device", "cpu", "--quick", "--only", "matmul"],
+                          cwd=SCRIPT.parents[1], capture_output=True, text=True, timeout=300, check=False, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "gpu.txt").read_text().splitlines()[2].startswith("matmul: bf16 ")
+    assert "matmul: bf16 " in (tmp_path / "out" / "log.txt").read_text()
+    assert "stored runs: " in done.stdout and "(0 files)" in done.stdout  # the quick matmul stores nothing
+    assert (tmp_path / "out" / "runs.tar.gz").is_file()
