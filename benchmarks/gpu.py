@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,7 @@ from ace_helpers.chapters.toy_models.markov import model_seeds, train_models
 from ace_helpers.method.devices import describe_device, resolve_device
 from ace_helpers.repro.artifacts import atomic_write_bytes, write_report
 from ace_helpers.repro.machine import machine_line
+from ace_helpers.repro.official import check_official, copy_official
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, markov_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,23 +122,13 @@ def fusion_step(device: str, quick: bool) -> list[str]:
     return ["fusion (one training step: eager / compiled / CUDA graphs):"] + [f"  {line}" for line in done.stdout.splitlines()]
 
 
-def check_official(path: Path) -> Path:
-    """``path`` resolved, once it is known to be a checkout of the paper's code release (refused naming what it lacks)."""
-    checkout = path.expanduser().resolve()
-    missing = [p for p in ("markov.py", "modadd.py") if not (checkout / p).is_file()]
-    if missing:
-        raise SystemExit(f"--official {path} is not a checkout of the paper's code release: it lacks {', '.join(missing)}")
-    return checkout
-
-
 def official_step(checkout: Path, quick: bool, left: Callable[[], float | None]) -> dict[str, float | None]:
     """Wall seconds of the official code's ``markov.py`` and ``modadd.py --quick`` (from a ``checkout`` that
     :func:`check_official` accepted), run in a scratch copy (None for
     one stopped after ``left()`` seconds, the budget's rest when it starts)."""
     out: dict[str, float | None] = {}
     with tempfile.TemporaryDirectory(prefix="official") as scratch:
-        copy = Path(scratch) / "cores"
-        shutil.copytree(checkout, copy, ignore=shutil.ignore_patterns(".git"))
+        copy = copy_official(checkout, Path(scratch) / "cores")
         for script, extra in (("markov.py", []), ("modadd.py", ["--quick"])):
             if quick and script == "markov.py":
                 continue

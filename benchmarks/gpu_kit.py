@@ -37,6 +37,8 @@ from pathlib import Path
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 
+from ace_helpers.repro.official import check_official, copy_official
+
 #: what the benchmark's steps import: the chapters' trainers and runs, the sweep command, and the notebook kernel
 #: that the ``variants`` step runs the chapters in (papermill, the kernel, the notebooks' display libraries)
 STEP_MODULES = ("ace_helpers.chapters.toy_models.markov", "ace_helpers.chapters.modadd.__main__",
@@ -154,11 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     if not re.fullmatch(r"3\.\d{1,2}", args.python):
         raise SystemExit(f"--python {args.python!r}: give the target's Python as major.minor, such as 3.12")
     have = read_have(args.have) if args.have is not None else set()
-    if args.official is not None:
-        official = args.official.expanduser().resolve()
-        missing = [p for p in ("markov.py", "modadd.py") if not (official / p).is_file()]
-        if missing:
-            raise SystemExit(f"--official {official} is not a checkout of the paper's code release: it lacks {', '.join(missing)}")
+    official = check_official(args.official) if args.official is not None else None
     roots = imported_dists() | (set() if args.no_variants else {canonical(d) for d in NOTEBOOK_DISTS})
     found = requirements_closure(roots, args.python)
     pack, left = plan(found, have)
@@ -173,9 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     lines += [f"# left out: {name}=={found[name]}: {why}" for name, why in left.items()]
     shutil.rmtree(args.out / "whl", ignore_errors=True)
     tmp.rename(args.out / "whl")
-    if args.official is not None:
+    if official is not None:
         shutil.rmtree(args.out / "cores", ignore_errors=True)
-        shutil.copytree(official, args.out / "cores", ignore=shutil.ignore_patterns(".git"))
+        copy_official(official, args.out / "cores")
     (args.out / "wheels.txt").write_text("\n".join(lines) + "\n")
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     print(f"wrote {args.out} ({size / 2**20:.1f} MiB): {len(pack)} wheels, {len(left)} left out; see {args.out / 'wheels.txt'}")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,21 +33,11 @@ import time
 from pathlib import Path
 
 from ace_helpers.repro.artifacts import write_report
+from ace_helpers.repro.official import check_official, copy_official
 from ace_helpers.repro.machine import machine_line
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_markov_cores.ipynb"
-
-
-def check_official(path: Path) -> Path:
-    """``path`` resolved, after checking that it is a checkout of the official code (has ``markov.py``
-    and ``src/cores/markov.py``); raises ``SystemExit`` naming what is missing."""
-    path = path.expanduser().resolve()
-    missing = [p for p in ("markov.py", "src/cores/markov.py") if not (path / p).is_file()]
-    if missing:
-        raise SystemExit(f"--official {path} is not a checkout of the official code release (joshseth/cores): "
-                         f"it lacks {', '.join(missing)}")
-    return path
 
 
 def environment(threads: int) -> dict[str, str]:
@@ -87,7 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ace-official-") as tmp:
         work = Path(tmp)
         theirs = work / "cores"
-        shutil.copytree(official, theirs, ignore=shutil.ignore_patterns(".git", "experiments"))
+        copy_official(official, theirs)
         ours = [sys.executable, "-m", "papermill", str(NOTEBOOK), str(work / "01_markov_cores.ipynb"),
                 "-p", "PRESET", "book", "-y", "EXTRA_CHAINS: []", "-p", "OUTPUT_DIR", str(work / "ours"), "--no-progress-bar"]
         for r in range(args.rounds):

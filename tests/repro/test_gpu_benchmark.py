@@ -58,7 +58,7 @@ def test_a_spent_budget_stops_a_step_and_skips_the_rest_and_bad_budgets_are_refu
 
 def test_an_official_path_that_is_no_checkout_is_refused_before_any_work(tmp_path):
     done = _run("--device", "cpu", "--only", "matmul,official", "--official", str(tmp_path))
-    assert done.returncode == 1 and "is not a checkout of the paper's code release: it lacks markov.py, modadd.py" in done.stderr
+    assert done.returncode == 1 and "is not a checkout of the paper's code release (joshseth/cores): it lacks markov.py, modadd.py, src/cores/markov.py" in done.stderr
     assert "matmul:" not in done.stdout
 
 
@@ -96,8 +96,8 @@ def test_the_kit_and_the_device_script_refuse_bad_input_before_any_download(tmp_
 
 def test_a_failing_step_is_reported_and_the_next_one_runs_in_the_order_given(tmp_path):
     checkout = tmp_path / "cores"
-    checkout.mkdir()
-    for script in ("markov.py", "modadd.py"):
+    (checkout / "src" / "cores").mkdir(parents=True)
+    for script in ("markov.py", "modadd.py", "src/cores/markov.py"):
         (checkout / script).write_text("raise SystemExit(3)\n")
     out = tmp_path / "report.txt"
     done = _run("--device", "cpu", "--quick", "--only", "official,matmul", "--official", str(checkout), "--out", str(out))

@@ -1,0 +1,32 @@
+"""The paper's official code release (``joshseth/cores``), which the benchmarks run beside the book.
+
+It is never downloaded: the user gives a checkout (``--official PATH``), which :func:`check_official` checks before
+any work and :func:`copy_official` copies to a scratch folder, so that its results and figures are written there
+and the checkout is left as it was.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+#: the files of the release that the benchmarks run: its Markov-chain and modular-addition scripts and its package
+OFFICIAL_FILES = ("markov.py", "modadd.py", "src/cores/markov.py")
+
+
+def check_official(path: str | Path, needs: Sequence[str] = OFFICIAL_FILES) -> Path:
+    """``path`` resolved, once it holds every file of ``needs``; raises ``SystemExit`` naming the missing ones."""
+    checkout = Path(path).expanduser().resolve()
+    missing = [name for name in needs if not (checkout / name).is_file()]
+    if missing:
+        raise SystemExit(f"--official {path} is not a checkout of the paper's code release (joshseth/cores): "
+                         f"it lacks {', '.join(missing)}")  # fmt: skip
+    return checkout
+
+
+def copy_official(checkout: Path, dest: Path) -> Path:
+    """Copy a checked ``checkout`` to the new folder ``dest``, without its git history and the results of its earlier
+    runs (``experiments/``); returns ``dest``."""
+    shutil.copytree(checkout, dest, ignore=shutil.ignore_patterns(".git", "experiments"))
+    return dest
