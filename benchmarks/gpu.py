@@ -124,8 +124,8 @@ def fusion_step(device: str, quick: bool) -> list[str]:
 
 def official_step(checkout: Path, quick: bool, left: Callable[[], float | None]) -> dict[str, float | None]:
     """Wall seconds of the official code's ``markov.py`` and ``modadd.py --quick`` (from a ``checkout`` that
-    :func:`check_official` accepted), run in a scratch copy (None for
-    one stopped after ``left()`` seconds, the budget's rest when it starts)."""
+    ``check_official`` accepted), run in a scratch copy; None for a script stopped after ``left()`` seconds (the
+    budget's rest when it starts)."""
     out: dict[str, float | None] = {}
     with tempfile.TemporaryDirectory(prefix="official") as scratch:
         copy = copy_official(checkout, Path(scratch) / "cores")
