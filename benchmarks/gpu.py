@@ -98,18 +98,23 @@ def markov_step(device: torch.device, epochs: int, precision: str) -> tuple[floa
     return wall, 6.0 * params * tokens * epochs * len(res.models)
 
 
-def command_step(args: list[str], timeout: float | None = None) -> float | None:
-    """Wall seconds of ``python -m …args`` run from the repository root, or None when it was stopped after
-    ``timeout`` seconds; raises naming the command when it fails."""
+def timed_run(cmd: list[str], cwd: Path, timeout: float | None, name: str) -> float | None:
+    """Wall seconds of ``cmd`` run in ``cwd``, or None when it was stopped after ``timeout`` seconds; raises
+    ``SystemExit`` ("``name`` failed (status): …" with the end of its output) when it fails."""
     start = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, check=False,
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False,
                               env=dict(os.environ, MPLBACKEND="Agg"), timeout=timeout)  # fmt: skip
     except subprocess.TimeoutExpired:
         return None
     if done.returncode:
-        raise SystemExit(f"`python -m {' '.join(args)}` failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return time.perf_counter() - start
+
+
+def command_step(args: list[str], timeout: float | None = None) -> float | None:
+    """Wall seconds of ``python -m …args`` run from the repository root (:func:`timed_run`)."""
+    return timed_run([sys.executable, "-m", *args], ROOT, timeout, f"`python -m {' '.join(args)}`")
 
 
 def fusion_step(device: str, quick: bool) -> list[str]:
@@ -133,16 +138,9 @@ def official_step(checkout: Path, quick: bool, left: Callable[[], float | None])
             if quick and script == "markov.py":
                 continue
             name = f"{script} {' '.join(extra)}".strip()
-            start = time.perf_counter()
-            try:
-                done = subprocess.run([sys.executable, script, *extra], cwd=copy, capture_output=True, text=True,
-                                      check=False, env=dict(os.environ, MPLBACKEND="Agg"), timeout=left())  # fmt: skip
-            except subprocess.TimeoutExpired:
-                out[name] = None
+            out[name] = timed_run([sys.executable, script, *extra], copy, left(), f"official {script}")
+            if out[name] is None:
                 break
-            if done.returncode:
-                raise SystemExit(f"official {script} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-            out[name] = time.perf_counter() - start
     return out
 
 
@@ -184,11 +182,11 @@ class Bench:
     """The steps of one run (a method each, named as in :data:`STEPS`), sharing the device, the budget, the
     scratch folder and the matmul rate that later steps divide by."""
 
-    def __init__(self, args: argparse.Namespace, device: torch.device, official: Path | None, report: Report) -> None:
-        self.args, self.device, self.checkout, self.report = args, device, official, report
+    def __init__(self, args: argparse.Namespace, device: torch.device, official: Path | None, report: Report,
+                 work: Path) -> None:  # fmt: skip
+        self.args, self.device, self.checkout, self.report, self.work = args, device, official, report, work
         self.preset = "ci" if args.quick else "paper"
         self.deadline = time.perf_counter() + args.budget if args.budget else float("inf")
-        self.work = Path(tempfile.gettempdir())
         self.rate: float | None = None
 
     def left(self) -> float | None:
@@ -276,13 +274,12 @@ def main(argv: list[str] | None = None) -> None:
         steps.remove("official")
     official = check_official(args.official) if "official" in steps else None
     report = Report(args.out)
-    bench = Bench(args, device, official, report)
-    report.add(f"{machine_line()}; {describe_device(args.device)}",
-               f"preset {bench.preset}{' (--quick: a check of the script, not a measurement)' if args.quick else ''}"
-               f"{f'; budget {args.budget:.0f} s' if args.budget else ''}")  # fmt: skip
     failed = []
     with tempfile.TemporaryDirectory(prefix="gpu-bench") as tmp:
-        bench.work = Path(tmp)
+        bench = Bench(args, device, official, report, Path(tmp))
+        report.add(f"{machine_line()}; {describe_device(args.device)}",
+                   f"preset {bench.preset}{' (--quick: a check of the script, not a measurement)' if args.quick else ''}"
+                   f"{f'; budget {args.budget:.0f} s' if args.budget else ''}")  # fmt: skip
         for step in steps:
             if time.perf_counter() >= bench.deadline:
                 report.add(f"{step}: skipped, the budget of {args.budget:.0f} s was spent")

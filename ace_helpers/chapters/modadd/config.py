@@ -256,12 +256,12 @@ def check(cfg: dict[str, Any]) -> None:
     workers = checks.check_int("WORKERS", cfg["WORKERS"], low=1, high=MAX_MODELS)
     checks.check_choice("TRAINER", cfg["TRAINER"], TRAINERS)
     cfg["DEVICE"] = check_device("DEVICE", cfg["DEVICE"])
-    if cfg["TRAINER"] != "ensemble" and cfg["DEVICE"] not in ("auto", "cpu"):
-        raise ValueError(f"DEVICE={cfg['DEVICE']!r} is not allowed with TRAINER={cfg['TRAINER']!r}: the loop trainer runs "
-                         "on the CPU (set TRAINER='ensemble', or DEVICE='cpu' or 'auto')")
-    if cfg["TRAINER"] != "ensemble":
-        cfg["DEVICE"] = "cpu"  # resolved: the loop trainer trains on the CPU, and its setup lines say so on a GPU machine
     ensemble = cfg["TRAINER"] == "ensemble"
+    if not ensemble:
+        if cfg["DEVICE"] not in ("auto", "cpu"):
+            raise ValueError(f"DEVICE={cfg['DEVICE']!r} is not allowed with TRAINER={cfg['TRAINER']!r}: the loop trainer "
+                             "runs on the CPU (set TRAINER='ensemble', or DEVICE='cpu' or 'auto')")
+        cfg["DEVICE"] = "cpu"  # resolved: the loop trainer trains on the CPU, and its setup lines say so on a GPU machine
     cfg["PRECISION"] = resolve_precision("PRECISION", cfg["PRECISION"], train_device(cfg), bf16_allowed=ensemble)
     if cfg["PRECISION"] != "fp32" and not ensemble:
         raise ValueError(
