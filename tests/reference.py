@@ -134,8 +134,8 @@ def steered_generate_full_runs(lm, tok, prompts, layer, core, *, n_new, seed=Non
 
     def run(c, scale):
         fn = None if scale is None else (lambda h: core.flip(h, scale=scale.float()[:, None].to(h.dtype)))
-        step = {"input_ids": token, "attention_mask": mask, "position_ids": pos, "cache": c, "use_cache": True,
-                "logits_to_keep": 1}
+        step = llm.with_cache(lm, {"input_ids": token, "attention_mask": mask, "position_ids": pos, "use_cache": True,
+                                   "logits_to_keep": 1}, c)
         logits = interventions.run_with_edit(lm, step, path, fn, positions=-1)[:, -1].double()
         return logits, copula_margin(logits, ids)
 

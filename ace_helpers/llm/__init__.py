@@ -45,8 +45,8 @@ batching (:mod:`ace_helpers.llm.batching`), tiny test models (:mod:`ace_helpers.
   gives the torch module under a wrapper.
 
 * Batching: :func:`encode` (left padding with explicit position ids), :func:`batch_rows`,
-  :func:`prefix_cache` (KV cache of all but the last token), :func:`restricted_head` (logits of a
-  few tokens only).
+  :func:`prefix_cache` (KV cache of all but the last token), :func:`with_cache` (inputs with a cache,
+  under the keyword the installed transformers takes), :func:`restricted_head` (logits of a few tokens only).
 
 * :func:`tiny_model` builds a small random GPT-2- or Llama-shaped model from a config, with a
   word-level tokenizer, for fast tests of every code path (no files, no network).
@@ -59,6 +59,7 @@ from ace_helpers.llm.batching import (  # noqa: F401
     encode,
     prefix_cache,
     restricted_head,
+    with_cache,
 )
 from ace_helpers.llm.core_sweep import LayerCore, layer_sweep  # noqa: F401
 from ace_helpers.llm.labels import model_label, model_labels  # noqa: F401

@@ -1,9 +1,11 @@
 """Batching prompts for a language model: left padding with explicit position ids, row slices, the KV cache
-of all but the last token, and a head restricted to a few tokens."""
+of all but the last token (and the keyword the model's forward takes it under), and a head restricted to a few
+tokens."""
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Sequence
 
 import torch
@@ -32,6 +34,26 @@ def batch_rows(enc: dict[str, torch.Tensor], start: int, stop: int) -> dict[str,
     sub = {k: v[start:stop] for k, v in enc.items()}
     keep = int(sub["attention_mask"].sum(-1).max())
     return {k: v[:, -keep:] for k, v in sub.items()}
+
+
+#: the keywords a Hugging Face forward takes its KV cache under: ``cache`` (transformers 5.24 and later releases)
+#: and ``past_key_values`` (earlier ones, 5.17 among them)
+CACHE_KEYWORDS = ("cache", "past_key_values")
+
+
+def with_cache(model, inputs: dict, cache) -> dict:
+    """``inputs`` with ``cache`` added under the keyword this model's forward takes it under (:data:`CACHE_KEYWORDS`).
+
+    The forwards also take ``**kwargs``, so a cache passed under the other release's keyword would be dropped
+    without a word and the tokens computed without their prefix: the keyword is read off the signature.
+    """
+    forward = torch_module(model).forward
+    params = inspect.signature(forward).parameters
+    for name in CACHE_KEYWORDS:
+        if name in params:
+            return {**inputs, name: cache}
+    raise TypeError(f"{type(torch_module(model)).__name__}.forward takes no KV cache: it has neither of "
+                    f"{list(CACHE_KEYWORDS)} among its parameters {list(params)}")  # fmt: skip
 
 
 def prefix_cache(model, batch: dict[str, torch.Tensor]):

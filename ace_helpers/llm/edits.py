@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from ace_helpers.llm.batching import batch_rows, encode, prefix_cache
+from ace_helpers.llm.batching import batch_rows, encode, prefix_cache, with_cache
 from ace_helpers.llm.layers import block_paths, input_device, layer_path, module, torch_module
 from ace_helpers.llm.readout import Metric
 from ace_helpers.llm.remote_jobs import trace_options
@@ -51,7 +51,7 @@ def tail_inputs(lm, batch):
     cache = prefix_cache(lm, batch)
     tail = {"input_ids": batch["input_ids"][:, -1:], "attention_mask": batch["attention_mask"],
             "position_ids": batch["position_ids"][:, -1:], "use_cache": True, "logits_to_keep": 1}
-    return cache, tail, clean_block_outputs(lm, block_paths(lm), {**tail, "cache": copy.deepcopy(cache)})[1]
+    return cache, tail, clean_block_outputs(lm, block_paths(lm), with_cache(lm, tail, copy.deepcopy(cache)))[1]
 
 
 def tail_values(lm, paths, cache, tail, clean, ell, edits, metric: Metric, max_rows: int | None = MAX_ROWS) -> np.ndarray:
@@ -67,7 +67,7 @@ def tail_values(lm, paths, cache, tail, clean, ell, edits, metric: Metric, max_r
         c.batch_repeat_interleave(k)
         rep = {key: (v.repeat_interleave(k, dim=0) if torch.is_tensor(v) else v) for key, v in tail.items()}
         skip_with = clean[ell - 2].repeat_interleave(k, dim=0) if ell >= 2 else None
-        logits = tail_edit(lm, {**rep, "cache": c}, paths, ell, stacked(group), skip_with)
+        logits = tail_edit(lm, with_cache(lm, rep, c), paths, ell, stacked(group), skip_with)
         out.append(metric(logits).detach().float().cpu().numpy().reshape(n, k).T)
     return np.concatenate(out, 0)
 

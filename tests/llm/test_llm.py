@@ -89,6 +89,25 @@ def test_torch_module():
         llm.torch_module(object())
 
 
+def test_the_cache_goes_under_the_keyword_the_forward_takes():
+    """transformers 5.24 takes the KV cache as ``cache``, 5.17 as ``past_key_values``; both forwards also take
+    ``**kwargs``, where a cache under the other keyword would vanish without a word."""
+
+    class Old(torch.nn.Module):
+        def forward(self, input_ids=None, past_key_values=None, **kwargs): ...
+
+    class New(torch.nn.Module):
+        def forward(self, input_ids=None, cache=None, **kwargs): ...
+
+    class NoCache(torch.nn.Module):
+        def forward(self, input_ids=None, **kwargs): ...
+
+    assert llm.with_cache(Old(), {"input_ids": 1}, "kv") == {"input_ids": 1, "past_key_values": "kv"}
+    assert llm.with_cache(New(), {"input_ids": 1}, "kv") == {"input_ids": 1, "cache": "kv"}
+    with pytest.raises(TypeError, match=r"NoCache.forward takes no KV cache: it has neither of \['cache', 'past_key_values'\]"):
+        llm.with_cache(NoCache(), {}, "kv")
+
+
 def test_encode_rows_and_prefix_cache_are_exact(tiny):
     """Left padding with explicit positions, row slicing and a prefix KV cache give the unpadded logits."""
     lm, tok = tiny
@@ -103,8 +122,9 @@ def test_encode_rows_and_prefix_cache_are_exact(tiny):
         assert sub["input_ids"].shape[0] == 2 and (sub["attention_mask"][:, 0] == 1).any()
         part = model(**sub).logits[:, -1]
         cache = llm.prefix_cache(lm, enc)
-        tail = model(input_ids=enc["input_ids"][:, -1:], attention_mask=enc["attention_mask"],
-                     position_ids=enc["position_ids"][:, -1:], cache=cache, use_cache=True).logits[:, -1]
+        step = {"input_ids": enc["input_ids"][:, -1:], "attention_mask": enc["attention_mask"],
+                "position_ids": enc["position_ids"][:, -1:], "use_cache": True}
+        tail = model(**llm.with_cache(lm, step, cache)).logits[:, -1]
     for i, ref in enumerate(alone):
         torch.testing.assert_close(full[i], ref, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(tail[i], ref, atol=1e-5, rtol=1e-4)

@@ -150,8 +150,8 @@ def generate_with_flip(
     out, scales, achieved, clean_m = [], [], [], []
 
     def inputs(c) -> dict:
-        return {"input_ids": token, "attention_mask": mask, "position_ids": pos, "cache": c, "use_cache": True,
-                "logits_to_keep": 1}
+        return llm.with_cache(lm, {"input_ids": token, "attention_mask": mask, "position_ids": pos, "use_cache": True,
+                                   "logits_to_keep": 1}, c)
 
     def run(c, fn):
         return interventions.run_with_edit(lm, inputs(c), path, fn, positions=-1)[:, -1].double()
