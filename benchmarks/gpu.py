@@ -2,6 +2,8 @@
 
 Steps (``--only`` picks some and their order; all by default, in this order), each timed on ``--device`` (default ``cuda``):
 
+* ``tests``: the book's tests marked ``cuda`` (the trainers, bf16 autocast and the language-model path on the GPU;
+  skipped with their reason where torch sees no CUDA device), run with pytest from the files that hold them;
 * ``matmul``: the device's bf16 matrix-product rate (n × n products), the roofline the training rates are divided by;
 * ``markov``: chapter 1's training at the paper's settings (3 seeds × 40 epochs of 3 000 sequences, the ensemble
   trainer), its wall time and achieved FLOP/s (≈ 6 · parameters · tokens) as a fraction of the matmul rate;
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -58,7 +61,7 @@ from ace_helpers.repro.official import check_official, copy_official
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, markov_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = ("matmul", "markov", "modadd", "sweeps", "fusion", "variants", "official")
+STEPS = ("tests", "matmul", "markov", "modadd", "sweeps", "fusion", "variants", "official")
 #: the chapters the ``variants`` step runs on the device
 VARIANT_CHAPTERS = ("01_markov_cores", "02_modadd_grokking", "03_core_inflation")
 TARGET_S = {"markov": 30.0, "modadd": 300.0, "sweeps": 600.0}
@@ -115,6 +118,31 @@ def timed_run(cmd: list[str], cwd: Path, timeout: float | None, name: str) -> fl
 def command_step(args: list[str], timeout: float | None = None) -> float | None:
     """Wall seconds of ``python -m …args`` run from the repository root (:func:`timed_run`)."""
     return timed_run([sys.executable, "-m", *args], ROOT, timeout, f"`python -m {' '.join(args)}`")
+
+
+#: a test marked ``cuda``: decorated, or a parameter of one (``pytest.param("cuda", marks=pytest.mark.cuda)``)
+CUDA_MARK = re.compile(r"^\s*@pytest\.mark\.cuda\b|marks=pytest\.mark\.cuda\b", re.MULTILINE)
+
+
+def cuda_test_files(root: Path = ROOT) -> list[str]:
+    """The test files (relative to ``root``) that hold tests marked ``cuda``."""
+    return sorted(str(p.relative_to(root)) for p in (root / "tests").rglob("test_*.py") if CUDA_MARK.search(p.read_text()))
+
+
+def tests_step(timeout: float | None, root: Path = ROOT) -> str | None:
+    """pytest's summary of the tests marked ``cuda`` under ``root`` ("7 passed, 1 skipped in 31.2s"), or None when
+    it was stopped after ``timeout`` seconds; raises ``SystemExit`` with the summary and the failures' report when
+    one fails."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "cuda", *cuda_test_files(root)]
+    try:
+        done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    lines = done.stdout.strip().splitlines()
+    summary = lines[-1].strip("= ") if lines else "no output"
+    if done.returncode:
+        raise SystemExit(f"the CUDA tests: {summary} (pytest status {done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
+    return summary
 
 
 def fusion_step(device: str, quick: bool) -> list[str]:
@@ -192,6 +220,13 @@ class Bench:
     def left(self) -> float | None:
         """Seconds left of the budget (at least 1), or None without one."""
         return None if self.args.budget is None else max(1.0, self.deadline - time.perf_counter())
+
+    def tests(self) -> None:
+        """The tests marked ``cuda``, on this machine's GPU (they skip, saying so, where there is none)."""
+        allowed = self.left()
+        summary = tests_step(allowed)
+        name = f"tests (marked cuda, {len(cuda_test_files())} files)"
+        self.report.add(f"{name}: {summary}" if summary is not None else timed(name, None, allowed))
 
     def matmul(self) -> None:
         """The device's bf16 matrix-product rate (the roofline of the training rates)."""

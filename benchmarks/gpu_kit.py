@@ -39,10 +39,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from ace_helpers.repro.official import check_official, copy_official
 
-#: what the benchmark's steps import: the chapters' trainers and runs, the sweep command, and the notebook kernel
-#: that the ``variants`` step runs the chapters in (papermill, the kernel, the notebooks' display libraries)
+#: what the benchmark's steps import: the chapters' trainers and runs, the sweep command, the language-model
+#: chapter's library (the ``tests`` step) and pytest, and the notebook kernel that the ``variants`` step runs the
+#: chapters in (papermill, the kernel, the notebooks' display libraries)
 STEP_MODULES = ("ace_helpers.chapters.toy_models.markov", "ace_helpers.chapters.modadd.__main__",
-                "ace_helpers.chapters.sweep", "ace_helpers.variants")  # fmt: skip
+                "ace_helpers.chapters.sweep", "ace_helpers.variants", "ace_helpers.chapters.llm_agreement")  # fmt: skip
+TEST_DISTS = ("pytest",)
 NOTEBOOK_DISTS = ("papermill", "ipykernel", "myst-nb", "jupytext", "nbformat", "matplotlib-inline")
 #: never carried: the target's own CUDA build of these must be used
 GPU_STACK = re.compile(r"^(torch|torchvision|torchaudio|triton|nvidia-.*|cuda-.*)$")
@@ -150,14 +152,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--have", type=Path, help="the target's `pip list` / `pip freeze` (or names): not packed")
     ap.add_argument("--official", type=Path, help="a checkout of the paper's code release, copied to OUT/cores")
     ap.add_argument("--python", default="3.12", help="the target's Python, major.minor (default: 3.12)")
-    ap.add_argument("--no-variants", action="store_true", help="only the training steps' packages: no notebook "
+    ap.add_argument("--no-variants", action="store_true", help="only the training and test steps' packages: no notebook "
                     "kernel for the variants step (a kit about 30 MiB smaller)")
     args = ap.parse_args(argv)
     if not re.fullmatch(r"3\.\d{1,2}", args.python):
         raise SystemExit(f"--python {args.python!r}: give the target's Python as major.minor, such as 3.12")
     have = read_have(args.have) if args.have is not None else set()
     official = check_official(args.official) if args.official is not None else None
-    roots = imported_dists() | (set() if args.no_variants else {canonical(d) for d in NOTEBOOK_DISTS})
+    roots = imported_dists() | set(TEST_DISTS) | (set() if args.no_variants else {canonical(d) for d in NOTEBOOK_DISTS})
     found = requirements_closure(roots, args.python)
     pack, left = plan(found, have)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,9 @@ from ace_helpers.chapters.llm_agreement.stored import KEY_KNOBS, precision_key, 
 from ace_helpers.llm import precision, readout
 from ace_helpers.llm.agreement import DEMO_PROMPTS, GENERATION_PROMPTS, agreement_split, vocabulary
 
+#: the CPU here; a GPU too where torch sees one (the same test, skipped with its reason elsewhere)
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 PROMPTS = ["The keys to the cabinet", "The key near the doors", "The keys near the box", "The key to the cabinets"]
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device on this machine")
 
 
 def test_dtype_knob_follows_the_papers_table():
@@ -34,10 +35,11 @@ def test_dtype_knob_follows_the_papers_table():
     assert "float32" in precision.describe_dtype("auto", "cpu") and "fp16" in precision.describe_dtype("family", "cpu")
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("arch", sorted(llm.tiny.ARCHS))
-def test_half_precision_states_and_gradients_follow_float32(arch):
-    """bf16 and fp16 models give float32's states and gradients to within 3 %, also for a metric whose gradients
-    are ~1e-5..1e-7 (where fp16 needs its loss scale: without it the same check fails)."""
+def test_half_precision_states_and_gradients_follow_float32(arch, device):
+    """bf16 and fp16 models on ``device`` give the CPU's float32 states and gradients to within 3 %, also for a
+    metric whose gradients are ~1e-5..1e-7 (where fp16 needs its loss scale: without it the same check fails)."""
     lm, tok = llm.tiny_model(arch, words=vocabulary(), n_layers=3, seed=1)
     a, b = tok.convert_tokens_to_ids("are"), tok.convert_tokens_to_ids("is")
 
@@ -46,7 +48,7 @@ def test_half_precision_states_and_gradients_follow_float32(arch):
 
     ref = llm.metric_gradients(lm, tok, PROMPTS, metric, [1, 2])
     for dtype in (torch.bfloat16, torch.float16):
-        llm.torch_module(lm).to(dtype)
+        llm.torch_module(lm).to(device=device, dtype=dtype)
         half = llm.metric_gradients(lm, tok, PROMPTS, metric, [1, 2])
         assert half.H.dtype == half.G.dtype == np.float32
         for got, want in ((half.H, ref.H), (half.G, ref.G), (half.values, ref.values)):
@@ -59,7 +61,7 @@ def test_half_precision_states_and_gradients_follow_float32(arch):
             finally:
                 readout.grad_scale = original
             assert np.abs(raw.G - ref.G).max() > 0.05 * np.abs(ref.G).max()
-    llm.torch_module(lm).to(torch.float32)
+    llm.torch_module(lm).to(device="cpu", dtype=torch.float32)
 
 
 def test_load_model_resolves_the_dtype_knob_from_the_models_family(tmp_path):
@@ -79,6 +81,15 @@ def test_load_model_resolves_the_dtype_knob_from_the_models_family(tmp_path):
             llm.load_model(str(folder), device="cuda")
 
 
+@pytest.mark.cuda
+def test_load_model_places_the_model_on_cuda_in_its_familys_dtype(tmp_path):
+    lm, tok = llm.tiny_model("qwen2", words=vocabulary(), n_layers=2, seed=0)
+    llm.torch_module(lm).save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    loaded, _ = llm.load_model(str(tmp_path), dtype="auto", device="cuda")  # "auto" on a GPU: the paper's dtype
+    assert llm.model_dtype(loaded) == torch.float16 and llm.input_device(loaded).type == "cuda"
+
+
 def test_chapter_knobs_and_stored_keys():
     cfg = A.PARAMS.resolve(PRESET="ci")
     assert cfg.DEVICE == "auto" and cfg.DTYPE == "auto"
@@ -95,10 +106,12 @@ def test_chapter_knobs_and_stored_keys():
             A.PARAMS.resolve(PRESET="ci", DEVICE="cuda")
 
 
-def test_bf16_analysis_runs_end_to_end_on_the_cpu():
-    """The whole per-model analysis (states, cores, sweep, controls, demo, generation) on a bf16 model."""
+@pytest.mark.parametrize("device", DEVICES)
+def test_bf16_analysis_runs_end_to_end(device):
+    """The whole per-model analysis (states, cores, sweep, controls, demo, generation) on a bf16 model on
+    ``device``."""
     lm, tok = llm.tiny_model("llama", words=vocabulary(), n_layers=3, seed=2)
-    llm.torch_module(lm).to(torch.bfloat16)
+    llm.torch_module(lm).to(device=device, dtype=torch.bfloat16)
     data = agreement_split(24, seed=0)
     res = A.analyse_model("tiny", lm, tok, data, layers=[2, 3], batch_size=8, gen_tokens=2, gen_samples=1,
                           gen_prompts=GENERATION_PROMPTS[:1], demo_prompts=DEMO_PROMPTS, n_random=2,
@@ -107,7 +120,7 @@ def test_bf16_analysis_runs_end_to_end_on_the_cpu():
     assert all(np.isfinite(flat[f"tiny.{k}"]) for k in ("auc_base", "auc_keep", "auc_remove", "auc_flip"))
 
 
-@CUDA
+@pytest.mark.cuda
 def test_cuda_states_follow_the_cpu():
     """On a GPU: inputs follow the model there, and float32 states and gradients equal the CPU's to rounding."""
     lm, tok = llm.tiny_model("llama", words=vocabulary(), n_layers=3, seed=1)

@@ -23,7 +23,6 @@ from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
 from ace_helpers.toys.models import ToyConfig, build_model
 from ace_helpers.toys.train import train_lm
 
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible to torch here")
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: nothing to refuse")
 
 
@@ -101,7 +100,7 @@ def test_the_sequential_method_refuses_another_device():
         train_seeds(CONFIG, x, y, [1], epochs=1, batch_size=16, lr=1e-2, method="sequential", device="meta")
 
 
-@needs_cuda
+@pytest.mark.cuda
 def test_the_ensemble_trains_on_cuda_with_independent_members():
     x, y = _data()
     both = train_ensemble(CONFIG, x, y, seeds=[1, 2], weight_decays=[0.0, 0.0], batch_size=16, lr=1e-2, max_steps=8,
@@ -111,3 +110,37 @@ def test_the_ensemble_trains_on_cuda_with_independent_members():
     assert next(both.models[1].parameters()).device.type == "cpu"
     for p, q in zip(both.models[1].parameters(), alone.models[0].parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bf16_training_on_the_device_follows_fp32_and_keeps_fp32_weights(device):
+    """bf16 autocast on ``device`` (the default on GPUs that support it) differs from the fp32 run but tracks its
+    losses closely over a short run; the master weights stay fp32 and come back to the CPU."""
+    x, y = _data(n=128)
+    runs = {}
+    for precision in ("fp32", "bf16"):
+        runs[precision] = train_ensemble(CONFIG, x, y, seeds=[1, 2], weight_decays=[0.1, 0.0], batch_size=16, lr=3e-3,
+                                         max_steps=16, eval_every=4, keep_models=True, progress=False,
+                                         loss_positions="all", track_loss=True, precision=precision, device=device)
+    fp32, bf16 = (np.asarray(runs[k].loss, dtype=float) for k in ("fp32", "bf16"))
+    assert np.isfinite(bf16).all() and fp32.shape == bf16.shape
+    assert not np.array_equal(bf16, fp32)  # the bf16 kernels ran
+    assert np.abs(bf16 - fp32).max() <= 0.01 * np.abs(fp32).max()  # measured on a CPU: 2e-4 of the loss
+    for model in runs["bf16"].models:
+        assert all(p.dtype == torch.float32 and p.device.type == "cpu" for p in model.parameters())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_markov_trainers_run_on_the_device_and_return_models_home(device):
+    """Chapter 1's two training paths (the batched ensemble and one model at a time) on ``device``: finite losses,
+    models back on the CPU; the sequential path is the CPU's only."""
+    x, y = _data()
+    res = train_seeds(CONFIG, x, y, [1, 2], epochs=2, batch_size=16, lr=1e-2, device=device)
+    assert len(res.models) == 2
+    assert all(next(m.parameters()).device.type == "cpu" for m in res.models)
+    model = build_model(CONFIG, 3)
+    log = train_lm(model, x, y, epochs=2, batch_size=16, lr=1e-2, weight_decay=0.1, seed=1, device=device)
+    assert np.isfinite(log.loss).all() and next(model.parameters()).device.type == "cpu"

@@ -23,7 +23,7 @@ def test_an_absent_device_and_an_unknown_step_are_refused_at_once():
     done = _run("--device", "cuda")
     assert done.returncode == 1 and "device='cuda' is not allowed here: torch sees no CUDA device" in done.stderr
     done = _run("--device", "cpu", "--only", "matmul,markvo")
-    assert done.returncode == 1 and "no step ['markvo']; the steps are ['matmul', 'markov'" in done.stderr
+    assert done.returncode == 1 and "no step ['markvo']; the steps are ['tests', 'matmul', 'markov'" in done.stderr
 
 
 def test_the_quick_check_reports_the_matmul_rate(tmp_path):
@@ -32,6 +32,28 @@ def test_the_quick_check_reports_the_matmul_rate(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = out.read_text().splitlines()
     assert "not a measurement" in lines[1] and lines[2].startswith("matmul: bf16 ") and lines[2].endswith(" TFLOP/s")
+
+
+def test_the_tests_step_runs_the_tests_marked_cuda_and_reports_pytests_summary(tmp_path):
+    bench = runpy.run_path(str(SCRIPT))
+    files = bench["cuda_test_files"]()
+    assert {"tests/method/test_devices.py", "tests/llm/test_precision.py"} <= set(files)
+    assert "tests/repro/test_gpu_benchmark.py" not in files  # the marker only in a string here
+    out = tmp_path / "report.txt"
+    done = _run("--device", "cpu", "--only", "tests", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    line = out.read_text().splitlines()[2]
+    want = "passed" if torch.cuda.is_available() else "skipped"  # where torch sees no GPU, every one is skipped
+    assert line.startswith(f"tests (marked cuda, {len(files)} files): ") and f" {want}" in line, line
+    assert "failed" not in line
+    fake = tmp_path / "repo"  # a failing test marked cuda: the step fails, naming pytest's summary
+    (fake / "tests").mkdir(parents=True)
+    (fake / "tests" / "test_one.py").write_text("import pytest\n\n@pytest.mark.cuda\ndef test_one():\n    assert False\n\n"
+                                               "def test_unmarked():\n    assert False\n")
+    with pytest.raises(SystemExit, match=r"the CUDA tests: 1 failed, 1 deselected.* in [0-9.]+s \(pytest status 1\)"):
+        bench["tests_step"](60, fake)
+    (fake / "tests" / "test_one.py").write_text("import time\nimport pytest\n\n@pytest.mark.cuda\ndef test_one():\n    time.sleep(30)\n")
+    assert bench["tests_step"](3, fake) is None  # stopped at its time
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the refusal cannot be seen here")
