@@ -372,6 +372,15 @@ def test_top_k_sampler_draws_the_full_vocabulary_samplers_distribution():
     assert torch.equal(A.sample_top_k(logits, None, 5), logits.argmax(-1))
 
 
+@pytest.mark.cuda
+def test_top_k_sampler_draws_the_cpus_tokens_for_logits_on_a_gpu():
+    """A CPU generator with logits on a GPU: the tokens come back on the GPU and equal the CPU's draw."""
+    logits = torch.randn(64, 500, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    on_gpu = A.sample_top_k(logits.cuda(), torch.Generator().manual_seed(0), 5)
+    assert on_gpu.device.type == "cuda"
+    assert torch.equal(on_gpu.cpu(), A.sample_top_k(logits, torch.Generator().manual_seed(0), 5))
+
+
 def test_copula_disagreements_counts_against_clean_preference(tiny):
     lm, tok, _ = tiny
     ids = ag.verb_token_ids(tok)

@@ -94,11 +94,15 @@ def sample_top_k(logits: torch.Tensor, gen: torch.Generator | None, top_k: int) 
     The draw is made among the k candidates only: a multinomial over the whole vocabulary draws one
     random number per vocabulary entry (262k per row for Gemma-3), which cost more than the model's
     single-token forward. Same distribution, other random numbers than the full-vocabulary draw.
+
+    The k probabilities are drawn from on ``gen``'s device: a CPU generator gives logits on a GPU the CPU's
+    tokens (a multinomial over a CUDA tensor refuses a CPU generator), returned on the logits' device.
     """
     if gen is None:
         return logits.argmax(-1)
     values, index = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1)  # (B, k)
-    pick = torch.multinomial(torch.softmax(values, -1), 1, generator=gen)  # (B, 1) positions among the k
+    probs = torch.softmax(values, -1).to(gen.device)
+    pick = torch.multinomial(probs, 1, generator=gen).to(index.device)  # (B, 1) positions among the k
     return index.gather(-1, pick)[:, 0]
 
 
