@@ -95,15 +95,15 @@ def sample_top_k(logits: torch.Tensor, gen: torch.Generator | None, top_k: int) 
     random number per vocabulary entry (262k per row for Gemma-3), which cost more than the model's
     single-token forward. Same distribution, other random numbers than the full-vocabulary draw.
 
-    The k probabilities are drawn from on ``gen``'s device: a CPU generator gives logits on a GPU the CPU's
-    tokens (a multinomial over a CUDA tensor refuses a CPU generator), returned on the logits' device.
+    ``gen`` is a CPU generator: the tokens are chosen on the CPU, so logits on a GPU give the CPU's tokens,
+    returned on the logits' device.
     """
+    rows = logits.cpu()
     if gen is None:
-        return logits.argmax(-1)
-    values, index = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1)  # (B, k)
-    probs = torch.softmax(values, -1).to(gen.device)
-    pick = torch.multinomial(probs, 1, generator=gen).to(index.device)  # (B, 1) positions among the k
-    return index.gather(-1, pick)[:, 0]
+        return rows.argmax(-1).to(logits.device)
+    values, index = torch.topk(rows, min(top_k, rows.shape[-1]), dim=-1)  # (B, k)
+    pick = torch.multinomial(torch.softmax(values, -1), 1, generator=gen)  # (B, 1) positions among the k
+    return index.gather(-1, pick)[:, 0].to(logits.device)
 
 
 def generate_with_flip(
@@ -189,7 +189,7 @@ def generate_with_flip(
                     new = torch.where(ok, scale + (target - m_now) * step / torch.where(ok, dm, torch.ones_like(dm)), scale)
                     s_prev, m_prev, scale = scale, m_now, new.clamp(-clip, clip)
             logits = flipped(before, scale.float()[:, None], skip_with)  # the whole vocabulary: sampled from
-        nxt = sample_top_k(logits.cpu(), gen, top_k).to(token.device)  # drawn on the CPU: the same tokens on any device
+        nxt = sample_top_k(logits, gen, top_k).to(token.device)  # drawn on the CPU: the same tokens on any device
         out.append(nxt)
         scales.append(scale.cpu().numpy())
         achieved.append(copula_margin(logits, ids).cpu().numpy())
