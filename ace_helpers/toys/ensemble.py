@@ -13,6 +13,9 @@ What makes it a *sweep* engine rather than ``M`` copies of one run:
 * per-member AdamW weight decay (:class:`EnsembleAdamW`), so all ω of one p train together;
 * per-member data order and dropout masks, each from its own seeded ``torch.Generator``: a
   member's trajectory does not depend on which other members share the ensemble;
+* a training pass draws every member's dropout randomness once, before it runs
+  (:meth:`ToyEnsemble.draw_dropout`): one generator call per member and step, and a step that takes
+  that randomness as a tensor compiles (``torch.compile``) to one graph;
 * a batched evaluation of all members (:func:`ensemble_accuracy`);
 * members can leave the ensemble (:meth:`ToyEnsemble.select`), so the remaining ones run faster.
 
@@ -37,6 +40,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ace_helpers.toys.dropout import DrawCursor, DropoutRandomness, apply_dropout, draw, draws_per_site
 from ace_helpers.toys.ensemble_optim import EnsembleAdamW  # noqa: F401 - part of this module's API
 from ace_helpers.toys.models import ToyConfig, ToyTransformer, build_model
 
@@ -63,33 +67,6 @@ _TOP_PARAMS = {"tok_emb": "tok_emb.weight", "pos_emb": "pos_emb.weight", "head_w
 SMALL_CONTEXT = 8
 
 
-def _dropout(x: torch.Tensor, p: float, generators: Sequence[torch.Generator] | None, fast: bool = False) -> torch.Tensor:
-    """Inverted dropout on a (M, ...) tensor; member ``m``'s mask comes from ``generators[m]``.
-
-    The reference masks compare one uniform float per element with ``p``.  ``fast`` masks
-    compare 16 random bits per element with ``p`` rounded to a multiple of 1/65536 (and scale
-    by the rounded keep rate, so the expectation is exact): one 64-bit draw of member ``m``'s
-    generator makes four masks, about 3x cheaper to draw than the floats.
-    """
-    if p == 0.0:
-        return x
-    if generators is None:
-        return F.dropout(x, p, training=True)
-    if fast:
-        n = x[0].numel()
-        words = torch.empty((x.shape[0], -(-n // 4)), dtype=torch.int64, device=x.device)
-        for m, g in enumerate(generators):
-            words[m].random_(-(2**63), 2**63 - 1, generator=g)
-        cut = round(p * 65536)  # drop the 16-bit values below -32768 + cut
-        bits = words.view(torch.int16)[:, :n].reshape(x.shape)
-        return x * (bits >= cut - 32768).to(x.dtype).mul_(65536.0 / (65536 - cut))
-    keep = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    for m, g in enumerate(generators):
-        keep[m].uniform_(generator=g)
-    # ge_ on a float tensor writes 1.0 / 0.0 in place: the scaled keep mask
-    return x * keep.ge_(p).mul_(1.0 / (1.0 - p))
-
-
 class _StackedBlock(nn.Module):
     """One post-LN encoder block for M members; parameters have a leading member dimension."""
 
@@ -104,7 +81,7 @@ class _StackedBlock(nn.Module):
         n_heads: int,
         dropout: float,
         last_only: bool,
-        generators: Sequence[torch.Generator] | None,
+        rng: DropoutRandomness,
         qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
         fast: bool = False,
     ) -> torch.Tensor:
@@ -114,7 +91,7 @@ class _StackedBlock(nn.Module):
         (M, B, H, T', hd), keys and values (M, B, H, T, hd) (the first block gets them from
         per-token tables, see ``ToyEnsemble._first_qkv``).  ``fast``: the same maths with
         cheaper kernels (elementwise attention for contexts up to :data:`SMALL_CONTEXT`, fast
-        dropout masks, see :func:`_dropout`); the numbers differ from the reference kernels
+        dropout masks, see :func:`~ace_helpers.toys.dropout.apply_dropout`); the numbers differ from the reference kernels
         by rounding, and the dropout masks by their random stream.
         """
         M, B, T, D = x.shape
@@ -142,7 +119,7 @@ class _StackedBlock(nn.Module):
             scores = (q * k).sum(-1) / math.sqrt(hd)  # (M, B, H, T)
             attn = scores.softmax(-1)
             if drop:
-                attn = _dropout(attn, drop, generators, fast)
+                attn = apply_dropout(attn, drop, rng, fast)
             ctx = (attn.unsqueeze(-1) * v).sum(-2).reshape(M, B, D)  # (M, B, H, hd) -> (M, B, D)
         elif fast and T <= SMALL_CONTEXT:
             # a few positions: broadcast products beat M*B*H tiny matrix products
@@ -150,7 +127,7 @@ class _StackedBlock(nn.Module):
             causal = torch.ones(Tq, T, dtype=torch.bool, device=x.device).triu(1)
             attn = scores.masked_fill(causal, float("-inf")).softmax(-1)
             if drop:
-                attn = _dropout(attn, drop, generators, fast)
+                attn = apply_dropout(attn, drop, rng, fast)
             ctx = (attn.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)  # (M, B, H, Tq, hd)
             ctx = ctx.transpose(2, 3).reshape(M, B * Tq, D)
         else:
@@ -159,18 +136,18 @@ class _StackedBlock(nn.Module):
             scores = scores.masked_fill(causal, float("-inf"))
             attn = scores.softmax(-1)
             if drop:
-                attn = _dropout(attn, drop, generators, fast)
+                attn = apply_dropout(attn, drop, rng, fast)
             ctx = (attn @ v).transpose(2, 3).reshape(M, B * Tq, D)
         sa = torch.baddbmm(self.out_b[:, None, :], ctx, self.out_w.transpose(1, 2)).view(M, B, Tq, D)
         if drop:
-            sa = _dropout(sa, drop, generators, fast)
+            sa = apply_dropout(sa, drop, rng, fast)
         h = F.layer_norm(x_q + sa, (D,)) * self.ln1_w[:, None, None, :] + self.ln1_b[:, None, None, :]
         f = torch.baddbmm(self.ff1_b[:, None, :], h.reshape(M, B * Tq, D), self.ff1_w.transpose(1, 2)).relu()
         if drop:
-            f = _dropout(f, drop, generators, fast)
+            f = apply_dropout(f, drop, rng, fast)
         f = torch.baddbmm(self.ff2_b[:, None, :], f, self.ff2_w.transpose(1, 2)).view(M, B, Tq, D)
         if drop:
-            f = _dropout(f, drop, generators, fast)
+            f = apply_dropout(f, drop, rng, fast)
         return F.layer_norm(h + f, (D,)) * self.ln2_w[:, None, None, :] + self.ln2_b[:, None, None, :]
 
 
@@ -264,6 +241,48 @@ class ToyEnsemble(nn.Module):
 
         return gather(q_idx, 0), gather(idx, 1), gather(idx, 2)
 
+    def dropout_width(self, batch: int, length: int, *, last_only: bool = False, fast: bool = False) -> int:
+        """Draws per member that one forward pass's dropout masks take (0 in eval mode or without dropout).
+
+        Args:
+            batch, length: the tokens' B and T.  last_only, fast: as in :meth:`forward`.
+        """
+        if not self.training or self.config.dropout == 0.0:
+            return 0
+        B, T, H, D = int(batch), int(length), self.config.n_heads, self.config.d_model
+        d_ff = self.layers[0].ff1_w.shape[1]
+        n = len(self.layers)
+        total = 0
+        for i in range(n):
+            Tq = 1 if last_only and i == n - 1 else T
+            # the block's sites in the order they run: attention weights, attention output, feed-forward inside, after
+            for numel in (B * H * Tq * T, B * Tq * D, B * Tq * d_ff, B * Tq * D):
+                total += draws_per_site(numel, fast)
+        return total
+
+    def draw_dropout(
+        self, generators: Sequence[torch.Generator], batch: int, length: int, *, last_only: bool = False, fast: bool = False
+    ) -> torch.Tensor:
+        """Every member's dropout randomness for one forward pass, drawn before it: one draw call per member.
+
+        ``forward(tokens, draws=...)`` then masks exactly as ``forward(tokens, generators=...)`` would
+        have with the same generators (the sites take consecutive stretches of a member's stream, and
+        the CPU generator's stream does not depend on how it is cut; on a GPU it does, so the masks are
+        another sample of the same distribution there).  A step that takes its randomness as a tensor
+        has no generator calls inside it, so ``torch.compile`` traces it as one graph.
+
+        Args:
+            generators: one per member, on the ensemble's device.
+            batch, length: the tokens' B and T.  last_only, fast: as in :meth:`forward`.
+
+        Returns:
+            (M, :meth:`dropout_width`): int64 words for ``fast`` masks, else uniform floats in the parameters' dtype.
+        """
+        if len(generators) != self.n_members:
+            raise ValueError(f"generators must hold one generator per member ({self.n_members}), got {len(generators)}")
+        width = self.dropout_width(batch, length, last_only=last_only, fast=fast)
+        return draw(generators, width, fast, self.tok_emb.dtype, self.tok_emb.device)
+
     def forward(
         self,
         tokens: torch.Tensor,
@@ -271,6 +290,7 @@ class ToyEnsemble(nn.Module):
         last_only: bool = False,
         generators: Sequence[torch.Generator] | None = None,
         fast: bool = False,
+        draws: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits (M, B, T, V), or (M, B, V) for ``last_only``.
 
@@ -278,8 +298,11 @@ class ToyEnsemble(nn.Module):
             tokens: (M, B, T) long, or (B, T) to feed the same batch to every member.
             last_only: compute only the last position (exact for a causal model).
             generators: in training mode, one ``torch.Generator`` per member for its dropout
-                masks (``None``: torch's global RNG).
+                masks (``None``: torch's global RNG).  The pass draws every member's randomness once,
+                up front (:meth:`draw_dropout`), except for reference masks under autocast, whose
+                sites draw in their own dtypes.
             fast: cheaper kernels for the same maths (see :meth:`_StackedBlock.forward`).
+            draws: instead of ``generators``, the randomness :meth:`draw_dropout` drew for this pass.
         """
         if tokens.dim() == 2:
             tokens = tokens.unsqueeze(0).expand(self.n_members, -1, -1)
@@ -289,11 +312,26 @@ class ToyEnsemble(nn.Module):
             raise ValueError(f"sequence length {tokens.shape[2]} exceeds max_len {self.config.max_len}")
         if generators is not None and len(generators) != self.n_members:
             raise ValueError(f"generators must hold one generator per member ({self.n_members}), got {len(generators)}")
+        if generators is not None and draws is not None:
+            raise ValueError("give the dropout randomness as generators or as draws, not both")
+        _, B, T = tokens.shape
+        width = self.dropout_width(B, T, last_only=last_only, fast=fast)
+        rng: DropoutRandomness = generators
+        if generators is not None and width and (fast or not torch.is_autocast_enabled(tokens.device.type)):
+            draws = self.draw_dropout(generators, B, T, last_only=last_only, fast=fast)
+        if draws is not None:
+            dtype = "int64" if fast else "floating-point"
+            if draws.shape != (self.n_members, width) or draws.is_floating_point() == fast:
+                raise ValueError(f"draws must be ({self.n_members}, {width}) {dtype} for this pass (draw_dropout makes it), "
+                                 f"got {tuple(draws.shape)} {draws.dtype}")
+            rng = DrawCursor(draws)
         h = self.embed(tokens)
         n = len(self.layers)
         for i, block in enumerate(self.layers):
             qkv = self._first_qkv(tokens, last_only) if i == 0 else None
-            h = block(h, self.config.n_heads, self.config.dropout, last_only and i == n - 1, generators, qkv, fast)
+            h = block(h, self.config.n_heads, self.config.dropout, last_only and i == n - 1, rng, qkv, fast)
+        if isinstance(rng, DrawCursor) and rng.used != width:  # dropout_width must follow the blocks' sites
+            raise RuntimeError(f"the dropout sites took {rng.used} draws per member, dropout_width counted {width}")
         M, B, T, D = h.shape
         logits = torch.baddbmm(self.head_b[:, None, :], h.reshape(M, B * T, D), self.head_w.transpose(1, 2))
         logits = logits.view(M, B, T, -1)

@@ -34,11 +34,12 @@ def member_losses(
     ensemble: ToyEnsemble,
     inputs: torch.Tensor,
     targets: torch.Tensor,
-    generators: Sequence[torch.Generator],
+    generators: Sequence[torch.Generator] | None,
     *,
     loss_positions: str,
     precision: str,
     fast: bool,
+    draws: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Each member's mean cross-entropy on its batch, the training loss of one step.
 
@@ -46,14 +47,17 @@ def member_losses(
         inputs, targets: (M, b, T) long, member ``m``'s batch in row ``m`` (targets' last column
             is the label); inputs may also be (b, T), one batch for every member, with targets
             expanded to (M, b, T).
-        generators: one dropout generator per member.
+        generators: one dropout generator per member, or ``None`` with ``draws``.
+        draws: instead of ``generators``, the step's dropout randomness drawn before it
+            (:meth:`~ace_helpers.toys.ensemble.ToyEnsemble.draw_dropout`: the same masks); a step
+            that takes it has no generator calls, so ``torch.compile`` traces it as one graph.
         loss_positions: ``"last"`` (the label at the last position) or ``"all"`` (every position).
 
     Returns:
         (M,) float32, with the graph: the step backpropagates ``.sum()`` so that members' gradients do not mix.
     """
     with autocast(precision, inputs.device.type):
-        logits = ensemble(inputs, last_only=loss_positions == "last", generators=generators, fast=fast)
+        logits = ensemble(inputs, last_only=loss_positions == "last", generators=generators, fast=fast, draws=draws)
     logits = logits.float()
     M, V = logits.shape[0], logits.shape[-1]
     labels = targets[..., -1] if loss_positions == "last" else targets

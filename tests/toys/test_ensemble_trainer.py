@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ace_helpers.repro.thread_pools import set_threads
-from ace_helpers.toys.ensemble import _dropout
+from ace_helpers.toys.dropout import apply_dropout
 from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
 from ace_helpers.toys.models import ToyConfig, build_model
 from ace_helpers.toys.tasks.modadd import modadd_dataset
@@ -122,12 +122,12 @@ def test_bf16_trains_and_differs_from_fp32() -> None:
 def test_fast_dropout_masks_keep_the_expectation() -> None:
     x = torch.ones(3, 20_000)
     gens = [torch.Generator().manual_seed(s) for s in range(3)]
-    y = _dropout(x, 0.1, gens, fast=True)
+    y = apply_dropout(x, 0.1, gens, fast=True)
     dropped = (y == 0).double().mean(dim=1)
     assert torch.all((dropped - 0.1).abs() < 0.01), dropped
     assert abs(float(y.mean()) - 1.0) < 0.01
     assert not torch.equal(y[0], y[1])  # each member its own stream
-    again = _dropout(x, 0.1, [torch.Generator().manual_seed(s) for s in range(3)], fast=True)
+    again = apply_dropout(x, 0.1, [torch.Generator().manual_seed(s) for s in range(3)], fast=True)
     assert torch.equal(y, again)
 
 
