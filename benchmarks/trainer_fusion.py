@@ -17,9 +17,12 @@ chapter's dropout and without it; on a GPU (``--device cuda``) also compiled wit
 (``torch.compile(mode="reduce-overhead")``: the whole step replayed as one recorded graph, which removes
 the per-kernel launches a step of these small models waits for on a GPU).  The first compiled call is timed on its own
 (the compile time; the compile cache goes to a temporary folder, so it is a cold compile).  With
-dropout, the library draws each member's mask from the member's own ``torch.Generator``; the
-compiler cannot trace those draws and splits the step at each one (the graph breaks are counted).
-Without dropout the step is one graph: that ratio is the upper bound of what fusion buys.  The
+dropout, the library draws each member's masks from the member's own ``torch.Generator``; the
+compiler cannot trace a generator call and splits the step at each one (the graph breaks are
+counted).  The "pre-drawn" variants draw the step's dropout randomness before the step
+(``ToyEnsemble.draw_dropout``, one call per member, the same masks on a CPU) and hand the compiled
+step a tensor, so the step is one graph; their time includes the draw.  Without dropout the step is
+one graph too: that ratio is the upper bound of what fusion buys.  The
 largest difference between the eager and compiled losses of one step is printed too: a compiled
 trainer's numbers differ from the eager trainer's by rounding, so the book's stored runs could not
 be reproduced with it.
@@ -74,16 +77,20 @@ def batch(model: str) -> tuple[ToyConfig, torch.Tensor, torch.Tensor, int, bool]
 
 
 def step_loss(ensemble: ToyEnsemble, inputs: torch.Tensor, targets: torch.Tensor,
-              generators: list[torch.Generator], loss_positions: str) -> torch.Tensor:
-    """The trainer's loss of one batch: inputs (B, T), targets (M, B, T) long -> scalar (sum of the members' means)."""
-    return member_losses(ensemble, inputs, targets, generators, loss_positions=loss_positions, precision="fp32", fast=True).sum()
+              generators: list[torch.Generator] | None, draws: torch.Tensor | None, loss_positions: str) -> torch.Tensor:
+    """The trainer's loss of one batch: inputs (B, T), targets (M, B, T) long -> scalar (sum of the members' means).
+
+    The dropout masks come from ``generators`` or from ``draws``, the step's randomness drawn before it."""
+    return member_losses(ensemble, inputs, targets, generators, loss_positions=loss_positions, precision="fp32",
+                         fast=True, draws=draws).sum()
 
 
-def variant(model: str, dropout: bool, mode: str | None, device: torch.device) -> tuple[Callable[[], float], float, float]:
+def variant(model: str, dropout: bool, mode: str | None, device: torch.device,
+            predrawn: bool = False) -> tuple[Callable[[], float], float, float]:
     """A timer of one variant (returns seconds per step), the seconds of its first call and that call's loss.
 
     ``mode``: None (eager) or a ``torch.compile`` mode; ``device``: where the ensemble, its batch and its dropout
-    generators live."""
+    generators live; ``predrawn``: draw the step's dropout randomness before the (compiled) step and pass it in."""
     config, inputs, targets, members, all_positions = batch(model)
     inputs, targets = inputs.to(device), targets.expand(members, -1, -1).to(device)  # (M, B, T): the same batch each
     if not dropout:
@@ -91,9 +98,14 @@ def variant(model: str, dropout: bool, mode: str | None, device: torch.device) -
     ensemble = ToyEnsemble.from_seeds(config, list(range(members))).to(device).train()
     gens = [torch.Generator(device=device).manual_seed(m + DROPOUT_SEED_OFFSET) for m in range(members)]
     loss_fn = step_loss if mode is None else torch.compile(step_loss, mode=mode)
+    positions = "all" if all_positions else "last"
 
     def one() -> float:
-        loss = loss_fn(ensemble, inputs, targets, gens, "all" if all_positions else "last")
+        if predrawn:
+            draws = ensemble.draw_dropout(gens, inputs.shape[0], inputs.shape[1], last_only=positions == "last", fast=True)
+            loss = loss_fn(ensemble, inputs, targets, None, draws, positions)
+        else:
+            loss = loss_fn(ensemble, inputs, targets, gens, None, positions)
         loss.backward()
         for p in ensemble.parameters():
             p.grad = None
@@ -131,16 +143,16 @@ def main() -> None:
         members, rows, _ = SETUPS[model]
         lines.append(f"\n{model}: {members} members, batch {rows}   (ms per step; ratio = eager / variant)")
         timers: dict[str, Callable[[], float]] = {}
-        for dropout in (True, False):
-            tag = "dropout" if dropout else "no dropout"
-            eager, _, eager_loss = variant(model, dropout, None, device)
+        for dropout, predrawn in ((True, False), (True, True), (False, False)):
+            tag = ("dropout, pre-drawn" if predrawn else "dropout") if dropout else "no dropout"
+            eager, _, eager_loss = variant(model, dropout, None, device, predrawn)
             timers[f"eager, {tag}"] = eager
             for mode in MODES.get(device.type, MODES["cpu"]):
                 name = "compiled" if mode == "default" else "CUDA graphs"
                 torch._dynamo.reset()
                 torch._dynamo.utils.counters.clear()
                 try:
-                    fused, compile_s, fused_loss = variant(model, dropout, mode, device)
+                    fused, compile_s, fused_loss = variant(model, dropout, mode, device, predrawn)
                 except Exception as err:  # no C++ compiler, or an inductor failure: say so, time the rest
                     lines.append(f"  {tag}, {name}: torch.compile failed here ({type(err).__name__}: {str(err).splitlines()[0][:120]})")
                     continue
@@ -156,8 +168,8 @@ def main() -> None:
                     fn()
                 best[k] = min(best[k], (time.perf_counter() - start) / args.steps)
         for k, s in best.items():
-            reference = best[f"eager, {k.split(', ')[1]}"]
-            lines.append(f"  {k:<25} {s * 1e3:8.1f} ms   {reference / s:5.2f}x")
+            reference = best[f"eager, {k.split(', ', 1)[1]}"]
+            lines.append(f"  {k:<30} {s * 1e3:8.1f} ms   {reference / s:5.2f}x")
     write_report(lines, args.out)
 
 
