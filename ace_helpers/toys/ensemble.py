@@ -318,7 +318,7 @@ class ToyEnsemble(nn.Module):
         width = self.dropout_width(B, T, last_only=last_only, fast=fast)
         rng: DropoutRandomness = generators
         if generators is not None and width and (fast or not torch.is_autocast_enabled(tokens.device.type)):
-            draws = self.draw_dropout(generators, B, T, last_only=last_only, fast=fast)
+            draws = draw(generators, width, fast, self.tok_emb.dtype, self.tok_emb.device)  # as draw_dropout, checked above
         if draws is not None:
             dtype = "int64" if fast else "floating-point"
             if draws.shape != (self.n_members, width) or draws.is_floating_point() == fast:
