@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ace_helpers.method.baselines import jacobian_directions
+from ace_helpers.method import portable
 from ace_helpers.method.core import Core, _as_float64
 
 MAX_PROBE_ROWS = 20_000
@@ -96,7 +97,7 @@ def das_basis(
 
     The tail is linear (logits = h Wᵀ + b, W (K, D)); the loss is the cross-entropy of the kept
     activations' logits against the model's own argmax answers, minimised with Adam over a (D, r)
-    matrix orthonormalised by a differentiable QR at every step (full batch of at most
+    matrix orthonormalised at every step (:func:`~ace_helpers.method.portable.orthonormalize`) (full batch of at most
     ``max_rows`` rows, ``steps`` steps).
     """
     a = torch.as_tensor(_as_float64("H", h), dtype=torch.float32)
@@ -109,16 +110,16 @@ def das_basis(
     with torch.no_grad():
         target = (a @ w.T + b).argmax(-1)
     raw = torch.nn.Parameter(torch.randn(a.shape[1], r, generator=gen))
-    opt = torch.optim.Adam([raw], lr=lr)
+    opt = portable.adam([raw], lr=lr)
     for _ in range(int(steps)):
-        q = torch.linalg.qr(raw).Q  # (D, r) orthonormal, differentiable
+        q = portable.orthonormalize(raw)  # (D, r) orthonormal, differentiable
         kept = mu + ((a - mu) @ q) @ q.T
         loss = torch.nn.functional.cross_entropy(kept @ w.T + b, target)
         opt.zero_grad()
         loss.backward()
         opt.step()
     with torch.no_grad():
-        q = torch.linalg.qr(raw).Q.double().numpy()
+        q = portable.orthonormalize(raw).double().numpy()
     return np.linalg.qr(q)[0]
 
 

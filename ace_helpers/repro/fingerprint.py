@@ -28,12 +28,14 @@ import numpy as np
 import scipy.linalg
 import torch
 
+from ace_helpers.method import portable
 from ace_helpers.method.core import extract_core
 from ace_helpers.repro import kernels
 from ace_helpers.repro.machine import cpu_model
 from ace_helpers.repro.thread_pools import limit_pools
 from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
 from ace_helpers.toys.models import ToyConfig
+from ace_helpers.toys.precision import cpu_info
 
 
 def digest(*arrays: Any) -> str:
@@ -48,7 +50,9 @@ def digest(*arrays: Any) -> str:
 
 
 def _torch_reference() -> dict[str, str]:
-    """The reference fingerprint's eleven torch operations (their order fixes the random draws)."""
+    """The reference fingerprint's eleven torch operations (their order fixes the random draws); its
+    AdamW step is the book's (the fused kernel), where the reference took torch's default step, whose
+    square root is MKL's vendor-dependent one (:mod:`ace_helpers.repro.vendor_ops`)."""
 
     g = torch.Generator().manual_seed(0)
     out: dict[str, str] = {}
@@ -75,16 +79,52 @@ def _torch_reference() -> dict[str, str]:
     loss.backward()
     out["torch cross_entropy + backward"] = digest(loss, logits.grad)
     p = torch.nn.Parameter(torch.randn(512, 128, generator=g))
-    opt = torch.optim.AdamW([p], lr=1e-3, weight_decay=1.0)
+    opt = portable.adamw([p], lr=1e-3, weight_decay=1.0)
     for _ in range(3):
         opt.zero_grad()
         (p @ b).square().mean().backward()
         opt.step()
-    out["torch AdamW, 3 steps"] = digest(p)
+    out["torch AdamW (fused), 3 steps"] = digest(p)
     mask = torch.empty(6, 1024, 512).bernoulli_(0.9, generator=torch.Generator().manual_seed(1))
     out["torch bernoulli_ with a seeded generator"] = digest(mask)
     out["torch sum / mean over 1M"] = digest(torch.randn(1_000_000, generator=g).sum(), a.mean(0))
     return out
+
+
+def _torch_book() -> dict[str, str]:
+    """The book's other torch steps: Adam on its fused kernel (chapter 6's DAS), the orthonormalisation
+    that replaces LAPACK's QR there, and the elementwise functions of the chapters' models that look like
+    MKL's vector math but are ATen's own (RMSNorm's rsqrt, tanh, sigmoid / SiLU, RoPE's sin, cos and pow)."""
+
+    g = torch.Generator().manual_seed(4)
+    out: dict[str, str] = {}
+    raw = torch.nn.Parameter(torch.randn(256, 8, generator=g))
+    target = torch.randn(256, 8, generator=g)
+    opt = portable.adam([raw], lr=0.02)
+    for _ in range(3):
+        opt.zero_grad()
+        (portable.orthonormalize(raw) - target).square().sum().backward()
+        opt.step()
+    out["torch Adam (fused) through orthonormalize, 3 steps"] = digest(raw, portable.orthonormalize(raw))
+    x = torch.randn(100_003, generator=g)
+    f = torch.nn.functional
+    out["torch rsqrt, tanh, sigmoid, SiLU, sin, cos, pow (100k)"] = digest(
+        torch.rsqrt(x.abs() + 1e-3), torch.tanh(x), torch.sigmoid(x), f.silu(x), torch.sin(x), torch.cos(x),
+        torch.pow(10_000.0, x.clamp(-1, 1)), f.gelu(x, approximate="tanh"),
+    )  # fmt: skip
+    return out
+
+
+def _small_products() -> dict[str, str]:
+    """Matrix products at the toy models' small shapes (MKL picks its small-size kernels by CPU vendor):
+    chapter 1's unembedding (2048, 64) @ (64, 4), its per-head attention (256, 32, 16) @ (256, 16, 32), a
+    dot product and a matrix-vector product."""
+
+    g = torch.Generator().manual_seed(6)
+    h, w = torch.randn(2048, 64, generator=g), torch.randn(64, 4, generator=g)
+    q, k = torch.randn(256, 32, 16, generator=g), torch.randn(256, 16, 32, generator=g)
+    v, m = torch.randn(256, generator=g), torch.randn(64, 256, generator=g)
+    return {"torch small products (unembedding, per-head attention, dot, matrix-vector)": digest(h @ w, q @ k, v @ v, m @ v)}
 
 
 def _numpy_reference() -> dict[str, str]:
@@ -103,6 +143,14 @@ def _numpy_reference() -> dict[str, str]:
     out["numpy.linalg.eig (16x16 operator)"] = digest(np.sort_complex(np.linalg.eigvals(z.T @ z / 500)))
     out["scipy.linalg.svd (gesdd, 128x128)"] = digest(scipy.linalg.svd(c, compute_uv=False))
     return out
+
+
+def _numpy_book() -> dict[str, str]:
+    """numpy's QR (chapter 4's Fourier projector, the bases of chapter 6) on a tall matrix."""
+
+    a = np.random.default_rng(5).standard_normal((500, 24))
+    q, r = np.linalg.qr(a)
+    return {"numpy.linalg.qr (500x24)": digest(q, r)}
 
 
 def _numpy_loops() -> dict[str, str]:
@@ -135,7 +183,8 @@ def _ace() -> dict[str, str]:
 
 
 #: Every operation group, in the order they print.
-GROUPS: tuple[Callable[[], dict[str, str]], ...] = (_torch_reference, _numpy_reference, _numpy_loops, _ensemble_step, _ace)
+GROUPS: tuple[Callable[[], dict[str, str]], ...] = (_torch_reference, _numpy_reference, _torch_book, _small_products,
+                                                     _numpy_book, _numpy_loops, _ensemble_step, _ace)
 
 
 def lines() -> list[str]:
@@ -149,21 +198,51 @@ def lines() -> list[str]:
     return [f"{name}: {value}" for name, value in rows.items()]
 
 
-def read_expected(path: Path) -> dict[str, str]:
-    """``{operation: hash}`` from a file of :func:`lines` (``#`` lines are comments).
+def read_expected(path: Path, vendor: str | None = None) -> dict[str, str]:
+    """``{operation: hash}`` from a file of :func:`lines` (``#`` lines are comments).  A line that starts
+    with ``[VENDOR]`` (``[GenuineIntel]``, ``[AuthenticAMD]``) holds on that vendor's CPUs only: it is
+    kept when ``vendor`` (default: this CPU's, :func:`vendor_of_this_cpu`) is that vendor.
 
     Raises:
-        ValueError: a line that is not ``operation: hash``.
+        ValueError: a line that is not ``[VENDOR] operation: hash`` or ``operation: hash``.
     """
+    vendor = vendor_of_this_cpu() if vendor is None else vendor
     out = {}
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
+    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip() or raw.startswith("#"):
             continue
+        tag, line = _vendor_tag(raw)
         name, sep, value = line.rpartition(": ")
-        if not sep or not name:
-            raise ValueError(f"{path}:{number}: expected 'operation: hash', got {line!r}")
-        out[name] = value.strip()
+        if not sep or not name or tag == "":
+            raise ValueError(f"{path}:{number}: expected '[VENDOR] operation: hash' or 'operation: hash', got {raw!r}")
+        if tag is None or tag == vendor:
+            out[name] = value.strip()
     return out
+
+
+def unmeasured(path: Path, vendor: str | None = None) -> list[str]:
+    """The operations of ``path`` that hold per vendor (``[VENDOR]`` lines) but have no line for ``vendor``
+    (default: this CPU's): not yet measured on such a CPU."""
+    vendor = vendor_of_this_cpu() if vendor is None else vendor
+    tagged = [_vendor_tag(raw) for raw in Path(path).read_text(encoding="utf-8").splitlines() if raw.startswith("[")]
+    names = {tag: set() for tag, _ in tagged}
+    for tag, line in tagged:
+        names[tag].add(line.rpartition(": ")[0])
+    every = set().union(*names.values()) if names else set()
+    return sorted(every - names.get(vendor, set()))
+
+
+def _vendor_tag(raw: str) -> tuple[str | None, str]:
+    """(``VENDOR``, rest) for ``"[VENDOR] rest"``; (None, raw) for an untagged line; ("", raw) for a malformed tag."""
+    if not raw.startswith("["):
+        return None, raw
+    tag, sep, rest = raw[1:].partition("] ")
+    return (tag, rest) if sep and tag.isalnum() else ("", raw)
+
+
+def vendor_of_this_cpu() -> str:
+    """This CPU's vendor as ``/proc/cpuinfo`` names it (``GenuineIntel``, ``AuthenticAMD``), or ``"unknown"``."""
+    return cpu_info().get("vendor_id", "unknown")
 
 
 def compare(mine: list[str], expected: dict[str, str]) -> tuple[int, list[str]]:
@@ -183,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     expected = read_expected(args.compare) if args.compare is not None else None
     mine = lines()
+    missing = unmeasured(args.compare) if args.compare is not None else []
     print(f"# {cpu_model()}; {platform.machine()}, torch {torch.__version__} "
           f"({torch.backends.cpu.get_cpu_capability()} kernels), numpy {np.__version__}; {kernels.describe()}")  # fmt: skip
     print("\n".join(mine))
@@ -191,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     same, bad = compare(mine, expected)
     print(f"\n{same} of {len(expected)} operations bit-identical to {args.compare}")
     print("\n".join(f"  {b}" for b in bad))
+    if missing:
+        print(f"not yet measured on a {vendor_of_this_cpu()} CPU (these differ by vendor; not compared):")
+        print("\n".join(f"  {name}" for name in missing))
     return 1 if bad else 0
 
 

@@ -6,9 +6,13 @@ the widest instructions the CPU has (AVX2, AVX-512, AMX).  Each sums in its own 
 bits differ between kinds of CPU, and training amplifies them until a claim near its threshold
 flips.  The *reproducible* setting (:data:`PINNED`) makes every one of these libraries run its
 AVX2 code path, which every x86-64 CPU with AVX2 has: an AVX-512 AMD machine then computes exactly
-what an AVX2-only AMD machine computes.  Not yet on Intel: there MKL's matrix products take other
-kernels even on the AVX2 branch (measured on an Intel Xeon with AMX: 13 of the 20 fingerprint
-operations agree with the AMD reference; see the book's reproducibility page).
+what an AVX2-only AMD machine computes.  On Intel CPUs MKL's strict
+AVX2 branch (``MKL_CBWR=AVX2,STRICT``) sums large matrix products in the AMD kernels' order: the
+fingerprint's large products match the AVX2-only AMD reference there bit for bit.  Two parts of MKL
+still choose their code by vendor, and no variable reaches them: its vector math and LAPACK, which
+the book no longer calls (:mod:`ace_helpers.repro.vendor_ops`, :mod:`ace_helpers.method.portable`),
+and the kernels of small matrix products (the toy models' shapes), so trained numbers still differ
+in the last bits between an Intel and an AMD CPU (see the book's reproducibility page).
 
 The libraries read these variables once, when they load, so they must be in the environment of
 every process that computes, before it starts: ``make`` starts the test suite and the runbook
@@ -52,7 +56,7 @@ MODES = ("reproducible", "native")
 #: The AVX2 code path of each library, by the variable it reads when it loads.
 PINNED: Mapping[str, str] = {
     "ATEN_CPU_CAPABILITY": "avx2",  # torch's own vectorised kernels
-    "MKL_CBWR": "AVX2",  # MKL inside torch: conditional numerical reproducibility, AVX2 branch
+    "MKL_CBWR": "AVX2,STRICT",  # MKL inside torch: conditional numerical reproducibility, AVX2 branch, strict
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN inside torch
     "OPENBLAS_CORETYPE": "Haswell",  # the OpenBLAS inside numpy and SciPy: its AVX2 kernels
     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",  # numpy's AVX-512 loops (exp, log, power, ...)
@@ -143,9 +147,9 @@ def describe() -> str:
         return ("kernels: NOT under the reproducible setting (" + "; ".join(missing) + "): numbers may differ in the "
                 "last bits from the stored ones, and a trained run may differ beyond. Start Jupyter or papermill "
                 "through `python -m ace_helpers.kernels -- COMMAND` (make does)")  # fmt: skip
-    return ("kernels: reproducible (AVX2 code paths of torch, MKL, oneDNN, OpenBLAS and numpy; one thread per "
-            "process): fp32 numbers are the AVX2 reference's on AMD CPUs; on Intel CPUs matrix products still "
-            "differ in the last bits (the book's reproducibility page)")  # fmt: skip
+    return ("kernels: reproducible (AVX2 code paths of torch, MKL (strict), oneDNN, OpenBLAS and numpy; one thread "
+            "per process): fp32 numbers are the same on every CPU of one vendor; between Intel and AMD CPUs MKL's "
+            "small matrix products still differ in the last bits (the book's reproducibility page)")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

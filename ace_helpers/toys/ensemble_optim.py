@@ -9,7 +9,6 @@ for resume snapshots.  Re-exported by :mod:`ace_helpers.toys.ensemble`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -19,7 +18,7 @@ from torch import nn
 
 class EnsembleAdamW:
     """AdamW (as ``torch.optim.AdamW``, no amsgrad) over stacked parameters, with a weight
-    decay per member: ``weight_decay`` is a (M,) tensor, member ``m`` of every parameter decays
+    decay per member: ``weight_decay`` is a (M,) float64 tensor, member ``m`` of every parameter decays
     with ``weight_decay[m]``.  :meth:`select` drops members together with :meth:`ToyEnsemble.select`;
     :meth:`extend` adds members with a fresh state (their own step count from 0, as a new
     ``torch.optim.AdamW`` would have), together with :meth:`ToyEnsemble.extend`.
@@ -36,7 +35,7 @@ class EnsembleAdamW:
     ) -> None:
         self.params = list(params)
         self.lr, self.betas, self.eps = float(lr), betas, float(eps)
-        self.weight_decay = torch.as_tensor(weight_decay, dtype=torch.float32).clone().to(self.params[0].device)
+        self.weight_decay = torch.as_tensor(weight_decay, dtype=torch.float64).clone().to(self.params[0].device)
         M = self.params[0].shape[0]
         if self.weight_decay.shape != (M,):
             raise ValueError(f"weight_decay must have one value per member ({M}), got shape {tuple(self.weight_decay.shape)}")
@@ -52,39 +51,30 @@ class EnsembleAdamW:
 
     @torch.no_grad()
     def step(self) -> None:
-        """One AdamW update of every member."""
+        """One AdamW update of every member: ATen's fused AdamW kernel (``torch._fused_adamw_``, the step of
+        ``torch.optim.AdamW(fused=True)``) on each member's slice of every parameter, one call per distinct
+        weight decay, each member with its own step count.  The fused kernel takes its square root from
+        ATen (the IEEE ``sqrtps``), not from MKL's vendor-dependent vector math, so a step gives the same
+        bits on every x86-64 CPU (:mod:`ace_helpers.method.portable`), and a member's update is exactly
+        that of ``torch.optim.AdamW(fused=True)`` on the member alone, in any company."""
         self.t += 1
-        b1, b2 = self.betas
         if self.member_t is not None:
-            self._step_per_member()
-            return
-        bc1 = 1.0 - b1**self.t
-        bc2_sqrt = math.sqrt(1.0 - b2**self.t)
-        for p, m, v in zip(self.params, self.exp_avg, self.exp_avg_sq):
-            if p.grad is None:
-                continue
-            decay = (1.0 - self.lr * self.weight_decay).view(-1, *([1] * (p.dim() - 1)))
-            p.mul_(decay)
-            m.lerp_(p.grad, 1.0 - b1)
-            v.mul_(b2).addcmul_(p.grad, p.grad, value=1.0 - b2)
-            p.addcdiv_(m, v.sqrt().div_(bc2_sqrt).add_(self.eps), value=-self.lr / bc1)
-
-    def _step_per_member(self) -> None:
-        """The update with each member's own bias corrections (members of different ages)."""
-        assert self.member_t is not None
-        self.member_t += 1
+            self.member_t += 1
         b1, b2 = self.betas
-        step_size = (-self.lr / (1.0 - b1**self.member_t)).float()  # (M,)
-        bc2_sqrt = (1.0 - b2**self.member_t).sqrt().float()
-        for p, m, v in zip(self.params, self.exp_avg, self.exp_avg_sq):
-            if p.grad is None:
-                continue
-            shape = (-1, *([1] * (p.dim() - 1)))
-            p.mul_((1.0 - self.lr * self.weight_decay).view(shape))
-            m.lerp_(p.grad, 1.0 - b1)
-            v.mul_(b2).addcmul_(p.grad, p.grad, value=1.0 - b2)
-            denom = v.sqrt().div_(bc2_sqrt.view(shape)).add_(self.eps)
-            p.add_(m.div(denom).mul_(step_size.view(shape)))
+        device = self.params[0].device
+        ages = [float(self.t)] * len(self.weight_decay) if self.member_t is None else self.member_t.tolist()
+        steps = [torch.tensor(a, dtype=torch.float32, device=device) for a in ages]
+        live = [(p.detach(), p.grad, m, v) for p, m, v in zip(self.params, self.exp_avg, self.exp_avg_sq) if p.grad is not None]
+        decays = self.weight_decay.tolist()
+        for wd in dict.fromkeys(decays):  # one fused call per distinct weight decay, over its members' slices
+            members = [i for i, w in enumerate(decays) if w == wd]
+
+            def pick(k: int, members: list[int] = members) -> list[torch.Tensor]:
+                return [state[k][i] for i in members for state in live]
+
+            torch._fused_adamw_(pick(0), pick(1), pick(2), pick(3), [], [steps[i] for i in members for _ in live],
+                                lr=self.lr, beta1=b1, beta2=b2, weight_decay=wd, eps=self.eps, amsgrad=False,
+                                maximize=False)  # fmt: skip
 
     def select(self, keep: Sequence[int] | torch.Tensor, params: Sequence[nn.Parameter]) -> None:
         """Keep only the members ``keep`` of the optimizer state; ``params`` are the new
@@ -106,7 +96,7 @@ class EnsembleAdamW:
         if self.member_t is None:
             self.member_t = torch.full((M,), float(self.t), dtype=torch.float64, device=device)
         self.member_t = torch.cat([self.member_t, torch.zeros(n_new, dtype=torch.float64, device=device)])
-        self.weight_decay = torch.cat([self.weight_decay, torch.as_tensor(weight_decay, dtype=torch.float32, device=device)])
+        self.weight_decay = torch.cat([self.weight_decay, torch.as_tensor(weight_decay, dtype=torch.float64, device=device)])
         self.params = list(params)
         self.exp_avg = [torch.cat([s, s.new_zeros((n_new, *s.shape[1:]))]) for s in self.exp_avg]
         self.exp_avg_sq = [torch.cat([s, s.new_zeros((n_new, *s.shape[1:]))]) for s in self.exp_avg_sq]
@@ -128,7 +118,7 @@ class EnsembleAdamW:
 
         self.exp_avg = [tensor(f"exp_avg/{i}") for i in range(len(self.params))]
         self.exp_avg_sq = [tensor(f"exp_avg_sq/{i}") for i in range(len(self.params))]
-        self.weight_decay = tensor("weight_decay")
+        self.weight_decay = tensor("weight_decay").double()  # float32 in snapshots written before 2026-12-07
         self.t = int(arrays["t_shared"])
         t = tensor("t")
         self.member_t = None if bool((t == self.t).all()) else t

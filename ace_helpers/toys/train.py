@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ace_helpers.method import portable
+
 LossPositions = Literal["all", "last"]
 
 
@@ -78,7 +80,7 @@ def train_lm(
     device = home if device is None else torch.device(device)
     model.to(device)
     inputs, targets = inputs.to(device), targets.to(device)
-    opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = optimizer or portable.adamw(model.parameters(), lr=lr, weight_decay=weight_decay)
     generator = torch.Generator(device).manual_seed(seed)
     n = inputs.shape[0]
     log = TrainLog()

@@ -88,23 +88,32 @@ def test_training_matches_one_by_one_without_dropout() -> None:
     assert not torch.allclose(run.models[0].lm_head.weight, run.models[2].lm_head.weight, atol=1e-3)
 
 
-def test_adamw_per_member_weight_decay_matches_torch() -> None:
+@pytest.mark.parametrize("fork_at", [None, 2])
+def test_adamw_per_member_weight_decay_matches_torch_bit_for_bit(fork_at: int | None) -> None:
+    """Each member's update is exactly torch's fused AdamW on the member alone, with its own weight
+    decay (0.3 is not a float32 number: the decay is taken in float64, as torch takes it), and, after
+    members of another age join (``fork_at``), with its own step count."""
     torch.manual_seed(0)
     w = torch.randn(3, 4, 5)
-    grads = [torch.randn(3, 4, 5) for _ in range(4)]
-    wds = [0.0, 0.5, 2.0]
+    grads = [torch.randn(4, 4, 5) for _ in range(5)]
+    wds = [0.0, 0.3, 2.0]
     p = torch.nn.Parameter(w.clone())
     opt = EnsembleAdamW([p], lr=1e-2, weight_decay=wds)
     refs = [torch.nn.Parameter(w[m].clone()) for m in range(3)]
-    ref_opts = [torch.optim.AdamW([refs[m]], lr=1e-2, weight_decay=wds[m]) for m in range(3)]
-    for g in grads:
-        p.grad = g.clone()
+    ref_opts = [torch.optim.AdamW([refs[m]], lr=1e-2, weight_decay=wds[m], fused=True) for m in range(3)]
+    for step, g in enumerate(grads):
+        if step == fork_at:  # a fresh member (a copy of member 0, weight decay 0) joins with step count 0
+            p = torch.nn.Parameter(torch.cat([p.detach(), p.detach()[:1]]))
+            opt.extend([0.0], [p])
+            refs.append(torch.nn.Parameter(refs[0].detach().clone()))
+            ref_opts.append(torch.optim.AdamW([refs[3]], lr=1e-2, weight_decay=0.0, fused=True))
+        p.grad = g[: p.shape[0]].clone()
         opt.step()
-        for m in range(3):
+        for m in range(len(refs)):
             refs[m].grad = g[m].clone()
             ref_opts[m].step()
-    for m in range(3):
-        torch.testing.assert_close(p.data[m], refs[m].data, atol=1e-6, rtol=1e-6)
+    for m in range(len(refs)):
+        assert torch.equal(p.data[m], refs[m].data), m
 
 
 def test_member_trajectory_independent_of_ensemble_company() -> None:

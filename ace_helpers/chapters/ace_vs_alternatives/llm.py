@@ -41,6 +41,7 @@ from ace_helpers import llm
 from ace_helpers.llm.agreement import AgreementSplit, agreement_split
 from ace_helpers.llm.agreement_edits import sweep_margins
 from ace_helpers.llm.agreement_states import collect_states
+from ace_helpers.method import portable
 from ace_helpers.method.core import Core, GramianAccumulator
 from ace_helpers.method.subspaces import (  # fmt: skip
     class_mean_basis,
@@ -74,7 +75,7 @@ def das_margin_basis(
 
     h, g: (N, D) activations and margin gradients; m: (N,) clean margins. The kept margin is the
     first-order m̃ = m − g·(I − P)(h − μ) with P = QQᵀ; the loss is softplus(−sign(m)·m̃ / std(m))
-    (Adam over a (D, r) matrix orthonormalised by a differentiable QR at every step).
+    (Adam over a (D, r) matrix orthonormalised at every step by :func:`~ace_helpers.method.portable.orthonormalize`).
     """
     a = torch.as_tensor(h, dtype=torch.float64)
     gr = torch.as_tensor(g, dtype=torch.float64)
@@ -83,17 +84,17 @@ def das_margin_basis(
     target, scale = torch.sign(mm), mm.std().clamp_min(1e-8)
     gen = torch.Generator().manual_seed(seed)
     raw = torch.nn.Parameter(torch.randn(a.shape[1], r, generator=gen, dtype=torch.float64))
-    opt = torch.optim.Adam([raw], lr=lr)
+    opt = portable.adam([raw], lr=lr)
     gx = (gr * x).sum(dim=1)  # g·(h − μ)
     for _ in range(int(steps)):
-        q = torch.linalg.qr(raw).Q
+        q = portable.orthonormalize(raw)
         kept = mm - (gx - ((gr @ q) * (x @ q)).sum(dim=1))
         loss = torch.nn.functional.softplus(-target * kept / scale).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
     with torch.no_grad():
-        return np.linalg.qr(torch.linalg.qr(raw).Q.numpy())[0]
+        return np.linalg.qr(portable.orthonormalize(raw).numpy())[0]
 
 
 def fit_bases(

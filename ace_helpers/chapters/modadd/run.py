@@ -44,7 +44,7 @@ from ace_helpers.chapters.modadd.keys import (
     snapshot_key,
     snapshot_name,
 )
-from ace_helpers.method import checks
+from ace_helpers.method import checks, portable
 from ace_helpers.repro import thread_pools
 from ace_helpers.repro.artifacts import load_artifact, save_artifact
 from ace_helpers.toys.models import build_model
@@ -129,7 +129,7 @@ def train_one_model(
         wd, first = (cfg["WEIGHT_DECAY"], 0) if index == 0 else (0.0, fork)
         arm_schedule = schedule if index == 0 else [fork] + [e for e in schedule if e > fork]
         model = build_model(model_config(p), cfg["SEED"] + model_index)
-        opt = torch.optim.AdamW(model.parameters(), lr=cfg["LR"], weight_decay=wd)
+        opt = portable.adamw(model.parameters(), lr=cfg["LR"], weight_decay=wd)
         arm = _ArmRun(ARMS[index], index, wd, first, model, opt, _ArmRecorder(arm_schedule, analyse), first)
         nonlocal fork_state
         snap = None if snapshot_dir is None else load_artifact(snapshot_dir, f"{snap_name}_{arm.name}", snap_key)
