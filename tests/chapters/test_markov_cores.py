@@ -177,9 +177,27 @@ TINY = dict(PRESET="ci", N_SEEDS=2, EPOCHS=6, D_MODEL=32, N_TRAIN=600, N_TEST=30
 def tiny():
     torch.set_num_threads(1)
     params = markov.PARAMS.resolve(**TINY)
-    results, main, extras = markov.run_chains(params)
+    results, main, extras = markov.run_chains(params, workers=1)
     results.update(markov.baseline_results(main))  # what markov.run adds
     return params, results, main, extras
+
+
+TIMING_KEYS = {"train_s", "chain_s", "train_cpu_s", "chain_cpu_s", "extra_chain_s", "extra_chain_cpu_s"}
+
+
+def test_two_worker_processes_give_the_results_of_one(tiny):
+    """Every seed of every chain in its own job: 2 spawned worker processes give exactly the results of 1
+    (timing keys aside), and the seeds trained alone give the weights of the seeds trained as one ensemble."""
+    params, one, main, _ = tiny
+    two, main2, _ = markov.run_chains(params, workers=2)
+    two.update(markov.baseline_results(main2))
+    assert set(one) == set(two)
+    differ = [k for k in one if k not in TIMING_KEYS and one[k] != two[k]]
+    assert not differ, differ
+    together = markov.train_models(main.data, main.seeds, d_model=32, epochs=6, batch_size=32, lr=3e-3)
+    for alone, joint in zip(main.train.models, together.models):
+        for a, b in zip(alone.parameters(), joint.parameters()):
+            assert torch.equal(a, b)
 
 
 def test_tiny_run_finds_a_three_dimensional_necessary_and_sufficient_core(tiny):

@@ -266,11 +266,13 @@ def check(p: dict[str, Any]) -> None:
 PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 
 
-def run(cfg: Params) -> dict[str, Any]:
+def run(cfg: Params, *, workers: int | None = None) -> dict[str, Any]:
     """The chapter's flat results (keys above): the main chain with its baselines
     (:func:`~ace_helpers.chapters.toy_models.markov_baselines.baseline_results`: random, PCA and one-hot-state
     oracle subspaces, and the consensus subspace), then each of
-    ``EXTRA_CHAINS`` (:func:`run_chains`, which also returns the runs themselves)."""
-    results, main, _ = run_chains(cfg)
+    ``EXTRA_CHAINS`` (:func:`run_chains`, which also returns the runs themselves).  Every seed of every chain
+    trains and is analysed in one of ``workers`` processes (default: the CPU cores on a CPU run); the
+    results do not depend on ``workers``."""
+    results, main, _ = run_chains(cfg, workers=workers)
     results.update(baseline_results(main))
     return results

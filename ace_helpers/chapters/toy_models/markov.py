@@ -29,12 +29,14 @@ from ace_helpers.chapters.toy_models.markov_spectra import (  # noqa: F401 - par
     state_mean_coords,
 )
 from ace_helpers.method import compare, interventions
+from ace_helpers.method import checks
 from ace_helpers.method.checks import check_choice
 from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.core import Core, extract_core_from_gramians
 from ace_helpers.method.interventions import HookSite
 from ace_helpers.method.operators import fit_dynamics, match_eigenvalues
 from ace_helpers.repro.params import Params
+from ace_helpers.repro.thread_pools import cpu_cores, set_threads
 from ace_helpers.toys.ensemble_runs import TrainResult, train_seeds
 from ace_helpers.toys.models import ToyConfig, ToyTransformer
 from ace_helpers.toys.tasks.markov import (
@@ -378,21 +380,109 @@ EXTRA_KEYS = ("n_states", "core_ranks", "keep_acc", "remove_acc", "base_acc", "c
               *(f"{kind}_acc_{t}_{a}" for kind in ("keep", "remove") for t, a in ALL_VARIANTS))  # fmt: skip
 
 
-def run_chains(p: Params, *, method: str = "ensemble") -> tuple[dict[str, Any], ChainRun, list[ChainRun]]:
+@dataclass(frozen=True)
+class SeedJob:
+    """One independent unit of a chapter run: train one seed on one chain and analyse it (picklable, for workers)."""
+
+    T: list[list[float]]
+    seed: int
+    epochs: int
+    options: dict[str, Any]  # run_chain's keyword arguments other than T, seeds, epochs, method
+
+    def data(self) -> MarkovData:
+        """The chain's train and test sequences (the same for every seed of the chain)."""
+        o = self.options
+        return markov_dataset(np.asarray(self.T), o["n_train"], o["n_test"], o["seq_len"], train_seed=o["data_seed"],
+                              test_seed=o["test_data_seed"])  # fmt: skip
+
+
+@dataclass
+class SeedRun:
+    """What a :class:`SeedJob` gives back: the trained model, its per-epoch loss, its analysis and its cost."""
+
+    model: ToyTransformer
+    loss: list[float]
+    analysis: SeedAnalysis
+    train_s: float
+    train_cpu_s: float
+    seconds: float
+    cpu_seconds: float
+
+
+def run_seed(job: SeedJob, workers: int = 1) -> SeedRun:
+    """Train ``job.seed`` alone (the ensemble trainer with one member: the same numbers as in any company)
+    and analyse it; ``workers``: how many such jobs run at once (the thread budget; one thread under the
+    reproducible kernels)."""
+    set_threads(workers=workers)
+    start, start_cpu = time.perf_counter(), time.process_time()
+    o = job.options
+    data = job.data()
+    trained = train_models(data, [job.seed], d_model=o["d_model"], epochs=job.epochs, batch_size=o["batch_size"],
+                           lr=o["lr"], method="ensemble1", precision=o["precision"], device=o["device"])  # fmt: skip
+    analysis = analyse_model(trained.models[0], data, energy=o["energy"], variants=o["variants"])
+    return SeedRun(trained.models[0], trained.loss[0], analysis, trained.seconds, trained.cpu_seconds,
+                   time.perf_counter() - start, time.process_time() - start_cpu)  # fmt: skip
+
+
+def _run_seed_in_worker(args: tuple[SeedJob, int]) -> SeedRun:
+    return run_seed(*args)
+
+
+def run_seed_jobs(jobs: Sequence[SeedJob], workers: int) -> list[SeedRun]:
+    """Every job, in order: here one after another (``workers=1``), else in ``workers`` spawned processes
+    (each inherits the kernel setting from this process's environment).  The results do not depend on
+    ``workers``: each job is a pure function of its arguments, computed with one thread."""
+    workers = max(1, min(int(workers), len(jobs)))
+    if workers == 1:
+        return [run_seed(j) for j in jobs]
+    import multiprocessing as mp  # load time: only a parallel run needs it
+
+    with mp.get_context("spawn").Pool(workers) as pool:
+        return pool.map(_run_seed_in_worker, [(j, workers) for j in jobs], chunksize=1)
+
+
+def chain_run(T: Any, jobs: Sequence[SeedJob], runs: Sequence[SeedRun]) -> ChainRun:
+    """One chain's :class:`ChainRun` assembled from its seeds' jobs and runs (times: the sums over seeds)."""
+    train = TrainResult([r.model for r in runs], [r.loss for r in runs], sum(r.train_s for r in runs),
+                        sum(r.train_cpu_s for r in runs))  # fmt: skip
+    seeds = [j.seed for j in jobs]
+    variants = list(jobs[0].options["variants"])
+    return ChainRun(validate_transition(T), seeds, jobs[0].data(), train, [r.analysis for r in runs], variants,
+                    sum(r.seconds for r in runs), sum(r.cpu_seconds for r in runs),
+                    list(combinations(range(len(seeds)), 2)))  # fmt: skip
+
+
+def default_workers(device: str | torch.device) -> int:
+    """Worker processes a chapter run uses by default: the CPU cores for a CPU run, one on an accelerator
+    (its models share the one device)."""
+    return cpu_cores() if torch.device(device).type == "cpu" else 1
+
+
+def run_chains(p: Params, *, workers: int | None = None) -> tuple[dict[str, Any], ChainRun, list[ChainRun]]:
     """Run the whole chapter from resolved knobs (``PARAMS.resolve(...)``): the main chain, then ``EXTRA_CHAINS``.
 
-    Returns ``(results, main_run, extra_runs)``; ``results`` holds the flat keys of
-    :mod:`ace_helpers.chapters.markov_cores` (the extra chains' under ``extra_<key>``, one list
-    entry per chain).
+    Each seed of each chain is one job (train alone, analyse: :func:`run_seed`), run in ``workers`` processes
+    (default :func:`default_workers`); the numbers are the same for any ``workers`` (one seed trains to the
+    same weights alone as in the ensemble of all seeds).  Returns ``(results, main_run, extra_runs)``;
+    ``results`` holds the flat keys of :mod:`ace_helpers.chapters.markov_cores` (the extra chains' under
+    ``extra_<key>``, one list entry per chain).
     """
-    variants = [(p["TAIL"], p["ABLATION"]), (PAPER_TAIL, PAPER_ABLATION)] + ALL_VARIANTS
-    common = dict(d_model=p["D_MODEL"], n_train=p["N_TRAIN"], n_test=p["N_TEST"], seq_len=p["SEQ_LEN"],
-                  energy=p["ENERGY"], lr=p["LR"], batch_size=p["BATCH_SIZE"], data_seed=p["DATA_SEED"],
-                  test_data_seed=p["TEST_DATA_SEED"], variants=variants, method=method, precision=p["PRECISION"], device=resolve_device(p["DEVICE"]))
-    main = run_chain(p["T"], seeds=model_seeds(p["SEED"], p["N_SEEDS"]), epochs=p["EPOCHS"], **common)
+    device = resolve_device(p["DEVICE"])
+    workers = default_workers(device) if workers is None else checks.check_int("workers", workers, low=1)
+    variants = list(dict.fromkeys([(p["TAIL"], p["ABLATION"]), (PAPER_TAIL, PAPER_ABLATION)] + ALL_VARIANTS))
+    options = dict(d_model=p["D_MODEL"], n_train=p["N_TRAIN"], n_test=p["N_TEST"], seq_len=p["SEQ_LEN"],
+                   energy=p["ENERGY"], lr=p["LR"], batch_size=p["BATCH_SIZE"], data_seed=p["DATA_SEED"],
+                   test_data_seed=p["TEST_DATA_SEED"], variants=variants, precision=p["PRECISION"], device=device)  # fmt: skip
+    chains = [(p["T"], model_seeds(p["SEED"], p["N_SEEDS"]), p["EPOCHS"])]
+    chains += [(T, model_seeds(p["SEED"], p["EXTRA_SEEDS"]), p["EXTRA_EPOCHS"]) for T in p["EXTRA_CHAINS"]]
+    jobs = [[SeedJob(np.asarray(T, dtype=float).tolist(), s, epochs, options) for s in seeds] for T, seeds, epochs in chains]
+    runs = run_seed_jobs([j for chain in jobs for j in chain], workers)
+    done, at = [], 0
+    for (T, _, _), chain_jobs in zip(chains, jobs):
+        done.append(chain_run(T, chain_jobs, runs[at : at + len(chain_jobs)]))
+        at += len(chain_jobs)
+    main, extras = done[0], done[1:]
     results = chain_results(main, p["TAIL"], p["ABLATION"])
-    extras = [run_chain(T, seeds=model_seeds(p["SEED"], p["EXTRA_SEEDS"]), epochs=p["EXTRA_EPOCHS"], **common)
-              for T in p["EXTRA_CHAINS"]]
     per_chain = [chain_results(r, p["TAIL"], p["ABLATION"]) for r in extras]
     results["extra_T"] = [r.T.tolist() for r in extras]
     for key in EXTRA_KEYS:
