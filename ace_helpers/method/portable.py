@@ -4,7 +4,7 @@ On the CPU, torch hands some float operations to MKL: the vector-math library (V
 ``sqrt``, ``exp``, ``log``, ``erf``, ``tan``, ``atan``, ``asin``, ``acos`` … (and ``pow(x, 0.5)``,
 which is ``sqrt``), and LAPACK computes ``torch.linalg.qr``, ``eigh``, ``svd`` ….  MKL picks its
 kernels by CPU vendor, so these round differently on Intel and AMD CPUs even under the book's
-reproducible-kernels setting (:data:`ace_helpers.repro.vendor_ops.VENDOR_OPS` lists them, with the
+reproducible-kernels setting (:mod:`ace_helpers.repro.vendor_ops` lists them, with the
 measurement).  torch's own ATen kernels, by contrast, compute with IEEE-754 instructions only
 (``sqrtps`` is correctly rounded, so its result is the one result the standard allows).
 
