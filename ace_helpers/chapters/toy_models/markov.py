@@ -382,10 +382,12 @@ EXTRA_KEYS = ("n_states", "core_ranks", "keep_acc", "remove_acc", "base_acc", "c
 
 @dataclass(frozen=True)
 class SeedJob:
-    """One independent unit of a chapter run: train one seed on one chain and analyse it (picklable, for workers)."""
+    """One unit of work of a chapter run: train some seeds of one chain as one ensemble, analyse each
+    (picklable, for worker processes)."""
 
+    chain: int  # index of the chain in the run (0: the main chain)
     T: list[list[float]]
-    seed: int
+    seeds: tuple[int, ...]
     epochs: int
     options: dict[str, Any]  # run_chain's keyword arguments other than T, seeds, epochs, method
 
@@ -398,7 +400,7 @@ class SeedJob:
 
 @dataclass
 class SeedRun:
-    """What a :class:`SeedJob` gives back: the trained model, its per-epoch loss, its analysis and its cost."""
+    """One seed of a :class:`SeedJob`: the trained model, its per-epoch loss, its analysis and its share of the cost."""
 
     model: ToyTransformer
     loss: list[float]
@@ -409,45 +411,62 @@ class SeedRun:
     cpu_seconds: float
 
 
-def run_seed(job: SeedJob, workers: int = 1) -> SeedRun:
-    """Train ``job.seed`` alone (the ensemble trainer with one member: the same numbers as in any company)
-    and analyse it; ``workers``: how many such jobs run at once (the thread budget; one thread under the
-    reproducible kernels)."""
-    set_threads(workers=workers)
+def run_seeds(job: SeedJob) -> list[SeedRun]:
+    """Train ``job.seeds`` as one ensemble (each seed trains to the same weights in any company) and analyse
+    each model; each seed's times are its share of the job's."""
     start, start_cpu = time.perf_counter(), time.process_time()
-    o = job.options
+    o, n = job.options, len(job.seeds)
     data = job.data()
-    trained = train_models(data, [job.seed], d_model=o["d_model"], epochs=job.epochs, batch_size=o["batch_size"],
-                           lr=o["lr"], method="ensemble1", precision=o["precision"], device=o["device"])  # fmt: skip
-    analysis = analyse_model(trained.models[0], data, energy=o["energy"], variants=o["variants"])
-    return SeedRun(trained.models[0], trained.loss[0], analysis, trained.seconds, trained.cpu_seconds,
-                   time.perf_counter() - start, time.process_time() - start_cpu)  # fmt: skip
+    trained = train_models(data, list(job.seeds), d_model=o["d_model"], epochs=job.epochs, batch_size=o["batch_size"],
+                           lr=o["lr"], precision=o["precision"], device=o["device"])  # fmt: skip
+    analyses = [analyse_model(m, data, energy=o["energy"], variants=o["variants"]) for m in trained.models]
+    wall, cpu = (time.perf_counter() - start) / n, (time.process_time() - start_cpu) / n
+    return [SeedRun(m, loss, a, trained.seconds / n, trained.cpu_seconds / n, wall, cpu)
+            for m, loss, a in zip(trained.models, trained.loss, analyses)]  # fmt: skip
 
 
-def _run_seed_in_worker(args: tuple[SeedJob, int]) -> SeedRun:
-    return run_seed(*args)
+def _run_share(args: tuple[list[SeedJob], int]) -> list[list[SeedRun]]:
+    """A worker's share of the jobs, one after another, with its thread budget (one thread under the setting)."""
+    jobs, workers = args
+    set_threads(workers=workers)
+    return [run_seeds(j) for j in jobs]
 
 
-def run_seed_jobs(jobs: Sequence[SeedJob], workers: int) -> list[SeedRun]:
-    """Every job, in order: here one after another (``workers=1``), else in ``workers`` spawned processes
-    (each inherits the kernel setting from this process's environment).  The results do not depend on
-    ``workers``: each job is a pure function of its arguments, computed with one thread."""
-    workers = max(1, min(int(workers), len(jobs)))
-    if workers == 1:
-        return [run_seed(j) for j in jobs]
+def plan_jobs(units: Sequence[tuple[int, list[list[float]], int, int]], options: dict[str, Any], workers: int) -> list[list[SeedJob]]:
+    """Split ``units`` ((chain, T, seed, epochs), in order) into ``workers`` contiguous shares of near-equal size;
+    within a share, the seeds of one chain form one job (one ensemble)."""
+    workers = max(1, min(int(workers), len(units)))
+    size, extra = divmod(len(units), workers)
+    shares, at = [], 0
+    for w in range(workers):
+        part = units[at : at + size + (w < extra)]
+        at += len(part)
+        jobs = []
+        for chain in dict.fromkeys(u[0] for u in part):
+            mine = [u for u in part if u[0] == chain]
+            jobs.append(SeedJob(chain, mine[0][1], tuple(u[2] for u in mine), mine[0][3], options))
+        shares.append(jobs)
+    return shares
+
+
+def run_seed_jobs(shares: Sequence[Sequence[SeedJob]]) -> list[tuple[SeedJob, list[SeedRun]]]:
+    """Every job with its runs: one share here (one after another), several in as many spawned processes
+    (each inherits the kernel setting from this process's environment).  The results do not depend on the
+    shares: each seed trains to the same weights in any ensemble, and each model is analysed alone."""
+    if len(shares) == 1:
+        return [(j, run_seeds(j)) for j in shares[0]]
     import multiprocessing as mp  # load time: only a parallel run needs it
 
-    with mp.get_context("spawn").Pool(workers) as pool:
-        return pool.map(_run_seed_in_worker, [(j, workers) for j in jobs], chunksize=1)
+    with mp.get_context("spawn").Pool(len(shares)) as pool:
+        done = pool.map(_run_share, [(list(share), len(shares)) for share in shares], chunksize=1)
+    return [(j, runs) for share, share_runs in zip(shares, done) for j, runs in zip(share, share_runs)]
 
 
-def chain_run(T: Any, jobs: Sequence[SeedJob], runs: Sequence[SeedRun]) -> ChainRun:
-    """One chain's :class:`ChainRun` assembled from its seeds' jobs and runs (times: the sums over seeds)."""
+def chain_run(T: Any, seeds: Sequence[int], runs: Sequence[SeedRun], data: MarkovData, variants: Sequence[tuple[str, str]]) -> ChainRun:
+    """One chain's :class:`ChainRun` assembled from its seeds' runs (times: the sums over seeds)."""
     train = TrainResult([r.model for r in runs], [r.loss for r in runs], sum(r.train_s for r in runs),
                         sum(r.train_cpu_s for r in runs))  # fmt: skip
-    seeds = [j.seed for j in jobs]
-    variants = list(jobs[0].options["variants"])
-    return ChainRun(validate_transition(T), seeds, jobs[0].data(), train, [r.analysis for r in runs], variants,
+    return ChainRun(validate_transition(T), list(seeds), data, train, [r.analysis for r in runs], list(variants),
                     sum(r.seconds for r in runs), sum(r.cpu_seconds for r in runs),
                     list(combinations(range(len(seeds)), 2)))  # fmt: skip
 
@@ -461,9 +480,9 @@ def default_workers(device: str | torch.device) -> int:
 def run_chains(p: Params, *, workers: int | None = None) -> tuple[dict[str, Any], ChainRun, list[ChainRun]]:
     """Run the whole chapter from resolved knobs (``PARAMS.resolve(...)``): the main chain, then ``EXTRA_CHAINS``.
 
-    Each seed of each chain is one job (train alone, analyse: :func:`run_seed`), run in ``workers`` processes
-    (default :func:`default_workers`); the numbers are the same for any ``workers`` (one seed trains to the
-    same weights alone as in the ensemble of all seeds).  Returns ``(results, main_run, extra_runs)``;
+    The seeds of all chains are split into ``workers`` shares (:func:`plan_jobs`), each trained (one ensemble per
+    chain) and analysed in its own process (default :func:`default_workers`); the numbers are the same for any
+    ``workers`` (a seed trains to the same weights in any ensemble).  Returns ``(results, main_run, extra_runs)``;
     ``results`` holds the flat keys of :mod:`ace_helpers.chapters.markov_cores` (the extra chains' under
     ``extra_<key>``, one list entry per chain).
     """
@@ -475,12 +494,13 @@ def run_chains(p: Params, *, workers: int | None = None) -> tuple[dict[str, Any]
                    test_data_seed=p["TEST_DATA_SEED"], variants=variants, precision=p["PRECISION"], device=device)  # fmt: skip
     chains = [(p["T"], model_seeds(p["SEED"], p["N_SEEDS"]), p["EPOCHS"])]
     chains += [(T, model_seeds(p["SEED"], p["EXTRA_SEEDS"]), p["EXTRA_EPOCHS"]) for T in p["EXTRA_CHAINS"]]
-    jobs = [[SeedJob(np.asarray(T, dtype=float).tolist(), s, epochs, options) for s in seeds] for T, seeds, epochs in chains]
-    runs = run_seed_jobs([j for chain in jobs for j in chain], workers)
-    done, at = [], 0
-    for (T, _, _), chain_jobs in zip(chains, jobs):
-        done.append(chain_run(T, chain_jobs, runs[at : at + len(chain_jobs)]))
-        at += len(chain_jobs)
+    units = [(c, np.asarray(T, dtype=float).tolist(), s, e) for c, (T, seeds, e) in enumerate(chains) for s in seeds]
+    by_seed = {(j.chain, seed): (j, run) for j, runs in run_seed_jobs(plan_jobs(units, options, workers))
+               for seed, run in zip(j.seeds, runs)}  # fmt: skip
+    done = []
+    for c, (T, seeds, _) in enumerate(chains):
+        runs = [by_seed[(c, s)][1] for s in seeds]
+        done.append(chain_run(T, seeds, runs, by_seed[(c, seeds[0])][0].data(), variants))
     main, extras = done[0], done[1:]
     results = chain_results(main, p["TAIL"], p["ABLATION"])
     per_chain = [chain_results(r, p["TAIL"], p["ABLATION"]) for r in extras]
