@@ -189,15 +189,33 @@ def test_two_worker_processes_give_the_results_of_one(tiny):
     """Every seed of every chain in its own job: 2 spawned worker processes give exactly the results of 1
     (timing keys aside), and the seeds trained alone give the weights of the seeds trained as one ensemble."""
     params, one, main, _ = tiny
+    assert not markov_pipeline._TRAINED  # nothing remembered: every seed trains in a worker
     two, main2, _ = markov.run_chains(params, workers=2)
     two.update(markov.baseline_results(main2))
     assert set(one) == set(two)
     differ = [k for k in one if k not in TIMING_KEYS and one[k] != two[k]]
     assert not differ, differ
     together = markov.train_models(main.data, main.seeds, d_model=32, epochs=6, batch_size=32, lr=3e-3)
-    for alone, joint in zip(main.train.models, together.models):
+    for alone, joint in zip(main2.train.models, together.models):
         for a, b in zip(alone.parameters(), joint.parameters()):
             assert torch.equal(a, b)
+
+
+def test_the_run_reuses_the_demo_model_and_gives_the_same_results(tiny, monkeypatch):
+    """After the "ACE in plain sight" cell (``hook_site``) has trained the first seed, the run analyses that
+    model instead of training it again: the same results, with one seed fewer trained."""
+    params, one, _, _ = tiny
+    monkeypatch.setattr(markov_pipeline, "_TRAINED", {})
+    site = markov.hook_site(params)
+    trained: list[list[int]] = []
+    real = markov_pipeline.train_models
+    monkeypatch.setattr(markov_pipeline, "train_models", lambda data, seeds, **kw: trained.append(list(seeds)) or real(data, seeds, **kw))
+    again, main, _ = markov.run_chains(params, workers=1)
+    again.update(markov.baseline_results(main))
+    assert trained == [[100], [0]]  # the main chain's second seed, then the extra chain's: seed 0 of the main chain was reused
+    differ = [k for k in one if k not in TIMING_KEYS and one[k] != again[k]]
+    assert not differ, differ
+    np.testing.assert_array_equal(site.jacobian, markov.tail_jacobian(main.train.models[0], "centered"))
 
 
 def test_tiny_run_finds_a_three_dimensional_necessary_and_sufficient_core(tiny):

@@ -28,8 +28,7 @@ from ace_helpers.chapters.toy_models.markov_spectra import (  # noqa: F401 - par
     sorted_eigs,
     state_mean_coords,
 )
-from ace_helpers.method import compare, interventions
-from ace_helpers.method import checks
+from ace_helpers.method import checks, compare, interventions
 from ace_helpers.method.checks import check_choice
 from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.core import Core, extract_core_from_gramians
@@ -103,10 +102,13 @@ def hook_site(cfg: Mapping[str, Any]) -> HookSite:
     ``cfg`` needs ``T``, ``N_TRAIN``, ``N_TEST``, ``SEQ_LEN``, ``D_MODEL``, ``EPOCHS``, ``LR``, ``SEED`` and
     ``PRECISION``; ``DATA_SEED``, ``TEST_DATA_SEED``, ``BATCH_SIZE``, ``DEVICE`` default to 0, 999, 64, ``"cpu"``.
     """
-    data = markov_dataset(validate_transition(cfg["T"]), cfg["N_TRAIN"], cfg["N_TEST"], cfg["SEQ_LEN"],
-                          train_seed=cfg.get("DATA_SEED", 0), test_seed=cfg.get("TEST_DATA_SEED", 999))  # fmt: skip
-    model = train_models(data, [cfg["SEED"]], d_model=cfg["D_MODEL"], epochs=cfg["EPOCHS"], batch_size=cfg.get("BATCH_SIZE", 64),
-                         lr=cfg["LR"], precision=cfg["PRECISION"], device=resolve_device(cfg.get("DEVICE", "cpu"))).models[0].eval()  # fmt: skip
+    options = dict(d_model=cfg["D_MODEL"], n_train=cfg["N_TRAIN"], n_test=cfg["N_TEST"], seq_len=cfg["SEQ_LEN"],
+                   lr=cfg["LR"], batch_size=cfg.get("BATCH_SIZE", 64), data_seed=cfg.get("DATA_SEED", 0),
+                   test_data_seed=cfg.get("TEST_DATA_SEED", 999), precision=cfg["PRECISION"],
+                   device=resolve_device(cfg.get("DEVICE", "cpu")))  # fmt: skip
+    job = SeedJob(0, validate_transition(cfg["T"]).tolist(), (int(cfg["SEED"]),), int(cfg["EPOCHS"]), options)
+    data = job.data()
+    model = train_remembered(job, data, remember=True)[0][0].eval()
     targets = data.test_targets
     return HookSite(nnsight.NNsight(model), data.test_inputs, HOOK, tail_jacobian(model, "centered"),
                       lambda logits: float((logits.argmax(-1) == targets).double().mean()))
@@ -411,18 +413,64 @@ class SeedRun:
     cpu_seconds: float
 
 
+#: Models trained in this process, by what determines their weights (:func:`train_key`), as (state, loss,
+#: train_s, train_cpu_s): chapter 1's "ACE in plain sight" cell trains the main chain's first seed, and the run
+#: that follows analyses that model instead of training it again (the same weights: a seed trains alike in any
+#: ensemble).
+_TRAINED: dict[tuple, tuple[dict[str, torch.Tensor], list[float], float, float]] = {}
+
+
+def train_key(job: SeedJob, seed: int) -> tuple:
+    """What fixes the weights of ``seed`` trained by ``job`` (the chain, the training data and the training knobs)."""
+    o = job.options
+    return (tuple(map(tuple, job.T)), int(seed), job.epochs, o["d_model"], o["n_train"], o["seq_len"], o["lr"],
+            o["batch_size"], o["data_seed"], o["precision"], str(o["device"]))  # fmt: skip
+
+
+def remembered(job: SeedJob, seed: int) -> bool:
+    """Whether this process has already trained ``seed`` as ``job`` would."""
+    return train_key(job, seed) in _TRAINED
+
+
+def train_remembered(
+    job: SeedJob, data: MarkovData, *, remember: bool = False
+) -> tuple[list[ToyTransformer], list[list[float]], float, float]:
+    """``job.seeds`` trained on ``data`` (the models, their per-epoch losses, train seconds and CPU seconds):
+    the seeds this process remembers are rebuilt from their weights, the others are trained as one ensemble
+    (and remembered, with ``remember``)."""
+    o = job.options
+    todo = [s for s in job.seeds if not remembered(job, s)]
+    fresh: dict[tuple, tuple[dict[str, torch.Tensor], list[float], float, float]] = {}
+    if todo:
+        trained = train_models(data, todo, d_model=o["d_model"], epochs=job.epochs, batch_size=o["batch_size"],
+                               lr=o["lr"], precision=o["precision"], device=o["device"])  # fmt: skip
+        fresh = {train_key(job, s): ({k: v.detach().clone() for k, v in m.state_dict().items()}, loss,
+                                     trained.seconds / len(todo), trained.cpu_seconds / len(todo))
+                 for s, m, loss in zip(todo, trained.models, trained.loss)}  # fmt: skip
+        if remember:
+            _TRAINED.update(fresh)
+    models, losses, secs, cpus = [], [], 0.0, 0.0
+    for s in job.seeds:
+        state, loss, sec, cpu = _TRAINED.get(train_key(job, s)) or fresh[train_key(job, s)]
+        model = ToyTransformer(toy_config(data.n_states, o["d_model"]))
+        model.load_state_dict(state)
+        models.append(model.eval())
+        losses.append(list(loss))
+        secs, cpus = secs + sec, cpus + cpu
+    return models, losses, secs, cpus
+
+
 def run_seeds(job: SeedJob) -> list[SeedRun]:
-    """Train ``job.seeds`` as one ensemble (each seed trains to the same weights in any company) and analyse
-    each model; each seed's times are its share of the job's."""
+    """Train ``job.seeds`` as one ensemble (each seed trains to the same weights in any company; seeds this
+    process trained before are reused, :func:`train_remembered`) and analyse each model; each seed's times are
+    its share of the job's."""
     start, start_cpu = time.perf_counter(), time.process_time()
     o, n = job.options, len(job.seeds)
     data = job.data()
-    trained = train_models(data, list(job.seeds), d_model=o["d_model"], epochs=job.epochs, batch_size=o["batch_size"],
-                           lr=o["lr"], precision=o["precision"], device=o["device"])  # fmt: skip
-    analyses = [analyse_model(m, data, energy=o["energy"], variants=o["variants"]) for m in trained.models]
+    models, losses, train_s, train_cpu = train_remembered(job, data)
+    analyses = [analyse_model(m, data, energy=o["energy"], variants=o["variants"]) for m in models]
     wall, cpu = (time.perf_counter() - start) / n, (time.process_time() - start_cpu) / n
-    return [SeedRun(m, loss, a, trained.seconds / n, trained.cpu_seconds / n, wall, cpu)
-            for m, loss, a in zip(trained.models, trained.loss, analyses)]  # fmt: skip
+    return [SeedRun(m, loss, a, train_s / n, train_cpu / n, wall, cpu) for m, loss, a in zip(models, losses, analyses)]
 
 
 def _run_share(args: tuple[list[SeedJob], int]) -> list[list[SeedRun]]:
@@ -449,17 +497,20 @@ def plan_jobs(units: Sequence[tuple[int, list[list[float]], int, int]], options:
     return shares
 
 
-def run_seed_jobs(shares: Sequence[Sequence[SeedJob]]) -> list[tuple[SeedJob, list[SeedRun]]]:
-    """Every job with its runs: one share here (one after another), several in as many spawned processes
-    (each inherits the kernel setting from this process's environment).  The results do not depend on the
-    shares: each seed trains to the same weights in any ensemble, and each model is analysed alone."""
-    if len(shares) == 1:
-        return [(j, run_seeds(j)) for j in shares[0]]
+def run_seed_jobs(here: Sequence[SeedJob], shares: Sequence[Sequence[SeedJob]]) -> list[tuple[SeedJob, list[SeedRun]]]:
+    """Every job with its runs: ``here`` (seeds this process has trained) in this process, and ``shares``: one
+    share here too, several in as many spawned processes (each inherits the kernel setting from this process's
+    environment) while this process works on ``here``.  The results do not depend on how the jobs are shared:
+    each seed trains to the same weights in any ensemble, and each model is analysed alone."""
+    if len(shares) <= 1:
+        return [(j, run_seeds(j)) for j in [*here, *(shares[0] if shares else [])]]
     import multiprocessing as mp  # load time: only a parallel run needs it
 
     with mp.get_context("spawn").Pool(len(shares)) as pool:
-        done = pool.map(_run_share, [(list(share), len(shares)) for share in shares], chunksize=1)
-    return [(j, runs) for share, share_runs in zip(shares, done) for j, runs in zip(share, share_runs)]
+        pending = pool.map_async(_run_share, [(list(share), len(shares)) for share in shares], chunksize=1)
+        local = [(j, run_seeds(j)) for j in here]
+        done = pending.get()
+    return local + [(j, runs) for share, share_runs in zip(shares, done) for j, runs in zip(share, share_runs)]
 
 
 def chain_run(T: Any, seeds: Sequence[int], runs: Sequence[SeedRun], data: MarkovData, variants: Sequence[tuple[str, str]]) -> ChainRun:
@@ -481,8 +532,9 @@ def run_chains(p: Params, *, workers: int | None = None) -> tuple[dict[str, Any]
     """Run the whole chapter from resolved knobs (``PARAMS.resolve(...)``): the main chain, then ``EXTRA_CHAINS``.
 
     The seeds of all chains are split into ``workers`` shares (:func:`plan_jobs`), each trained (one ensemble per
-    chain) and analysed in its own process (default :func:`default_workers`); the numbers are the same for any
-    ``workers`` (a seed trains to the same weights in any ensemble).  Returns ``(results, main_run, extra_runs)``;
+    chain) and analysed in its own process (default :func:`default_workers`), while this process analyses the
+    seeds it has already trained (:func:`hook_site`'s); the numbers are the same for any ``workers`` (a seed
+    trains to the same weights in any ensemble).  Returns ``(results, main_run, extra_runs)``;
     ``results`` holds the flat keys of :mod:`ace_helpers.chapters.markov_cores` (the extra chains' under
     ``extra_<key>``, one list entry per chain).
     """
@@ -495,7 +547,11 @@ def run_chains(p: Params, *, workers: int | None = None) -> tuple[dict[str, Any]
     chains = [(p["T"], model_seeds(p["SEED"], p["N_SEEDS"]), p["EPOCHS"])]
     chains += [(T, model_seeds(p["SEED"], p["EXTRA_SEEDS"]), p["EXTRA_EPOCHS"]) for T in p["EXTRA_CHAINS"]]
     units = [(c, np.asarray(T, dtype=float).tolist(), s, e) for c, (T, seeds, e) in enumerate(chains) for s in seeds]
-    by_seed = {(j.chain, seed): (j, run) for j, runs in run_seed_jobs(plan_jobs(units, options, workers))
+    known = [u for u in units if remembered(SeedJob(u[0], u[1], (u[2],), u[3], options), u[2])]
+    here = [j for share in plan_jobs(known, options, 1) for j in share] if known else []
+    rest = [u for u in units if u not in known]
+    shares = plan_jobs(rest, options, workers) if rest else []
+    by_seed = {(j.chain, seed): (j, run) for j, runs in run_seed_jobs(here, shares)
                for seed, run in zip(j.seeds, runs)}  # fmt: skip
     done = []
     for c, (T, seeds, _) in enumerate(chains):
