@@ -70,7 +70,7 @@ def _flat(args: Any) -> list[Any]:
 
 class VendorOpAudit(TorchDispatchMode):
     """While active (``with VendorOpAudit() as audit:``), counts each vendor-dependent operation
-    (:func:`is_vendor_op`) by its ``aten`` name in :attr:`found`; every operation still runs."""
+    (:func:`is_vendor_op`) by its ``aten`` name in ``found`` (a Counter); every operation still runs."""
 
     def __init__(self) -> None:
         super().__init__()
