@@ -11,6 +11,7 @@ transition matrix counted on them, which a core holding exactly the current stat
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -413,11 +414,11 @@ class SeedRun:
     cpu_seconds: float
 
 
-#: Models trained in this process, by what determines their weights (:func:`train_key`), as (state, loss,
+#: Models trained in this process, by what determines their weights (:func:`train_key`), as (a copy, loss,
 #: train_s, train_cpu_s): chapter 1's "ACE in plain sight" cell trains the main chain's first seed, and the run
 #: that follows analyses that model instead of training it again (the same weights: a seed trains alike in any
 #: ensemble).
-_TRAINED: dict[tuple, tuple[dict[str, torch.Tensor], list[float], float, float]] = {}
+_TRAINED: dict[tuple, tuple[ToyTransformer, list[float], float, float]] = {}
 
 
 def train_key(job: SeedJob, seed: int) -> tuple:
@@ -440,21 +441,19 @@ def train_remembered(
     (and remembered, with ``remember``)."""
     o = job.options
     todo = [s for s in job.seeds if not remembered(job, s)]
-    fresh: dict[tuple, tuple[dict[str, torch.Tensor], list[float], float, float]] = {}
+    fresh: dict[tuple, tuple[ToyTransformer, list[float], float, float]] = {}
     if todo:
         trained = train_models(data, todo, d_model=o["d_model"], epochs=job.epochs, batch_size=o["batch_size"],
                                lr=o["lr"], precision=o["precision"], device=o["device"])  # fmt: skip
-        fresh = {train_key(job, s): ({k: v.detach().clone() for k, v in m.state_dict().items()}, loss,
-                                     trained.seconds / len(todo), trained.cpu_seconds / len(todo))
+        fresh = {train_key(job, s): (m, loss, trained.seconds / len(todo), trained.cpu_seconds / len(todo))
                  for s, m, loss in zip(todo, trained.models, trained.loss)}  # fmt: skip
         if remember:
-            _TRAINED.update(fresh)
+            _TRAINED.update({k: (copy.deepcopy(m), *rest) for k, (m, *rest) in fresh.items()})
     models, losses, secs, cpus = [], [], 0.0, 0.0
     for s in job.seeds:
-        state, loss, sec, cpu = _TRAINED.get(train_key(job, s)) or fresh[train_key(job, s)]
-        model = ToyTransformer(toy_config(data.n_states, o["d_model"]))
-        model.load_state_dict(state)
-        models.append(model.eval())
+        key = train_key(job, s)
+        model, loss, sec, cpu = fresh[key] if key in fresh else _TRAINED[key]
+        models.append((model if key in fresh else copy.deepcopy(model)).eval())
         losses.append(list(loss))
         secs, cpus = secs + sec, cpus + cpu
     return models, losses, secs, cpus
