@@ -9,6 +9,7 @@ import torch
 from ace_helpers.chapters import markov_cores as markov
 from ace_helpers.chapters.markov_cores import figures as mplots
 from ace_helpers.chapters.toy_models import markov as markov_pipeline
+from ace_helpers.chapters.toy_models import markov_jobs
 from ace_helpers.toys.models import ToyTransformer, build_model
 from ace_helpers.toys.tasks.markov import (
     PAPER_CHAIN,
@@ -189,7 +190,7 @@ def test_two_worker_processes_give_the_results_of_one(tiny):
     """Every seed of every chain in its own job: 2 spawned worker processes give exactly the results of 1
     (timing keys aside), and the seeds trained alone give the weights of the seeds trained as one ensemble."""
     params, one, main, _ = tiny
-    assert not markov_pipeline._TRAINED  # nothing remembered: every seed trains in a worker
+    assert not markov_jobs._TRAINED  # nothing remembered: every seed trains in a worker
     two, main2, _ = markov.run_chains(params, workers=2)
     two.update(markov.baseline_results(main2))
     assert set(one) == set(two)
@@ -205,11 +206,11 @@ def test_the_run_reuses_the_demo_model_and_gives_the_same_results(tiny, monkeypa
     """After the "ACE in plain sight" cell (``hook_site``) has trained the first seed, the run analyses that
     model instead of training it again: the same results, with one seed fewer trained."""
     params, one, _, _ = tiny
-    monkeypatch.setattr(markov_pipeline, "_TRAINED", {})
+    monkeypatch.setattr(markov_jobs, "_TRAINED", {})
     site = markov.hook_site(params)
     trained: list[list[int]] = []
-    real = markov_pipeline.train_models
-    monkeypatch.setattr(markov_pipeline, "train_models", lambda data, seeds, **kw: trained.append(list(seeds)) or real(data, seeds, **kw))
+    real = markov_jobs.train_models
+    monkeypatch.setattr(markov_jobs, "train_models", lambda data, seeds, **kw: trained.append(list(seeds)) or real(data, seeds, **kw))
     again, main, _ = markov.run_chains(params, workers=1)
     again.update(markov.baseline_results(main))
     assert trained == [[100], [0]]  # the main chain's second seed, then the extra chain's: seed 0 of the main chain was reused

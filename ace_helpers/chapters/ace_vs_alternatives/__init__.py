@@ -56,7 +56,7 @@ from ace_helpers.chapters.modadd import grokked
 from ace_helpers.chapters.toy_models import knobs as stitching_knobs
 from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models import views as toy_views
-from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.method import checks
 from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.compare import projector_overlap

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part
-from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps
 from ace_helpers.repro.tables import markdown_table

@@ -68,7 +68,7 @@ from ace_helpers.chapters.core_stitching.merging import merge_paths
 from ace_helpers.chapters.modadd.grokked import train_modadd
 from ace_helpers.chapters.toy_models import markov
 from ace_helpers.chapters.toy_models.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
-from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.toy_models.views import FREQ_POWER, View, key_frequencies, markov_view, modadd_view
 from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.stitching import (  # fmt: skip

@@ -26,7 +26,7 @@ from ace_helpers.chapters.core_stitching.rules import (  # noqa: F401 - the chap
 )
 from ace_helpers.chapters.modadd.grokked import GROK_ACC
 from ace_helpers.chapters.toy_models.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
-from ace_helpers.chapters.toy_models.markov import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.toy_models.views import FREQ_POWER
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims, not_tested_table  # noqa: F401 - for the notebook

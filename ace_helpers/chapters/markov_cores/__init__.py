@@ -111,17 +111,16 @@ from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter
     analyse_model,
     capture_states,
     chain_results,
-    hook_site,
     model_seeds,
     relative_eig_errors,
     run_chain,
-    run_chains,
     sampling_floor,
     state_mean_coords,
     tail_jacobian,
     toy_config,
     train_models,
 )
+from ace_helpers.chapters.toy_models.markov_jobs import hook_site, run_chains  # noqa: F401 - the chapter's run
 from ace_helpers.method.checks import check_choice, check_int, check_list, check_range
 from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.repro.params import ChapterParams, Params
