@@ -31,9 +31,10 @@ WIDTH = 1400
 #: Height budgets (px, ``document.body.scrollHeight`` at :data:`WIDTH` x 900 with every fold closed). A chapter or a page of
 #: prose reads in about a dozen screens; the scorecard and the landing page are summaries. The two API pages are
 #: reference pages, searched rather than read through: they are split by audience instead (the library; the book's
-#: internals) and get the budget of what they hold.
+#: internals) and get the budget of what they hold (the library's page measured 80 817 px on 2026-12-07, when
+#: ``method.portable`` joined it).
 DEFAULT_BUDGET = 12_000
-BUDGETS = {"book/intro.html": 8_000, "book/scorecard.html": 8_000, "book/api.html": 80_000, "book/api_internals.html": 190_000}
+BUDGETS = {"book/intro.html": 8_000, "book/scorecard.html": 8_000, "book/api.html": 84_000, "book/api_internals.html": 190_000}
 
 MIN_TEXT_PX = 9.0
 MIN_SCRIPT_PX = 0.7 * MIN_TEXT_PX
