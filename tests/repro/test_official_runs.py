@@ -67,3 +67,22 @@ def test_a_failing_or_silent_run_is_reported(tmp_path: Path) -> None:
     silent = _release(tmp_path / "b", "def main():\n    pass\n")
     with pytest.raises(FileNotFoundError, match="did not write"):
         official_runs.run_modadd(silent, tmp_path / "wb", tmp_path / "store", epochs=2000)
+
+
+STORED = Path(__file__).parents[2] / "book" / "artifacts" / "official_modadd"
+
+
+def test_the_stored_official_run_loads_with_its_provenance() -> None:
+    """The release's mod-add run to epoch 2 000 (3 models), rerun here: checksums, provenance, and its own
+    analysis on the release's checkpoint cadence (every 100 epochs), with its models grokked."""
+    manifest = json.loads((STORED / "official_modadd_e2000_k3.manifest.json").read_text())
+    assert manifest["params"]["commit"] == "da253a0769d3bf35048404c46d87205846262bfc"
+    assert manifest["params"]["TOTAL_EPOCHS"] == 2000 and manifest["params"]["K_MODELS"] == 3
+    stored = load_artifact(STORED, "official_modadd_e2000_k3", manifest["params"])
+    assert stored is not None, "the stored official run does not load (checksum or parameters)"
+    epochs = stored.arrays["wd1/core_formation/epochs"]
+    assert epochs.tolist() == list(range(0, 2001, 100))
+    for arm in ("wd1", "wd0"):
+        acc = stored.arrays[f"{arm}/core_formation/test_acc"]
+        assert acc.shape == (3, 21) and np.all(acc[:, -1] > 0.99), (arm, acc[:, -1])
+        assert stored.arrays[f"{arm}/mode_spread/present"].shape == (3, 27, 21)
