@@ -100,8 +100,8 @@ def main() -> None:
         theirs = work / "cores"
         copy_official(official, theirs)
 
-        def ours(setting: dict[str, str] | None = None) -> list[str]:
-            under = [] if setting is not None else [sys.executable, "-m", "ace_helpers.kernels", "--"]
+        def ours(under_setting: bool = True) -> list[str]:
+            under = [sys.executable, "-m", "ace_helpers.kernels", "--"] if under_setting else []
             return under + [sys.executable, "-m", "papermill", str(NOTEBOOK), str(work / "01_markov_cores.ipynb"), "-p",
                             "PRESET", "book", "-y", "EXTRA_CHAINS: []", "-p", "OUTPUT_DIR", str(work / "ours"),
                             "--no-progress-bar"]  # fmt: skip
@@ -121,7 +121,7 @@ def main() -> None:
             pin = ["taskset", "-c", str(cores[0])]
             old = dict(kernels.PINNED) | {"MKL_CBWR": "AVX2"}
             best = interleave({"new setting": (pin + ours(), ROOT, environment()),
-                               "old setting": (pin + ours(old), ROOT, environment(**old))}, args.rounds, work, "settings")  # fmt: skip
+                               "old setting": (pin + ours(under_setting=False), ROOT, environment(**old))}, args.rounds, work, "settings")  # fmt: skip
             report += [f"chapter 1 on one core under the kernel setting (MKL_CBWR=AVX2,STRICT) vs the setting before "
                        f"2026-12-07 (MKL_CBWR=AVX2), best of {args.rounds} round(s)",
                        f"  new {best['new setting']:.1f} s | old {best['old setting']:.1f} s | new / old "

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ace_helpers.method.baselines import jacobian_directions
 from ace_helpers.method import portable
+from ace_helpers.method.baselines import jacobian_directions
 from ace_helpers.method.core import Core, _as_float64
 
 MAX_PROBE_ROWS = 20_000
@@ -97,8 +97,8 @@ def das_basis(
 
     The tail is linear (logits = h Wᵀ + b, W (K, D)); the loss is the cross-entropy of the kept
     activations' logits against the model's own argmax answers, minimised with Adam over a (D, r)
-    matrix orthonormalised at every step (:func:`~ace_helpers.method.portable.orthonormalize`) (full batch of at most
-    ``max_rows`` rows, ``steps`` steps).
+    matrix orthonormalised at every step by :func:`~ace_helpers.method.portable.orthonormalize` (full batch of
+    at most ``max_rows`` rows, ``steps`` steps).
     """
     a = torch.as_tensor(_as_float64("H", h), dtype=torch.float32)
     w = torch.as_tensor(_as_float64("W", weight), dtype=torch.float32)

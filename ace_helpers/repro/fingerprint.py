@@ -198,46 +198,46 @@ def lines() -> list[str]:
     return [f"{name}: {value}" for name, value in rows.items()]
 
 
+def _entries(path: Path) -> list[tuple[str | None, str, str]]:
+    """``(vendor or None, operation, hash)`` for every line of a file of :func:`lines` (``#`` lines are comments;
+    a line ``[VENDOR] operation: hash`` holds on that vendor's CPUs only).
+
+    Raises:
+        ValueError: a line that is not ``[VENDOR] operation: hash`` or ``operation: hash``.
+    """
+    out = []
+    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        tag, line = None, raw
+        if raw.startswith("["):
+            tag, sep, line = raw[1:].partition("] ")
+            if not sep or not tag.isalnum():
+                tag = ""
+        name, sep, value = line.rpartition(": ")
+        if not sep or not name or tag == "":
+            raise ValueError(f"{path}:{number}: expected '[VENDOR] operation: hash' or 'operation: hash', got {raw!r}")
+        out.append((tag, name, value.strip()))
+    return out
+
+
 def read_expected(path: Path, vendor: str | None = None) -> dict[str, str]:
-    """``{operation: hash}`` from a file of :func:`lines` (``#`` lines are comments).  A line that starts
-    with ``[VENDOR]`` (``[GenuineIntel]``, ``[AuthenticAMD]``) holds on that vendor's CPUs only: it is
-    kept when ``vendor`` (default: this CPU's, :func:`vendor_of_this_cpu`) is that vendor.
+    """``{operation: hash}`` from a file of :func:`lines`: its untagged lines, and its ``[VENDOR]`` lines
+    (``[GenuineIntel]``, ``[AuthenticAMD]``) for ``vendor`` (default: this CPU's, :func:`vendor_of_this_cpu`).
 
     Raises:
         ValueError: a line that is not ``[VENDOR] operation: hash`` or ``operation: hash``.
     """
     vendor = vendor_of_this_cpu() if vendor is None else vendor
-    out = {}
-    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip() or raw.startswith("#"):
-            continue
-        tag, line = _vendor_tag(raw)
-        name, sep, value = line.rpartition(": ")
-        if not sep or not name or tag == "":
-            raise ValueError(f"{path}:{number}: expected '[VENDOR] operation: hash' or 'operation: hash', got {raw!r}")
-        if tag is None or tag == vendor:
-            out[name] = value.strip()
-    return out
+    return {name: value for tag, name, value in _entries(path) if tag is None or tag == vendor}
 
 
 def unmeasured(path: Path, vendor: str | None = None) -> list[str]:
     """The operations of ``path`` that hold per vendor (``[VENDOR]`` lines) but have no line for ``vendor``
     (default: this CPU's): not yet measured on such a CPU."""
     vendor = vendor_of_this_cpu() if vendor is None else vendor
-    tagged = [_vendor_tag(raw) for raw in Path(path).read_text(encoding="utf-8").splitlines() if raw.startswith("[")]
-    names = {tag: set() for tag, _ in tagged}
-    for tag, line in tagged:
-        names[tag].add(line.rpartition(": ")[0])
-    every = set().union(*names.values()) if names else set()
-    return sorted(every - names.get(vendor, set()))
-
-
-def _vendor_tag(raw: str) -> tuple[str | None, str]:
-    """(``VENDOR``, rest) for ``"[VENDOR] rest"``; (None, raw) for an untagged line; ("", raw) for a malformed tag."""
-    if not raw.startswith("["):
-        return None, raw
-    tag, sep, rest = raw[1:].partition("] ")
-    return (tag, rest) if sep and tag.isalnum() else ("", raw)
+    tagged = [(tag, name) for tag, name, _ in _entries(path) if tag is not None]
+    return sorted({name for _, name in tagged} - {name for tag, name in tagged if tag == vendor})
 
 
 def vendor_of_this_cpu() -> str:

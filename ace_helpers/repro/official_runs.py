@@ -43,10 +43,11 @@ RESULT_FILES = {
 
 
 def modadd_command(epochs: int, k_models: int) -> list[str]:
-    """The release's ``run_modadd.main()`` with ``TOTAL_EPOCHS`` and ``K_MODELS`` set (as its ``--quick`` does)."""
+    """The release's ``run_modadd.main()`` with ``TOTAL_EPOCHS`` and ``K_MODELS`` set (as its ``--quick`` does); run in
+    the release's root with its ``src`` on ``PYTHONPATH`` (:func:`run_modadd`), as its own ``modadd.py`` arranges."""
     epochs, k_models = check_int("epochs", epochs, low=1000, high=20_000), check_int("k_models", k_models, low=1, high=3)
     code = (
-        "import sys; sys.argv = ['run_modadd.py']; sys.path.insert(0, 'src'); import cores.run_modadd as r; "
+        "import sys; sys.argv = ['run_modadd.py']; import cores.run_modadd as r; "
         f"r.TOTAL_EPOCHS = {epochs}; r.K_MODELS = {k_models}; r.main()"
     )
     return [sys.executable, "-c", code]
@@ -85,7 +86,8 @@ def run_modadd(official: Path, work: Path, store: Path, *, epochs: int, k_models
     if not os.access(store, os.W_OK):
         raise PermissionError(f"--store {store} is not writable")
     copy_official(checkout, work)
-    env = kernels.environment() | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    threads = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = kernels.environment() | threads | {"MPLBACKEND": "Agg", "PYTHONPATH": str(work / "src")}
     start = time.perf_counter()
     with (work / "run.log").open("w") as log:
         rc = subprocess.run(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT).returncode

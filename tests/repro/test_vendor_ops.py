@@ -14,13 +14,12 @@ from ace_helpers import llm
 from ace_helpers.chapters.ace_vs_alternatives import llm as alternatives_llm
 from ace_helpers.chapters.grokking_scaling_law.redundancy import fourier_projector
 from ace_helpers.chapters.llm_agreement import collect_states
-from ace_helpers.chapters.toy_models import markov
+from ace_helpers.chapters import markov_cores
 from ace_helpers.llm import agreement
 from ace_helpers.method import portable, subspaces
 from ace_helpers.repro.vendor_ops import VendorOpAudit, is_vendor_op
 from ace_helpers.toys.ensemble import EnsembleAdamW
 from ace_helpers.toys.models import ToyConfig, build_model
-from ace_helpers.toys.tasks.markov import PAPER_CHAIN
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.train import train_lm
 
@@ -74,8 +73,9 @@ def test_training_loops() -> None:
 
 def test_chapter_1_pipeline() -> None:
     """Chapter 1: the ensemble trainer, nnsight capture, ACE, keep/remove ablations and the operator fit."""
-    _clean(lambda: markov.run_chain(PAPER_CHAIN, seeds=[0, 100], epochs=1, d_model=16, n_train=40, n_test=30, seq_len=8,
-                                    energy=0.99, variants=markov.ALL_VARIANTS))  # fmt: skip
+    cfg = markov_cores.PARAMS.resolve(PRESET="ci", N_SEEDS=2, EPOCHS=1, D_MODEL=16, N_TRAIN=40, N_TEST=30, SEQ_LEN=8,
+                                      EXTRA_CHAINS=[])  # fmt: skip
+    _clean(lambda: markov_cores.run_chains(cfg, workers=1))
 
 
 def test_chapter_4_and_6_helpers() -> None:

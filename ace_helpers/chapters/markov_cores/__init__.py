@@ -113,7 +113,6 @@ from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter
     chain_results,
     model_seeds,
     relative_eig_errors,
-    run_chain,
     sampling_floor,
     state_mean_coords,
     tail_jacobian,
@@ -131,7 +130,7 @@ __all__ = [
     "ABLATIONS", "ALL_VARIANTS", "KNOWN_GAPS", "PAPER_ABLATION", "PAPER_TAIL", "PARAMS", "PRESETS", "TAILS", "ChainRun",
     "SeedAnalysis", "TrainResult", "VariantResult", "activation_gramian", "analyse_model", "baseline_results", "build_claims",
     "capture_states", "chain_results", "eigen_summary", "hook_site",
-    "model_seeds", "r2_ratios", "relative_eig_errors", "run", "run_chain", "run_chains", "sampling_floor",
+    "model_seeds", "r2_ratios", "relative_eig_errors", "run", "run_chains", "sampling_floor",
     "state_mean_coords", "state_r2", "tail_jacobian", "toy_config", "train_models",
 ]  # fmt: skip
 

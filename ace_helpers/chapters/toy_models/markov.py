@@ -1,8 +1,8 @@
 """Chapter 1 pipeline: train the seeds, analyse each model, compare them, flatten the results.
 
-:func:`run_chain` trains and analyses one chain's seeds; :func:`chain_results` turns one chain's run into
-the flat ``results.json`` keys listed in :mod:`ace_helpers.chapters.markov_cores`; the whole chapter's run,
-in worker processes, is :func:`ace_helpers.chapters.toy_models.markov_jobs.run_chains`.
+:func:`train_models` trains a chain's seeds, :func:`analyse_model` analyses one model, and :func:`chain_results`
+turns one chain's run into the flat ``results.json`` keys listed in :mod:`ace_helpers.chapters.markov_cores`; the
+whole chapter's run, in worker processes, is :func:`ace_helpers.chapters.toy_models.markov_jobs.run_chains`.
 The eigenvalue check reads three numbers per true eigenvalue λ of the chain: the relative error
 of the operator fitted to the core coordinates (:func:`relative_eig_errors`), the same for the
 operator fitted to each coordinate's current-state mean (:func:`state_mean_coords`), and the
@@ -12,10 +12,8 @@ transition matrix counted on them, which a core holding exactly the current stat
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -38,11 +36,9 @@ from ace_helpers.toys.tasks.markov import (
     MarkovData,
     bayes_accuracy,
     chance_accuracy,
-    markov_dataset,
     nontrivial_eigenvalues,
     oracle_r2,
     state_r2,
-    validate_transition,
 )
 
 HOOK = "layers.0"
@@ -244,37 +240,6 @@ class ChainRun:
     def variant(self, key: tuple[str, str]) -> list[VariantResult]:
         """The per-seed results of one (tail, ablation) variant."""
         return [a.variants[key] for a in self.analyses]
-
-
-def run_chain(
-    T: Any,
-    *,
-    seeds: Sequence[int],
-    epochs: int,
-    d_model: int,
-    n_train: int,
-    n_test: int,
-    seq_len: int,
-    energy: float,
-    variants: Sequence[tuple[str, str]],
-    lr: float = 1e-4,
-    batch_size: int = 64,
-    data_seed: int = 0,
-    test_data_seed: int = 999,
-    method: str = "ensemble",
-    precision: str = "fp32", device: str | torch.device = "cpu",
-) -> ChainRun:
-    """Sample data, train the seeds (on ``device``), analyse each model for each ``(tail, ablation)`` variant."""
-    start, start_cpu = time.perf_counter(), time.process_time()
-    T = validate_transition(T)
-    data = markov_dataset(T, n_train, n_test, seq_len, train_seed=data_seed, test_seed=test_data_seed)
-    trained = train_models(data, seeds, d_model=d_model, epochs=epochs, batch_size=batch_size, lr=lr, method=method,
-                           precision=precision, device=device)
-    variants = list(dict.fromkeys(tuple(v) for v in variants))
-    analyses = [analyse_model(m, data, energy=energy, variants=variants) for m in trained.models]
-    pairs = list(combinations(range(len(seeds)), 2))
-    return ChainRun(T, list(seeds), data, trained, analyses, variants, time.perf_counter() - start,
-                    time.process_time() - start_cpu, pairs)
 
 
 def _eig_list(eigs: np.ndarray) -> list[list[float]]:

@@ -74,7 +74,7 @@ class SeedJob:
     T: list[list[float]]
     seeds: tuple[int, ...]
     epochs: int
-    options: dict[str, Any]  # run_chain's keyword arguments other than T, seeds, epochs, method
+    options: dict[str, Any]  # data, training and analysis knobs (run_chains builds them)
 
     def data(self) -> MarkovData:
         """The chain's train and test sequences (the same for every seed of the chain)."""
