@@ -418,8 +418,9 @@ print(claims.verdict())  # the tests compare this line: a failure that is not a 
 # --preset paper`), and every finished run is stored; this section loads what is stored (nothing
 # is trained) and checks the claims above on it. A sweep is tested once every one of its settings
 # has enough seeds (4 for ω, 3 for p); until then its claims are listed as not tested, with how
-# far the runs have got. The claims here are evidence beside the run above, except `scaling.p`: τ ∝ 1/p
-# for p well above p_crit needs primes ≥ 61, which only these runs have, so their verdict is the claim's.
+# far the runs have got. These runs follow the paper's protocol more closely than the `book` run above, so
+# every paper claim they test takes its verdict from them, and the `book` run's verdict is shown beside it as
+# the replica (`scaling.p` needs primes ≥ 61, which only these runs have).
 #
 # ```{fold} Show the stored runs at the paper's settings: sweeps, fits and their claims table
 # ```
@@ -456,8 +457,9 @@ if paper is not None:
     if om:
         print(f"Omega from the omega sweep at p = {om.p0}: exponent {om.exponent:.3f} [{om.interval[0]:.3f}, {om.interval[1]:.3f}]; "
               f"omega*Omega per omega {[round(x) for x in om.omega_Omega]} (constant when Omega ~ 1/omega)")
-    # evidence beside this run's claims, except where this run leaves a paper claim untested (scaling.p at ci/book)
-    records = chapter.with_paper_evidence(records, paper_claims, paper_untested, "paper settings, stored runs", paper.trained)
+    # the headline of every paper claim these runs test; this run's verdicts of them become the replica beside it
+    records = chapter.with_paper_evidence(records, paper_claims, paper_untested, "paper settings, stored runs", paper.trained,
+                                          departures=chapter.stored_departures(paper))
 
 # %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT

@@ -76,6 +76,11 @@ class Claim:
     headline: bool = True
     #: How ``interval`` was computed.
     method: str = ""
+    #: Where the verdict is not "reproduced": its measured cause in one sentence, and its class (:data:`CAUSE_CLASSES`).
+    cause: str | None = None
+    cause_class: str | None = None
+    #: The code release's own number for this claim, rerun here (same shape as ``value``), where it was rerun.
+    official: Any = None
 
     @property
     def verdict(self) -> str:
@@ -95,6 +100,9 @@ REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED = (
     "reproduced", "partly", "not reproduced", "inconclusive", "not tested")  # fmt: skip
 #: Verdicts a claim record may carry (the scorecard counts them per chapter).
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
+#: Why a verdict is not "reproduced": our run departs from the paper; too few seeds or samples; the claim fails on
+#: the paper's own protocol; not tested as the paper states it.
+CAUSE_CLASSES = ("ours", "samples", "paper", "as-stated")
 
 
 def format_value(value: Any) -> str:
@@ -226,8 +234,7 @@ class Claims:
         return k == n
 
     def headline_verdict(self, claim_id: str) -> str:
-        """The verdict of the headline row of ``claim_id``: ``"not tested"`` when this run lists it as a claim it
-        cannot test; ``ValueError`` when it has neither."""
+        """The verdict of ``claim_id``'s headline row (``"not tested"`` when listed as untested; else ``ValueError``)."""
         rows = [r for r in self.rows if r.id == claim_id and r.headline]
         if rows:
             return rows[0].verdict
@@ -261,7 +268,8 @@ class Claims:
             "claims_failed": [r.claim for r in self.rows if not r.passed],
         }
 
-    def records(self, section: str, trained: str | None = None, *, evidence: bool = False) -> list[dict[str, Any]]:
+    def records(self, section: str, trained: str | None = None, *, evidence: bool = False,
+                departures: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """The rows, then the :attr:`not_tested` ones, as plain dicts for ``results.json`` and the scorecard
         (``section`` names the run).
 
@@ -273,6 +281,10 @@ class Claims:
         where it is not the chapter's own run.  ``evidence=True``: this run is evidence beside the
         chapter's headline run (a stored long run, a variant), so none of its rows is a headline
         (a chapter that moves a claim's headline to such a run rewrites the flags on the records it writes).
+        With ``departures`` (:func:`ace_helpers.repro.departures.departures`
+        of that run) each record names its ``run`` (``section``) and how it departs from the paper's protocol (else
+        :func:`ace_helpers.repro.session.finish` adds them for the notebook's own run); a row with a measured cause carries
+        ``cause`` and ``cause_class``.
         """
         recs = []
         for r in self.rows:
@@ -287,10 +299,16 @@ class Claims:
             if r.interval is not None:
                 rec["method"] = r.method
             rec.update(verdict=r.verdict, headline=r.headline and not evidence, evidence=evidence, note=r.known_gap or "")
+            if r.cause and not r.passed:
+                rec.update(cause=r.cause, cause_class=r.cause_class)
+            rec.update({"official": r.official} if r.official is not None else {})
             if trained:
                 rec["trained"] = trained
             recs.append(rec)
-        return recs + not_tested_records(self.not_tested, section, trained, evidence=evidence)
+        recs += not_tested_records(self.not_tested, section, trained, evidence=evidence)
+        for rec in recs if departures is not None else ():
+            rec.update(run=section, departures=list(departures))
+        return recs
 
     def assert_all(self) -> None:
         """Raise ``AssertionError`` naming every failed claim that is not a documented known gap."""
@@ -302,8 +320,7 @@ class Claims:
 
 
 def claim_kind(claim_id: str, explains: str | None = None) -> str:
-    """The kind of a row with id ``claim_id``: ``"paper"`` for an id of the paper's list,
-    ``"diagnosis"`` when it explains one, else ``"ours"`` (checked by :func:`~ace_helpers.repro.paper_claims.check_id`)."""
+    """``"paper"`` for an id of the paper's list, ``"diagnosis"`` when it explains one, else ``"ours"`` (checked)."""
     kind = "diagnosis" if explains else "ours" if claim_id.startswith("ours.") else "paper"
     check_id(claim_id, kind, explains)
     return kind
@@ -348,19 +365,15 @@ def not_tested_records(rows: Any, section: str, trained: str | None = None, *, e
 
 
 def seed_sensitive(held: int, runs: int, values: str) -> str:
-    """The known-gap reason of a claim that holds at some seeds of a preset and fails at others
-    (measured by :mod:`ace_helpers.repro.seed_check`): such a claim is printed with its verdict but not
-    asserted by the preset's test line, since identical kernels fix the machine, not the sample.
-    ``values``: what the seed check measured, per seed."""
+    """The known gap of a claim that holds at some seeds of a preset (:mod:`ace_helpers.repro.seed_check`) and fails
+    at others: shown with its verdict, not asserted by the test line.  ``values``: what the check measured, per seed."""
     return (f"seed-sensitive at this preset, so its test line does not assert it: it held at {held} of {runs} "
             f"seeds of the seed check ({values})")
 
 
 def not_tested_table(rows: Sequence[ClaimRow]) -> str:
     """Markdown table of the claims a run cannot test (the empty string if none)."""
-    if not rows:
-        return ""
-    return markdown_table(("claim (not tested at this preset)", "paper", "ours", "why"), [(r.claim, r.paper, r.ours, r.why) for r in rows])
+    return "" if not rows else markdown_table(("claim (not tested at this preset)", "paper", "ours", "why"), [(r.claim, r.paper, r.ours, r.why) for r in rows])
 
 
 def _table_rows(claims: Claims) -> list[tuple[str, ...]]:

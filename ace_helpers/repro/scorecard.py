@@ -18,6 +18,8 @@ from typing import Any
 from ace_helpers.repro.badges import ORDER, badge, counts_badges
 from ace_helpers.repro.paper_claims import NOT_TESTED_WHY, PAPER_CLAIMS
 from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS
+from ace_helpers.repro.rules_ledger import change_note
+from ace_helpers.repro.rules_ledger import load as load_ledger
 from ace_helpers.repro.tables import markdown_table, md_cell
 
 #: The section of the records of paper claims that no chapter tests.
@@ -67,6 +69,19 @@ def check_records(records: list[dict[str, Any]], chapter: str | None = None) -> 
         if twice or missing:
             raise ValueError(f"{section}: ids with two headline rows {twice}; paper ids without one {missing}")
     return {r["id"] for r in records if r["kind"] == "paper"}
+
+
+def carry(
+    own: list[dict[str, Any]], carrier: list[dict[str, Any]], ids: set[str] | frozenset[str] | tuple[str, ...],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Hand the headline of each paper claim in ``ids`` from a run's ``own`` records to another run's (``carrier``: a
+    run closer to the paper's protocol, its records made as a headline run's).  The own records of those ids become
+    evidence (the replica shown beside the headline); of the carrier's, only the headline rows of those ids stay
+    headlines, the rest is evidence.  Returns ``(own, carrier)``."""
+    ids, evidence = set(ids), {"headline": False, "evidence": True}
+    mine = [r | evidence if r["kind"] == "paper" and r["id"] in ids else r for r in own]
+    theirs = [r if r["kind"] == "paper" and r["id"] in ids and r["headline"] else r | evidence for r in carrier]
+    return mine, theirs
 
 
 def headlines(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -131,11 +146,32 @@ def _badge(r: Mapping[str, Any]) -> str:
     return badge(r["verdict"])
 
 
-def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
+def departures_text(r: Mapping[str, Any]) -> str:
+    """A record's run and how it departs from the paper's protocol: ``"book preset; departs: EPOCHS = 1400 (paper:
+    20000)"``, ``"… ; the paper's protocol"`` for none, ``"…; departures not listed"`` where the record has none."""
+    deps = r.get("departures")
+    tail = "departures not listed" if deps is None else "the paper's protocol" if not deps else "departs: " + "; ".join(deps)
+    return f"{r.get('run', _run(r))}; {tail}"
+
+
+def cause_text(r: Mapping[str, Any]) -> str:
+    """``"cause (class)"`` of a record that has a measured cause, else ``""``."""
+    return f"{r['cause']} ({r['cause_class']})" if r.get("cause") else ""
+
+
+def why_cell(r: Mapping[str, Any], ledger: Mapping[str, Any]) -> str:
+    """What a reader needs beside a verdict: the measured cause where it is not reproduced, and a rule changed after
+    its data was seen (:func:`~ace_helpers.repro.rules_ledger.change_note`)."""
+    parts = [cause_text(r), change_note(ledger, r.get("id", ""))]
+    return "; ".join(p for p in parts if p)
+
+
+def scorecard_markdown(rows: list[dict[str, Any]], ledger: Mapping[str, Any] | None = None) -> str:
     """The scorecard page's tables (markdown; MyST renders them): the paper's claims by id, each with its headline
     verdict as a badge and, folded under it, our rule, the note, the evidence of other runs and the diagnoses that
     explain it; the counts per chapter; then our own claims, chapter by chapter.  ``rows``: :func:`scorecard_rows`
-    plus :func:`untested_records`."""
+    plus :func:`untested_records`; ``ledger``: the rules ledger (default: :func:`~ace_helpers.repro.rules_ledger.load`)."""
+    ledger = load_ledger() if ledger is None else ledger
     heads = headlines(rows)
     paper = []
     for cid in PAPER_CLAIMS:
@@ -143,9 +179,12 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
         others = [r for r in rows if r["kind"] == "paper" and r["id"] == cid and r is not h]
         diagnoses = [r for r in rows if r.get("explains") == cid and not r.get("evidence")]
         evidence = "; ".join(f"{r['verdict']} ({_run(r)}: {r['claim']})" for r in others)
-        folded = _folded([("our rule", h["rule"]), ("note", h["note"]), ("other runs (evidence)", evidence),
-                          ("diagnoses", "; ".join(r["claim"] for r in diagnoses)), ("id", f"`{cid}`")])
-        paper.append((PAPER_CLAIMS[cid] + folded, _badge(h), h["chapter"][:2] if "chapter" in h else "—", h["ours"]))
+        folded = _folded([("our rule", h["rule"]), ("run", departures_text(h)), ("note", h["note"]),
+                          ("other runs (evidence)", evidence), ("diagnoses", "; ".join(r["claim"] for r in diagnoses)),
+                          ("id", f"`{cid}`")])
+        why = why_cell(h, ledger) if h["verdict"] != REPRODUCED or change_note(ledger, cid) else ""
+        paper.append((PAPER_CLAIMS[cid] + folded, _badge(h) + (f"<br>{md_cell(why)}" if why else ""),
+                      h["chapter"][:2] if "chapter" in h else "—", h["ours"]))
     stems = sorted({r["chapter"] for r in rows if "chapter" in r})
     per_chapter = []
     for stem in stems:
@@ -167,18 +206,20 @@ def scorecard_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def findings_markdown(rows: list[dict[str, Any]]) -> str:
+def findings_markdown(rows: list[dict[str, Any]], ledger: Mapping[str, Any] | None = None) -> str:
     """The landing page's table: each of the paper's claims once (its headline verdict as a badge), those that did
-    not reproduce first, each linked to the chapter that tests it.  ``rows``: as :func:`scorecard_markdown`."""
+    not reproduce first, each with its measured cause (:func:`why_cell`) and linked to the chapter that tests it.
+    ``rows`` and ``ledger``: as :func:`scorecard_markdown`."""
+    ledger = load_ledger() if ledger is None else ledger
     heads = headlines(rows)
     order = sorted(PAPER_CLAIMS, key=lambda cid: (ORDER.index(heads[cid]["verdict"]), heads[cid].get("chapter", "~")))
     table = []
     for cid in order:
         h = heads[cid]
         where = f"[chapter {int(h['chapter'][:2])}](../notebooks/{h['chapter']}.ipynb)" if "chapter" in h else "—"
-        table.append((PAPER_CLAIMS[cid], _badge(h), where))
+        table.append((PAPER_CLAIMS[cid], _badge(h), md_cell(why_cell(h, ledger)) or "—", where))
     counts = f"The paper's {len(PAPER_CLAIMS)} claims, each judged once: {counts_badges(paper_counts(rows))}"
-    return counts + "\n\n" + markdown_table(("the paper's claim", "verdict here", "chapter"), table) + "\n"
+    return counts + "\n\n" + markdown_table(("the paper's claim", "verdict here", "why", "chapter"), table) + "\n"
 
 
 def verdict_summary(records: list[dict[str, Any]]) -> str:

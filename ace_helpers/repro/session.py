@@ -21,6 +21,7 @@ from ace_helpers.method.checks import check_int
 from ace_helpers.llm.precision import describe_dtype
 from ace_helpers.method.devices import describe_device, resolve_device
 from ace_helpers.repro.artifacts import clear_results, display_path, write_results
+from ace_helpers.repro.departures import departures
 from ace_helpers.repro.kernels import describe as describe_kernels
 from ace_helpers.repro.machine import versions
 from ace_helpers.repro.params import DEVICE_KNOB, Params
@@ -78,6 +79,21 @@ def start(chapter: ModuleType, namespace: Mapping[str, Any]) -> Params:
     return cfg
 
 
+def with_departures(cfg: Params, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` with ``run`` and ``departures`` on each: a record that lists none is of this notebook's own run
+    (``"<PRESET> preset"``), whose departures from the paper's protocol are ``cfg``'s
+    (:func:`~ace_helpers.repro.departures.departures`); a record of another run that lists none gets ``None``
+    (shown as "not listed"), never this run's."""
+    own, out = f"{cfg.PRESET} preset", []
+    for rec in records:
+        rec = dict(rec)
+        rec.setdefault("run", rec.get("section", own))
+        if "departures" not in rec:
+            rec["departures"] = departures(cfg, ours=rec.get("kind") != "paper") if rec["run"] == own else None
+        out.append(rec)
+    return out
+
+
 def finish(cfg: Params, results: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> None:
     """A notebook's epilogue: check the claim ``records`` (:func:`~ace_helpers.repro.scorecard.check_records`),
     glue their verdict summary (shown at the top of the page as ``{glue:md}`verdicts```) and write ``OUTPUT_DIR/results.json`` (:func:`write_results`); prints its
@@ -85,6 +101,7 @@ def finish(cfg: Params, results: Mapping[str, Any], records: Sequence[Mapping[st
     from IPython.display import Markdown  # load time: notebook-only libraries, imported when a notebook ends
     from myst_nb import glue  # load time: notebook-only libraries, imported when a notebook ends
 
+    records = with_departures(cfg, records)
     check_records(list(records))  # ids, kinds and one headline per claim and run, before anything is written
     glue("verdicts", Markdown(verdict_summary(list(records))), display=False)
     path = write_results(cfg.OUTPUT_DIR, results, cfg, claims=list(records))

@@ -528,7 +528,8 @@ def _row(got, start):
 def test_a_clean_run_reproduces_every_claim_and_needs_no_diagnosis():
     cfg = OTHER_RUN
     got, claims, not_tested, nums = _verdicts(_arm(ACC, 1.0), cfg)
-    assert set(got.values()) == {REPRODUCED} and not not_tested
+    # the paper-epoch rows need epochs 300, 2000 and 20 000, which this short synthetic run does not have
+    assert set(got.values()) - {NOT_TESTED} == {REPRODUCED} and {r.id for r in not_tested} <= set(ch2.PAPER_EPOCH_IDS)
     assert not any(k.startswith("diagnosis") for k in got)
     assert nums["post_grok_frac_unit_circle_ols"]["n"] == 6 and nums["post_grok_frac_unit_circle_ols"]["share"] == 1.0
     assert all(r.where and r.rule for r in claims.rows)
@@ -625,7 +626,8 @@ def test_stored_book_run_claims_and_their_diagnosis():
     cfg = PARAMS.resolve(PRESET="book")
     run = run_mod.load_or_train(cfg, log=None)
     got, claims, not_tested, nums = _verdicts(run, cfg, long=True)
-    assert not not_tested and claims.verdict() == "no unexpected claim failures"
+    assert {r.id for r in not_tested} == {"modadd.stays_on_circle"}  # the book run stops before epoch 2000
+    assert claims.verdict() == "no unexpected claim failures"
     assert _row(got, "grok epoch") == REPRODUCED and ch2.grok_epoch(run.wd.epochs, run.wd["test_acc"]) == 800
     assert _row(got, "at grokking: ≥ 80 %") == NOT_REPRODUCED and _row(got, "diagnosis, timing") == REPRODUCED
     assert _row(got, "from grokking on: ≥ 80 %") == NOT_REPRODUCED
@@ -646,7 +648,8 @@ def test_stored_loop_book_run_claims_and_their_diagnosis():
     cfg = PARAMS.resolve(PRESET="book", TRAINER="loop", FORK_EPOCH=1100)
     run = run_mod.load_or_train(cfg, log=None)
     got, claims, not_tested, nums = _verdicts(run, cfg, long=True)
-    assert not not_tested and claims.verdict() == "no unexpected claim failures"
+    assert {r.id for r in not_tested} == {"modadd.stays_on_circle"}  # the book run stops before epoch 2000
+    assert claims.verdict() == "no unexpected claim failures"
     assert _row(got, "at grokking: ≥ 80 %") == REPRODUCED
     assert _row(got, "from grokking on: ≥ 80 %") == PARTLY
     for start in ("diagnosis, the fit", "diagnosis, the threshold", "diagnosis, training length"):
@@ -757,8 +760,8 @@ def _set(run, **arrays):
         ("modadd.pre_grok_r2", lambda: _set(_arm(ACC, 1.0), r2_holdout=0.95)),  # a flat R_h² curve: no jump
         ("modadd.core_at_grok", lambda: _arm(ACC, 1.0, core=60, energy=60)),  # no compact core
         ("modadd.snap", lambda: _arm(ACC, 0.3)),  # a random operator's eigenvalues: off the circle
-        ("modadd.stays_on_circle", lambda: _arm(ACC, 0.3)),
-        ("modadd.r2_jump", lambda: _arm(ACC, 1.0, r2h=0.1)),
+        ("ours.modadd_grokking.on_circle_every_checkpoint", lambda: _arm(ACC, 0.3)),  # the paper's epochs: test_rule_specs
+        ("ours.modadd_grokking.r2_every_checkpoint", lambda: _arm(ACC, 1.0, r2h=0.1)),
         ("modadd.sufficient", lambda: _arm(ACC, 1.0, keep_energy=1 / 53)),  # keeping a random subspace: chance
         ("modadd.necessary", lambda: _arm(ACC, 1.0, rem_energy=1.0)),  # removing a random subspace keeps the accuracy
     ],

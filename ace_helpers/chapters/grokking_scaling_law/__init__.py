@@ -72,6 +72,7 @@ from ace_helpers.chapters.grokking_scaling_law.paper_store import (
     StoredSweeps,
     own_as_evidence,
     paper_claims,
+    stored_departures,
     stored_paper_sweeps,
     sweeps_from_runs,
     with_paper_evidence,
@@ -103,7 +104,7 @@ __all__ = [
     "ACC_THRESHOLD", "KNOWN_GAPS", "MIN_SEEDS", "NO_PAPER_SWEEPS", "PARAMS", "PRESETS", "SEED0", "GrokRecord", "GrokTimes", "ClaimRow", "SweepFits",
     "ScalingRun", "Sweeps", "build_claims", "fit_claims", "fit_sweeps", "gap_numbers", "grok_times", "not_tested", "p_sweep_omegas", "p_sweep_rows",
     "paper_claims", "records_from_dicts", "results", "run", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
-    "setting_stats", "stored_paper_sweeps", "StoredSweeps", "sweeps_from_runs", "sweep_config", "uncensored",
+    "setting_stats", "stored_departures", "stored_paper_sweeps", "StoredSweeps", "sweeps_from_runs", "sweep_config", "uncensored",
     "limit_numbers", "with_paper_evidence", "MarginTrace", "OdeFit", "fit_margin_ode", "trace_margins", "margin_rows",
     "RedundancyRun", "REDUNDANCY_MAX_STEPS", "redundancy_runs", "redundancy_slope", "redundancy_from_rows",
 ]  # fmt: skip

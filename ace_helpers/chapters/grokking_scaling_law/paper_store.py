@@ -156,30 +156,43 @@ def paper_claims(stored: StoredSweeps) -> tuple[Claims, list[ClaimRow], SweepFit
 
 
 def own_as_evidence(records: list[dict[str, Any]], promoted: set[str] | frozenset[str]) -> list[dict[str, Any]]:
-    """The run's own claim ``records`` with its "not tested" records of the ``promoted`` paper ids (those
-    whose headline the paper-settings runs carry) turned into evidence: not a headline."""
-    return [r | {"headline": False, "evidence": True} if r["id"] in promoted and r["verdict"] == NOT_TESTED else r
+    """The run's own claim ``records`` with those of the ``promoted`` paper ids (whose headline the paper-settings
+    runs carry) turned into evidence: the replica shown beside the headline, not a headline."""
+    return [r | {"headline": False, "evidence": True} if r["id"] in promoted and r["kind"] == "paper" else r
             for r in records]  # fmt: skip
 
 
+def stored_departures(stored: StoredSweeps, sweeps: tuple[str, ...] = SWEEPS) -> list[str]:
+    """How the stored paper-settings runs depart from the paper's protocol: the sweeps with fewer seeds stored
+    at some setting than the paper's (``"p sweep: 4–6 of 12 seeds per setting"``); none once complete."""
+    out = []
+    for sweep in sweeps:
+        lo, hi = stored.seeds(sweep)
+        if lo < stored.cfg["N_SEEDS"]:
+            out.append(f"{sweep} sweep: {lo if lo == hi else f'{lo}–{hi}'} of {stored.cfg['N_SEEDS']} seeds per setting")
+    return out
+
+
 def with_paper_evidence(
-    records: list[dict[str, Any]], claims: Claims, untested: list[ClaimRow], section: str, trained: str
+    records: list[dict[str, Any]], claims: Claims, untested: list[ClaimRow], section: str, trained: str,
+    departures: list[str] | tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """The chapter run's claim ``records`` followed by the paper-settings ones (``claims`` and ``untested``
-    from :func:`paper_claims`, recorded under ``section``) as evidence beside them, except for a paper
-    claim that the chapter's run leaves untested (or does not list) and the paper settings test: there the paper-settings
-    headline row carries the verdict (with the diagnoses that explain it), and the run's own "not tested"
-    record of it stays as evidence (:func:`own_as_evidence`).  (This is the rule :meth:`~ace_helpers.repro.report.Claims.records` describes
+    from :func:`paper_claims`, recorded under ``section``).  The paper-settings runs follow the paper's protocol
+    more closely than the chapter's preset (train fraction 0.5, evaluation every step, 12 seeds, primes to 101), so
+    for every paper claim they test, their headline row carries the verdict (with the diagnoses that explain it)
+    and the chapter run's record of it is the replica shown beside it as evidence (:func:`own_as_evidence`); the
+    paper-settings rows of the claims they do not test are evidence.  (This is the rule :meth:`~ace_helpers.repro.report.Claims.records` describes
     for evidence; each id keeps one headline per run, as :func:`~ace_helpers.repro.scorecard.check_records`
-    requires.)"""
-    own_tested = {r["id"] for r in records if r["kind"] == "paper" and r["headline"] and r["verdict"] != NOT_TESTED}
-    promoted = {r.id for r in claims.rows if r.headline and r.kind == "paper" and r.id not in own_tested}
+    requires.)  ``departures``: how the stored runs depart from the paper's protocol (:func:`stored_departures`)."""
+    promoted = {r.id for r in claims.rows if r.headline and r.kind == "paper"}
     kept = own_as_evidence(records, promoted)
-    head = claims.records(section, trained)  # headline flags as this run's own
+    head = claims.records(section, trained, departures=departures)  # headline flags as this run's own
     evidence = []
     for rec, row in zip(head, claims.rows):
         if row.id in promoted or row.explains in promoted:
             evidence.append(rec)  # carries its id's verdict (headline) or explains it (a diagnosis)
         else:
             evidence.append(rec | {"headline": False, "evidence": True})
-    return kept + evidence + not_tested_records(untested, section, trained, evidence=True)
+    rest = not_tested_records(untested, section, trained, evidence=True)
+    return kept + evidence + [r | {"run": section, "departures": list(departures)} for r in rest]

@@ -53,6 +53,8 @@ from ace_helpers.chapters.modadd_grokking.claims import (  # noqa: F401 - the ch
 )
 from ace_helpers.chapters.modadd_grokking.keep_remove import KEEP_TOL, keep_at_energy_rank  # noqa: F401
 from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS  # noqa: F401
+from ace_helpers.chapters.modadd_grokking.paper_epochs import IDS as PAPER_EPOCH_IDS  # noqa: F401
+from ace_helpers.chapters.modadd_grokking.paper_epochs import paper_epoch_claims, run_departures  # noqa: F401
 from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.repro.report import ClaimRow, Claims, not_tested_table  # noqa: F401
 

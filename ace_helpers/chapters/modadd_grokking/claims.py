@@ -29,6 +29,7 @@ from ace_helpers.chapters.modadd.stats import (
 )
 from ace_helpers.chapters.modadd_grokking.keep_remove import OURS, keep_remove_claims
 from ace_helpers.chapters.modadd_grokking.known_gaps import measured_gap
+from ace_helpers.chapters.modadd_grokking.paper_epochs import official_shares, paper_epoch_claims
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims
 from ace_helpers.repro.verdicts import bootstrap_interval
@@ -130,6 +131,9 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
     _unit_circle_claims(claims, not_tested, run, cfg, gi, post, nums, long)
     _r2_claims(claims, wd, cfg, post, paper_task, relaxed, nums)
     keep_remove_claims(claims, wd, cfg, gi, post, nums)
+    at_epochs = paper_epoch_claims(wd, cfg, official_shares() if paper_task else None)  # where the paper looks
+    claims.rows += at_epochs.rows
+    not_tested += at_epochs.not_tested
     return claims
 
 
@@ -206,7 +210,7 @@ def _unit_circle_claims(
     n_post = int(post.sum())
     claims.check("from grokking on: ≥ 80 % of the eigenvalues within sin(π/p) of the circle (OLS, share of checkpoints)",
                  "on the circle after grokking", head.text(), head.all_ok, gap, rule=rule, partly=head.share >= PARTLY_SHARE,
-                 id="modadd.stays_on_circle", value=head.share, per_seed=[k / n_post for k in head.per_model],
+                 id=OURS + "on_circle_every_checkpoint", value=head.share, per_seed=[k / n_post for k in head.per_model],
                  short=f"every post-grokking checkpoint of every model: OLS share ≥ {SHARE_MIN}; partly: ≥ {PARTLY_SHARE:.0%} of them",
                  where=f"Fig. 1C (epoch 2000), Fig. 2C (epoch 20 000); {CODE_SHARE}")  # fmt: skip
     claims.check("our variant, from grokking on: the same share with the clocks' ridge + holdout fit", "on the circle after grokking",
@@ -306,7 +310,7 @@ def _r2_claims(
                  "R_h² jumps from ~0 to ~1 at grokking", stat.text(), stat.all_ok,
                  measured_gap(cfg, "post_grok_r2_holdout", f"{_fails(stat)}; in-sample OLS R² there ≥ {r2_ols:.2f}"),
                  where=f"Fig. 1C (R_h² annotations), §3; {CODE_CLOCKS}", partly=stat.share >= PARTLY_SHARE,
-                 id="modadd.r2_jump", value=stat.share, per_seed=[k / int(post.sum()) for k in stat.per_model],
+                 id=OURS + "r2_every_checkpoint", value=stat.share, per_seed=[k / int(post.sum()) for k in stat.per_model],
                  short=f"every post-grokking checkpoint of every model: R_h² ≥ {r2_min}; partly: ≥ {PARTLY_SHARE:.0%} of them",
                  rule=f"every post-grokking checkpoint of every model has R_h² ≥ {r2_min} (ours for '≈ 1'"
                  + ("" if paper_task else f"; 0.5 off the paper's task: a ~14-dim operator on {cfg['P'] - 4} class pairs, scored on 4")

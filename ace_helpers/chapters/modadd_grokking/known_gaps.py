@@ -41,6 +41,8 @@ _ENSEMBLE_GAPS: dict[str, str] = {
     "fitted on 49 class pairs, predicts the 4 held-out ones poorly while its in-sample OLS R² stays high",
     "necessary_within_factor": "inflation is redundancy (Fig. 2B): where the necessary dim outgrows twice "
     "the 0.99-energy rank, keeping the energy core alone keeps the accuracy (diagnosis row)",
+    "paper_epoch_circle": "at epoch 2000 the clock is inside the dip that follows grokking while the core inflates "
+    "(the every-checkpoint row and its diagnoses); at epoch 20 000 every model is back on the circle",
 }
 
 #: Claims measured *not* to reproduce with a preset's exact run (seeds and N_MODELS included),

@@ -1,0 +1,123 @@
+"""Chapter 2's claims judged where the paper looks: at the clock epochs of its Fig. 1C and Fig. 2C.
+
+The paper reads its mod-add clocks at epochs 0, 300, 800 (grokking), 900 and 2000 (Fig. 1C) and 20 000 (Fig. 2C).
+:data:`SPECS` reads ``modadd.r2_jump`` and ``modadd.stays_on_circle`` there, on a run's weight-decay arm: R_h²
+before grokking (the paper's epoch 300) and one checkpoint after it (its epoch 900, our grok epoch + 100), and the
+OLS unit-circle share at epochs 2000 and 20 000.  The stricter every-checkpoint versions stay in
+:mod:`.claims` as our own rows.  Where the code release's own run of this protocol is stored
+(:mod:`ace_helpers.repro.official_runs`), its share at epoch 2000 is read beside ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ace_helpers.chapters.modadd.analysis import ArmResult, grok_epoch
+from ace_helpers.chapters.modadd.stats import SHARE_MIN
+from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS
+from ace_helpers.repro.departures import departures
+from ace_helpers.repro.params import Params
+from ace_helpers.repro.artifacts import load_artifact, project_root
+from ace_helpers.repro.report import Claims
+from ace_helpers.repro.rules import Comparison, Measured, NotTested, Rule, Spec, judge_all
+
+#: The paper's observation points (Fig. 1C: grokking at 800, so 300 is before it and 900 one checkpoint after).
+BEFORE, LATER, LATE = 300, 2000, 20_000
+OBSERVED = ("3 models, p = 53, train fraction 0.5, weight decay 1.0; clocks at epochs 300 and grokking + 100 "
+            "(Fig. 1C: 800 and 900), 2000 (Fig. 1C) and 20 000 (Fig. 2C)")
+WHERE_R2 = "Fig. 1C (R_h² annotations at the clock epochs), §3"
+WHERE_CIRCLE = "Fig. 1C (epoch 2000), Fig. 2C (epoch 20 000)"
+
+
+#: The code release's own run of this protocol to epoch 2000 (3 models), stored by :mod:`ace_helpers.repro.official_runs`.
+OFFICIAL_STORE, OFFICIAL_RUN = Path("book") / "artifacts" / "official_modadd", "official_modadd_e2000_k3"
+
+
+@dataclass(frozen=True)
+class EpochRun:
+    """What the rules read: a run's weight-decay ``arm`` and, where stored, the code release's OLS shares per epoch."""
+
+    arm: ArmResult
+    official: Mapping[int, Sequence[float]] = field(default_factory=dict)
+
+
+def _at(arm: ArmResult, key: str, epoch: int) -> list[float] | None:
+    return [float(v) for v in arm[key][:, arm.index(epoch)]] if epoch in arm.epochs else None
+
+
+def _r2_jump(run: EpochRun, cfg: Params) -> Measured | NotTested:
+    arm = run.arm
+    grok = grok_epoch(arm.epochs, arm["test_acc"])
+    if grok is None:
+        return NotTested("the run does not grok")
+    after = grok + int(arm.epochs[1] - arm.epochs[0]) if len(arm.epochs) > 1 else grok
+    before, post = _at(arm, "r2_holdout", BEFORE), _at(arm, "r2_holdout", after)
+    if before is None or post is None or BEFORE >= grok:
+        return NotTested(f"no checkpoint at epoch {BEFORE} before grokking and at grokking + 100 (grok epoch {grok})")
+    return Measured({"R_h² before grokking": before, "R_h² one checkpoint after grokking": post},
+                    ours=f"epoch {BEFORE}: {_fmt(before)}; epoch {after}: {_fmt(post)}",
+                    context={"after": after, "post": _fmt(post)})
+
+
+def _on_circle(run: EpochRun, cfg: Params) -> Measured | NotTested:
+    arm, official = run.arm, run.official
+    later, late = _at(arm, "frac_unit_circle_ols", LATER), _at(arm, "frac_unit_circle_ols", LATE)
+    if later is None or late is None:
+        return NotTested(f"the run stops at epoch {int(arm.epochs[-1])}, before the paper's epochs {LATER} and {LATE:,}")
+    off = "" if LATER not in official else f" (official code: {_fmt(official[LATER])})"
+    return Measured({f"OLS share at epoch {LATER}": later, f"OLS share at epoch {LATE}": late},
+                    ours=f"epoch {LATER}: {_fmt(later)}; epoch {LATE:,}: {_fmt(late)}",
+                    context={"later": _fmt(later), "late": _fmt(late), "official": off},
+                    official=list(official[LATER]) if LATER in official else None)
+
+
+def _fmt(values: Sequence[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values)
+
+
+SPECS: tuple[Spec, ...] = (
+    Rule("modadd.r2_jump", "R_h² jumps from ≈ 0 before grokking to ≈ 1 one checkpoint after it (the paper's epochs)",
+         "R_h² jumps from ~0 to ~1 at grokking", WHERE_R2, OBSERVED,
+         (Comparison("R_h² before grokking", "<=", 0.2), Comparison("R_h² one checkpoint after grokking", ">=", 0.9)),
+         "every model: R_h² ≤ {t0} at epoch 300 (before grokking, as the paper's clock) and ≥ {t1} one checkpoint after "
+         "grokking (the paper's epoch 900; ours for '≈ 0' and '≈ 1'); models on both sides of a bound: inconclusive; "
+         "the stricter every-checkpoint version is our own row", _r2_jump,
+         {"R_h² one checkpoint after grokking": [0.3, 0.3, 0.3]},
+         cause="one checkpoint after grokking R_h² reads {post} against {t1}: the models straddle it", cause_class="samples"),
+    Rule("modadd.stays_on_circle", "the clock stays on the circle: ≥ 80 % of the OLS eigenvalues within sin(π/p) of it at "
+         "epochs 2000 and 20 000", "on the circle after grokking", WHERE_CIRCLE, OBSERVED,
+         (Comparison(f"OLS share at epoch {LATER}", ">=", SHARE_MIN), Comparison(f"OLS share at epoch {LATE}", ">=", SHARE_MIN)),
+         "every model: OLS share ≥ {t0} at epoch 2000 (Fig. 1C) and at epoch 20 000 (Fig. 2C), the paper's two later "
+         "clocks; partly: at epoch 20 000 only; the stricter every-checkpoint version is our own row", _on_circle,
+         {"OLS share at epoch 2000": [0.2, 0.2, 0.2], "OLS share at epoch 20000": [0.2, 0.2, 0.2]},
+         partly=(Comparison(f"OLS share at epoch {LATE}", ">=", SHARE_MIN),),
+         gap="paper_epoch_circle", cause="OLS shares at epoch 2000 are {later}{official}; at 20 000: {late}", cause_class="ours"),
+)
+
+
+#: The paper claims these rules judge where the paper looks.
+IDS = ("modadd.r2_jump", "modadd.stays_on_circle")
+
+
+def paper_epoch_claims(arm: ArmResult, cfg: Params, official: Mapping[int, Sequence[float]] | None = None) -> Claims:
+    """:data:`SPECS` judged on ``arm`` (a run's weight-decay arm); ``official``: the code release's OLS shares per
+    epoch (:func:`official_shares`), where its run of this protocol is stored."""
+    return judge_all(SPECS, EpochRun(arm, dict(official or {})), cfg, lambda key: KNOWN_GAPS.reason(cfg, key))
+
+
+def run_departures(cfg: Params) -> list[str]:
+    """How a run of this chapter departs from the paper's protocol: its knobs (:func:`departures`) and its trainer."""
+    extra = ["ensemble trainer (the code release trains each model alone)"] if cfg["TRAINER"] == "ensemble" else []
+    return departures(cfg, extra)
+
+
+def official_shares() -> dict[int, list[float]]:
+    """``{epoch: per-model OLS share}`` of the code release's stored run (its ``wd1/mode_spread`` arrays), or ``{}``
+    where it is not stored."""
+    found = load_artifact(project_root() / OFFICIAL_STORE, OFFICIAL_RUN)
+    if found is None:
+        return {}
+    epochs, frac = found.arrays["wd1/mode_spread/epochs"], found.arrays["wd1/mode_spread/frac_near"]
+    return {int(e): [float(v) for v in frac[:, i]] for i, e in enumerate(epochs)}

@@ -1,0 +1,62 @@
+"""Every chapter's rule table, for the rules ledger: ``python -m ace_helpers.chapters.rule_tables register --why "..."``.
+
+:func:`tables` gathers the :class:`~ace_helpers.repro.rules.Rule` rows of each chapter whose claims are declared as
+data; ``register`` appends a ledger entry (:mod:`ace_helpers.repro.rules_ledger`) for every rule that is new or
+changed since its last entry, with the stored verdict it had before; ``check`` lists them and exits 1 if any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from collections.abc import Sequence
+
+from ace_helpers.chapters.markov_cores.claims import SPECS as MARKOV
+from ace_helpers.chapters.modadd_grokking.paper_epochs import SPECS as MODADD_EPOCHS
+from ace_helpers.repro.artifacts import git_commit, project_root
+from ace_helpers.repro.rules import Rule, rules_of
+from ace_helpers.repro.rules_ledger import LEDGER, load, register, save, unregistered
+
+
+def tables() -> dict[str, list[Rule]]:
+    """``{notebook stem: its rules}`` for every chapter whose claims are (so far: whose rules judged where the paper
+    looks are) a spec table."""
+    return {"01_markov_cores": rules_of(MARKOV), "02_modadd_grokking": rules_of(MODADD_EPOCHS)}
+
+
+def stored_headlines() -> dict[str, dict]:
+    """The headline record of every claim id in the book's stored results (``book/results/*.json``)."""
+    out: dict[str, dict] = {}
+    for path in sorted((project_root() / "book" / "results").glob("*.json")):
+        for rec in json.loads(path.read_text()).get("claims", []):
+            if rec.get("headline") and rec.get("id"):
+                out.setdefault(rec["id"], rec)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ace_helpers.chapters.rule_tables", description=__doc__)
+    parser.add_argument("action", choices=["check", "register"])
+    parser.add_argument("--why", default="", help="why the rules changed (required by register)")
+    parser.add_argument("--restated", action="store_true",
+                        help="the rules' code changed, not what they decide (every stored verdict and value the same)")
+    args = parser.parse_args(argv)
+    ledger = load(LEDGER)
+    todo = unregistered(tables(), ledger)
+    if args.action == "check":
+        print("\n".join(todo) or "every rule is registered")
+        return 1 if todo else 0
+    if not args.why.strip():
+        parser.error("register needs --why: say what changed and why")
+    added = register(tables(), ledger, why=args.why, commit=git_commit().removesuffix("-dirty"),
+                     date=dt.date.today().isoformat(), stored=stored_headlines(),
+                     change="restated" if args.restated else "changed")
+    save(ledger, LEDGER)
+    print(f"registered {len(added)} rule(s): {', '.join(added) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

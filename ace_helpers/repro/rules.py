@@ -1,0 +1,344 @@
+"""Claims as data: each chapter declares its rules as a table of :class:`Rule` specs, and :func:`judge_all` reads them.
+
+A :class:`Rule` holds everything a verdict rests on, written once: the paper's claim and where it states it
+(``where``), where the paper observes it (``observed``: epochs, model, settings), the comparisons that make it hold
+(``tests``: a measured quantity, an ``op`` and a threshold, read over every seed, one value or an interval), the
+weaker comparisons that make it ``partly`` hold, and the prose of the rule.  A rule's ``measure`` turns a chapter's
+results into a :class:`Measured`: the named quantities the tests read, and what the claims table shows.
+
+The evaluator derives the rest: the verdict (:func:`verdict_of`), the one-line rule (:meth:`Rule.short_text`), the
+k-of-N count and the interval test, so no threshold is stated twice.  A verdict is ``inconclusive`` when a test's
+seeds disagree or its interval straddles the threshold, and no test fails outright.
+
+Each rule also names a plausible wrong input (``wrong``: the values a model without the property would give, such
+as chance accuracy or random subspaces); the test suite judges every rule on it and fails a rule that still holds,
+so no rule is a check that cannot fail.  :mod:`ace_helpers.repro.rules_ledger` records when each rule was
+registered and every later change (:func:`Rule.fingerprint`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ace_helpers.repro.report import CAUSE_CLASSES, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, Claims, ClaimRow
+from ace_helpers.repro.verdicts import OPS, as_numbers, check_op
+
+#: How a test reads its measured quantity: each per-seed value (k of N), one value, or the interval of an estimate.
+EVERY, ONE, INTERVAL = "every", "value", "interval"
+OVER = (EVERY, ONE, INTERVAL)
+#: Comparisons beyond :data:`~ace_helpers.repro.verdicts.OPS`: equality (ranks, counts) and a closed band.
+EQUAL, WITHIN = "==", "in"
+TEST_OPS = (*OPS, EQUAL, WITHIN)
+HOLD, FAIL, MIXED = "hold", "fail", "mixed"
+#: A value closer to its threshold than this many standard errors cannot decide a comparison.
+NOISE_Z = 2.0
+#: The most words a measured cause may have.
+CAUSE_WORDS = 20
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison: the measured quantity ``metric`` ``op`` the threshold.
+
+    ``threshold``: a number, or ``(low, high)`` for ``op="in"``.  ``relative_to``: a measured quantity the
+    threshold is added to (``value >= bayes + (-0.005)``), for a threshold that depends on the run.  ``over``:
+    :data:`EVERY` (each per-seed value must hold; some holding is ``mixed``), :data:`ONE` (one number) or
+    :data:`INTERVAL` (the ``[low, high]`` interval of the estimate must hold; straddling is ``mixed``).
+    ``noise``: a measured quantity holding one standard error of each value (a number, or one per value); a value
+    within :data:`NOISE_Z` standard errors of the threshold decides nothing, so the comparison is ``mixed``.
+    """
+
+    metric: str
+    op: str
+    threshold: float | tuple[float, float]
+    relative_to: str | None = None
+    over: str = EVERY
+    noise: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.op not in TEST_OPS:
+            raise ValueError(f"op={self.op!r} is not a comparison; allowed: {list(TEST_OPS)}")
+        if self.over not in OVER:
+            raise ValueError(f"over={self.over!r}; allowed: {list(OVER)}")
+        if (self.op == WITHIN) != isinstance(self.threshold, tuple):
+            raise ValueError(f"op={self.op!r} with threshold {self.threshold!r}: 'in' takes (low, high), the others a number")
+
+    def bound(self, m: "Measured") -> float | tuple[float, float]:
+        """The threshold for this measurement (``relative_to`` added)."""
+        if self.relative_to is None:
+            return self.threshold
+        ref = float(m.quantity(self.relative_to))
+        return tuple(ref + t for t in self.threshold) if isinstance(self.threshold, tuple) else ref + self.threshold
+
+    def values(self, m: "Measured") -> list[float]:
+        """The values this test compares: each per-seed value, the one value, or the interval's ends."""
+        v = m.quantity(self.metric)
+        vals = [float(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+        if self.over == ONE and len(vals) != 1:
+            raise ValueError(f"{self.metric!r} has {len(vals)} values; this test reads one")
+        if self.over == INTERVAL and len(vals) != 2:
+            raise ValueError(f"{self.metric!r} is {vals}; an interval test reads [low, high]")
+        return vals
+
+    def state(self, m: "Measured") -> tuple[str, int, int]:
+        """``(HOLD | FAIL | MIXED, k, n)``: how many of the ``n`` values satisfy the comparison."""
+        bound, vals = self.bound(m), self.values(m)
+        k, n = sum(compare(v, self.op, bound) for v in vals), len(vals)
+        if self.noise is not None and self._within_noise(vals, bound, m):
+            return MIXED, k, n
+        return (HOLD if k == n else FAIL if k == 0 else MIXED if self.over != ONE else FAIL), k, n
+
+    def _within_noise(self, vals: list[float], bound: Any, m: "Measured") -> bool:
+        """Whether some value lies within :data:`NOISE_Z` standard errors (``m``'s ``noise`` quantity) of the bound."""
+        se = m.quantity(self.noise)
+        ses = [float(x) for x in se] if isinstance(se, (list, tuple)) else [float(se)] * len(vals)
+        if len(ses) != len(vals):
+            raise ValueError(f"{self.noise!r} has {len(ses)} standard errors for {len(vals)} values of {self.metric!r}")
+        return any(compare(v - NOISE_Z * e, self.op, bound) != compare(v + NOISE_Z * e, self.op, bound)
+                   for v, e in zip(vals, ses))
+
+    def text(self, unit: str) -> str:
+        """The comparison in words: ``"every seed: test accuracy ≥ Bayes accuracy − 0.005"``."""
+        sym = {">=": "≥", "<=": "≤", ">": ">", "<": "<", EQUAL: "=", WITHIN: "in"}[self.op]
+        if isinstance(self.threshold, tuple):
+            bound = f"[{', '.join(_num(t, self.relative_to) for t in self.threshold)}]"
+        else:
+            bound = _num(self.threshold, self.relative_to)
+        who = {EVERY: f"every {unit}: ", ONE: "", INTERVAL: "interval of "}[self.over]
+        noise = f" (beyond {NOISE_Z:g} s.e.)" if self.noise else ""
+        return f"{who}{self.metric} {sym} {bound}{noise}"
+
+
+def _num(t: float, relative_to: str | None) -> str:
+    if relative_to is None:
+        return f"{t:g}"
+    return relative_to if t == 0 else f"{relative_to} {'+' if t > 0 else '−'} {abs(t):g}"
+
+
+def compare(value: float, op: str, bound: float | tuple[float, float]) -> bool:
+    """Whether ``value op bound`` (``op`` one of :data:`TEST_OPS`)."""
+    if op == WITHIN:
+        low, high = bound  # type: ignore[misc]
+        return low <= value <= high
+    if op == EQUAL:
+        return value == bound
+    return bool(OPS[check_op(op)](value, bound))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a rule's ``measure`` read from a run: named ``quantities`` (a number or per-seed list each), the ``ours``
+    cell of the table (default: the first test's quantity), ``context`` for the rule's texts (``{name}``
+    placeholders), ``key``: which instance of a rule measured once per part (a chain, a model) this is, filling
+    ``{key}`` in the id, and ``official``: the code release's own number for the claim, rerun here (or None)."""
+
+    quantities: Mapping[str, Any]
+    ours: Any = None
+    context: Mapping[str, Any] = field(default_factory=dict)
+    key: str = ""
+    official: Any = None
+
+    def quantity(self, name: str) -> Any:
+        if name not in self.quantities:
+            raise KeyError(f"no measured quantity {name!r}; measured: {sorted(self.quantities)}")
+        return self.quantities[name]
+
+    def replace(self, **quantities: Any) -> "Measured":
+        """This measurement with some quantities replaced (a wrong input, in the tests)."""
+        return Measured({**self.quantities, **quantities}, self.ours, self.context, self.key, self.official)
+
+
+@dataclass(frozen=True)
+class NotTested:
+    """What a rule's ``measure`` returns when the run cannot test it: ``why``, and what it shows as ``ours``."""
+
+    why: str
+    ours: str = "—"
+    #: The claim's text in the table, where the rule's own text needs a measurement to fill it.
+    claim: str = ""
+
+
+Measure = Callable[[Mapping[str, Any], Any], "Measured | Sequence[Measured] | NotTested | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One claim's rule as data (the fields are described in the module docstring).
+
+    ``claim``, ``prose`` and ``id`` may hold ``{name}`` placeholders, filled from the measurement's ``context``,
+    ``{key}`` and the thresholds ``{t0}``, ``{t1}``, … (tests) and ``{p0}``, … (partly tests), for this run (a
+    ``relative_to`` threshold added to its reference), or as written: ``{d0}``, …, ``{dp0}``, ….  ``measure``:
+    ``(results, cfg) -> Measured``, a list of them (one row each), :class:`NotTested`, or ``None`` where the rule does
+    not apply to this run.  ``only_if_explained_fails``: a diagnosis judged only when the claim it explains does not
+    hold.  ``gap``: the key of the chapter's known gaps.  ``wrong``: the quantities a plausible wrong model gives.
+    ``cause`` (at most :data:`CAUSE_WORDS` words once filled) and ``cause_class``: the measured cause recorded where
+    the verdict is not "reproduced".
+    """
+
+    id: str
+    claim: str
+    paper: str
+    where: str
+    observed: str
+    tests: tuple[Comparison, ...]
+    prose: str
+    measure: Measure = field(compare=False)
+    wrong: Mapping[str, Any] = field(compare=False)
+    partly: tuple[Comparison, ...] = ()
+    unit: str = "seed"
+    mixed: str = INCONCLUSIVE
+    explains: str | None = None
+    only_if_explained_fails: bool = False
+    gap: str = ""
+    cause: str = ""
+    cause_class: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.tests:
+            raise ValueError(f"rule {self.id!r} has no test: a rule must be able to fail")
+        if self.cause_class not in ("", *CAUSE_CLASSES) or bool(self.cause) != bool(self.cause_class):
+            raise ValueError(f"rule {self.id!r}: cause_class={self.cause_class!r} with cause {self.cause!r}; a cause "
+                             f"needs a class in {CAUSE_CLASSES}")
+        if self.mixed not in (INCONCLUSIVE, NOT_REPRODUCED):
+            raise ValueError(f"mixed={self.mixed!r}; allowed: {[INCONCLUSIVE, NOT_REPRODUCED]}")
+
+    def short_text(self) -> str:
+        """The rule in one line, derived from the tests."""
+        text = " and ".join(t.text(self.unit) for t in self.tests)
+        return text + ("; partly: " + " and ".join(t.text(self.unit) for t in self.partly) if self.partly else "")
+
+    def fingerprint(self) -> str:
+        """A 16-hex hash of what decides the verdict: the id, the observation point, the tests, the partly tests, the
+        mixed verdict, the diagnosis link and the measuring function's source.  Prose is not in it."""
+        try:
+            source = inspect.getsource(self.measure)
+        except (OSError, TypeError):
+            source = getattr(self.measure, "__qualname__", repr(self.measure))
+        data = [self.id, self.observed, [_test_data(t) for t in self.tests], [_test_data(t) for t in self.partly],
+                self.mixed, self.explains, self.only_if_explained_fails, source]
+        return hashlib.sha256(json.dumps(data, ensure_ascii=False).encode()).hexdigest()[:16]
+
+    def fill(self, text: str, m: Measured) -> str:
+        """``text`` with its placeholders filled from ``m`` and the thresholds."""
+        names = {f"t{i}": _fmt_bound(t.bound(m)) for i, t in enumerate(self.tests)}
+        names.update({f"p{i}": _fmt_bound(t.bound(m)) for i, t in enumerate(self.partly)})
+        names.update({f"d{i}": _fmt_written(t) for i, t in enumerate(self.tests)})
+        names.update({f"dp{i}": _fmt_written(t) for i, t in enumerate(self.partly)})
+        names.update(key=m.key, **m.context)
+        try:
+            return text.format_map(names)
+        except (KeyError, IndexError, ValueError) as err:
+            raise ValueError(f"rule {self.id!r}: text {text[:60]!r}… has a placeholder not measured ({err}); "
+                             f"available: {sorted(names)}") from None
+
+
+def _test_data(t: Comparison) -> list[Any]:
+    data = [t.metric, t.op, list(t.threshold) if isinstance(t.threshold, tuple) else t.threshold, t.relative_to, t.over]
+    return data + ([t.noise, NOISE_Z] if t.noise else [])
+
+
+def _fmt_written(t: Comparison) -> str:
+    """A threshold as written; a relative one as its distance from its reference (the sign is in the prose)."""
+    if isinstance(t.threshold, tuple):
+        return _fmt_bound(t.threshold)
+    return f"{abs(t.threshold):g}" if t.relative_to else f"{t.threshold:g}"
+
+
+def _fmt_bound(b: float | tuple[float, float]) -> str:
+    return f"[{b[0]:g}, {b[1]:g}]" if isinstance(b, tuple) else f"{b:g}"
+
+
+def verdict_of(rule: Rule, m: Measured) -> str:
+    """The verdict of ``rule`` on ``m``: reproduced when every test holds; inconclusive when some test is mixed (seeds
+    disagree, or an interval straddles its threshold), none fails outright and ``rule.mixed`` allows it; partly when
+    every partly test holds; else not reproduced."""
+    states = [t.state(m)[0] for t in rule.tests]
+    if all(s == HOLD for s in states):
+        return REPRODUCED
+    if rule.mixed == INCONCLUSIVE and FAIL not in states:
+        return INCONCLUSIVE
+    if rule.partly and all(t.state(m)[0] == HOLD for t in rule.partly):
+        return PARTLY
+    return NOT_REPRODUCED
+
+
+@dataclass(frozen=True)
+class Combine:
+    """One headline row for a paper claim checked as several rows (a model each, or parts of one claim): the rows of
+    ``id`` become evidence and this row holds when all do (:meth:`ace_helpers.repro.report.Claims.combine`)."""
+
+    id: str
+    claim: str
+    paper: str
+    where: str
+    prose: str
+    short: str
+    unit: str = "models"
+    mixed: str = PARTLY
+
+
+Spec = Rule | Combine
+
+
+def judge(claims: Claims, rule: Rule, m: Measured, known_gap: str | None = None) -> str:
+    """Record ``rule`` judged on ``m`` in ``claims`` and return its verdict.  The record's ``per_seed``, ``threshold``
+    and ``op`` are those of the first test; its ``interval`` the first test's when it reads one."""
+    verdict = verdict_of(rule, m)
+    first = rule.tests[0]
+    per_seed = first.values(m) if first.over == EVERY and isinstance(m.quantity(first.metric), (list, tuple)) else None
+    ours = m.ours if m.ours is not None else m.quantity(first.metric)
+    bound = first.bound(m)
+    claims.check(
+        rule.fill(rule.claim, m), rule.fill(rule.paper, m), ours, verdict == REPRODUCED, known_gap, id=rule.fill(rule.id, m),
+        where=rule.where, rule=rule.fill(rule.prose, m), partly=verdict == PARTLY, explains=rule.explains,
+        per_seed=per_seed, interval=first.values(m) if first.over == INTERVAL else None,
+        threshold=list(bound) if isinstance(bound, tuple) else bound, op=first.op if first.op in OPS else None,
+        short=rule.fill(rule.short_text(), m),
+    )
+    row = claims.rows[-1]
+    row.inconclusive, row.op, row.official = verdict == INCONCLUSIVE, first.op, as_numbers(m.official)
+    if verdict != REPRODUCED and rule.cause:
+        row.cause, row.cause_class = rule.fill(rule.cause, m), rule.cause_class
+        if len(row.cause.split()) > CAUSE_WORDS:
+            raise ValueError(f"rule {rule.id!r}: its cause has {len(row.cause.split())} words, at most {CAUSE_WORDS}")
+    return verdict
+
+
+def judge_all(specs: Sequence[Spec], results: Mapping[str, Any], cfg: Any, gap: Callable[[str], str | None]) -> Claims:
+    """The claims of one run: every spec of a chapter's table judged on ``results`` (``cfg``: the run's settings;
+    ``gap``: the chapter's known gap for a rule's ``gap`` key, or None)."""
+    claims = Claims()
+    for spec in specs:
+        if isinstance(spec, Combine):
+            if sum(r.id == spec.id and r.headline for r in claims.rows) > 1:
+                claims.combine(spec.id, spec.claim, spec.paper, where=spec.where, unit=spec.unit, mixed=spec.mixed,
+                               rule=spec.prose, short=spec.short)
+            continue
+        if spec.only_if_explained_fails and any(r.id == spec.explains and r.passed for r in claims.rows):
+            continue
+        measured = spec.measure(results, cfg)
+        if measured is None:
+            continue
+        if isinstance(measured, NotTested):
+            claims.not_tested.append(ClaimRow(measured.claim or spec.claim, spec.paper, measured.ours, measured.why, where=spec.where,
+                                              id=spec.id, explains=spec.explains))
+            continue
+        for m in [measured] if isinstance(measured, Measured) else measured:
+            judge(claims, spec, m, gap(spec.fill(spec.gap, m)) if spec.gap else None)
+    return claims
+
+
+def rules_of(specs: Sequence[Spec]) -> list[Rule]:
+    """The :class:`Rule` rows of a spec table."""
+    return [s for s in specs if isinstance(s, Rule)]
+
+
+__all__ = [
+    "EQUAL", "EVERY", "INTERVAL", "NOISE_Z", "ONE", "OVER", "TEST_OPS", "WITHIN", "Combine", "Measured", "NotTested", "Rule",
+    "Spec", "Comparison", "compare", "judge", "judge_all", "rules_of", "verdict_of",
+]

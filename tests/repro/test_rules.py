@@ -1,0 +1,90 @@
+"""The rule evaluator: verdicts derived from a spec, the short text, and the ledger that records rule changes."""
+
+import dataclasses
+
+import pytest
+
+from ace_helpers.repro import rules_ledger
+from ace_helpers.repro.rules import EQUAL, INTERVAL, ONE, WITHIN, Measured, NotTested, Rule, Comparison, judge_all, verdict_of
+
+
+def _rule(*tests, partly=(), mixed="inconclusive", measure=None):
+    return Rule("markov.accuracy", "claim", "paper", "where", "observed", tuple(tests), "prose {t0}",
+                measure or (lambda r, c: Measured({"acc": r["acc"], "ref": 0.75})), {"acc": [0.25, 0.25]},
+                partly=tuple(partly), mixed=mixed)
+
+
+@pytest.mark.parametrize("values, verdict", [
+    ([0.8, 0.8], "reproduced"), ([0.8, 0.7], "inconclusive"), ([0.6, 0.6], "partly"), ([0.1, 0.1], "not reproduced"),
+])
+def test_verdicts_follow_the_spec(values, verdict):
+    rule = _rule(Comparison("acc", ">=", -0.005, relative_to="ref"), partly=[Comparison("acc", ">=", 0.5)])
+    assert verdict_of(rule, Measured({"acc": values, "ref": 0.75})) == verdict
+
+
+def test_mixed_seeds_fail_where_the_rule_says_so():
+    rule = _rule(Comparison("acc", ">=", 0.7), mixed="not reproduced")
+    assert verdict_of(rule, Measured({"acc": [0.8, 0.6]})) == "not reproduced"
+
+
+def test_an_interval_straddling_its_threshold_is_inconclusive():
+    rule = _rule(Comparison("acc", "<=", -0.9, over=INTERVAL))
+    assert verdict_of(rule, Measured({"acc": [-1.1, -0.95]})) == "reproduced"
+    assert verdict_of(rule, Measured({"acc": [-1.1, -0.7]})) == "inconclusive"
+    assert verdict_of(rule, Measured({"acc": [-0.8, -0.7]})) == "not reproduced"
+
+
+def test_equality_and_bands():
+    assert verdict_of(_rule(Comparison("acc", EQUAL, -1, relative_to="ref")), Measured({"acc": [3, 3], "ref": 4})) == "reproduced"
+    assert verdict_of(_rule(Comparison("acc", WITHIN, (0.95, 1.05)), mixed="not reproduced"), Measured({"acc": [1.0, 1.2]})) == "not reproduced"
+
+
+def test_the_short_text_and_the_prose_state_the_threshold_once():
+    rule = _rule(Comparison("acc", ">=", -0.005, relative_to="ref"), partly=[Comparison("acc", ">=", 0.5)])
+    assert rule.short_text() == "every seed: acc ≥ ref − 0.005; partly: every seed: acc ≥ 0.5"
+    claims = judge_all([rule], {"acc": [0.8, 0.8]}, None, lambda k: None)
+    row = claims.rows[0]
+    assert row.rule == "prose 0.745" and row.threshold == pytest.approx(0.745) and row.op == ">="
+
+
+def test_bad_specs_are_refused():
+    with pytest.raises(ValueError, match="no test"):
+        _rule()
+    with pytest.raises(ValueError, match="not a comparison"):
+        Comparison("acc", "=>", 1.0)
+    with pytest.raises(ValueError, match="'in' takes"):
+        Comparison("acc", WITHIN, 1.0)
+    with pytest.raises(ValueError, match="reads one"):
+        verdict_of(_rule(Comparison("acc", ">=", 1.0, over=ONE)), Measured({"acc": [1.0, 2.0]}))
+    with pytest.raises(KeyError, match="no measured quantity 'acc'"):
+        verdict_of(_rule(Comparison("acc", ">=", 1.0)), Measured({"other": 1.0}))
+
+
+def test_a_rule_a_run_cannot_test_is_listed_not_counted():
+    rule = _rule(Comparison("acc", ">=", 0.7), measure=lambda r, c: NotTested("no such run"))
+    claims = judge_all([rule], {}, None, lambda k: None)
+    assert not claims.rows and claims.not_tested[0].why == "no such run"
+
+
+def test_the_fingerprint_moves_with_the_rule_not_with_its_prose():
+    rule = _rule(Comparison("acc", ">=", 0.7))
+    assert dataclasses.replace(rule, prose="other words").fingerprint() == rule.fingerprint()
+    assert dataclasses.replace(rule, tests=(Comparison("acc", ">=", 0.6),)).fingerprint() != rule.fingerprint()
+    assert dataclasses.replace(rule, observed="epoch 2000").fingerprint() != rule.fingerprint()
+
+
+def test_the_ledger_catches_a_changed_rule_and_registers_it(tmp_path):
+    rule = _rule(Comparison("acc", ">=", 0.7))
+    ledger = {}
+    assert rules_ledger.unregistered({"ch": [rule]}, ledger) == ["markov.accuracy"]
+    stored = {"markov.accuracy": {"verdict": "reproduced", "value": [0.8, 0.8]}}
+    rules_ledger.register({"ch": [rule]}, ledger, why="first", commit="a" * 40, date="2026-12-07", stored={})
+    assert rules_ledger.unregistered({"ch": [rule]}, ledger) == []
+    changed = dataclasses.replace(rule, tests=(Comparison("acc", ">=", 0.6),))
+    assert rules_ledger.unregistered({"ch": [changed]}, ledger) == ["markov.accuracy"]
+    rules_ledger.register({"ch": [changed]}, ledger, why="widened", commit="b" * 40, date="2026-12-08", stored=stored)
+    entry = ledger["markov.accuracy"][-1]
+    assert entry["change"] == "changed" and entry["data_existed"] and entry["verdict_before"] == "reproduced"
+    assert "verdict then reproduced" in rules_ledger.change_note(ledger, "markov.accuracy")
+    rules_ledger.save(ledger, tmp_path / "ledger.json")
+    assert rules_ledger.load(tmp_path / "ledger.json") == ledger
