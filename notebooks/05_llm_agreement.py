@@ -27,7 +27,8 @@
 # number — during free generation too. Here we run the same analysis on the four language models
 # that ship offline with this book, in three families from 135M to 1.5B parameters (11×): SmolLM2-135M
 # (a Llama), Gemma-3-270M, and Qwen2.5-Coder-0.5B and -1.5B (the paper's Qwen2.5 family at small scale),
-# through nnsight, and add
+# through nnsight. They are not the paper's models: three are instruct checkpoints, two are Coder variants,
+# and all four are 4–5-bit GGUF files dequantised to float32 (the table below). We add
 # what the paper does not show: controls (random directions, the difference of the class means),
 # a closer look at removal, and statistics within each number class. Any Hub model (GPT-2, Llama,
 # Gemma, Qwen) or an NDIF-hosted model runs by setting `MODELS` (and `REMOTE`).
@@ -97,6 +98,17 @@ from ace_helpers.repro.folded import Folded
 
 start_time = time.perf_counter()
 cfg = session.start(chapter, globals())  # validates every knob before any compute, then prints what runs
+
+# %% [markdown]
+# ## The models
+#
+# What each bundled model is, read from its GGUF file's own metadata (checked by the book's tests) and from
+# the packages that ship it. Every claim record of this chapter lists these as departures from the paper's
+# protocol, beside the knobs that differ from the `paper` preset (GPT-2 Small, Medium and Large in full
+# precision, which need weights this book cannot download).
+
+# %% tags=["remove-input"]
+display(Markdown(chapter.provenance_table()))
 
 # %% [markdown]
 # ## Data
@@ -395,7 +407,7 @@ else:
 
 # %% tags=["remove-input"]
 claims = chapter.build_claims(res, cfg)
-records = claims.records(f"{cfg.PRESET} preset")
+records = claims.records(f"{cfg.PRESET} preset", departures=chapter.run_departures(cfg))
 display(ClaimsView(claims))
 
 # %% tags=["remove-cell"]

@@ -195,7 +195,7 @@ display(Markdown(chapter.ns_markdown(res)))
 
 # %% tags=["remove-input"]
 claims = chapter.build_claims(res, cfg)  # with the claims this run cannot test inside
-records = claims.records(f"{cfg.PRESET} preset")
+records = claims.records(f"{cfg.PRESET} preset", departures=chapter.run_departures(cfg))
 glue("finding", Markdown(chapter.finding_text(res)), display=False)
 display(ClaimsView(claims))
 if claims.not_tested:

@@ -2,7 +2,8 @@
 
 :func:`tables` gathers the :class:`~ace_helpers.repro.rules.Rule` rows of each chapter whose claims are declared as
 data; ``register`` appends a ledger entry (:mod:`ace_helpers.repro.rules_ledger`) for every rule that is new or
-changed since its last entry, with the stored verdict it had before; ``check`` lists them and exits 1 if any.
+changed since its last entry, with the stored verdict it had before; ``check`` lists them and exits 1 if any;
+``record --id ID --rule "..." --why "..."`` records a change of a rule that is still code (chapters not yet tables).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ace_helpers.chapters.markov_cores.claims import SPECS as MARKOV
 from ace_helpers.chapters.modadd_grokking.paper_epochs import SPECS as MODADD_EPOCHS
 from ace_helpers.repro.artifacts import git_commit, project_root
 from ace_helpers.repro.rules import Rule, rules_of
-from ace_helpers.repro.rules_ledger import LEDGER, load, register, save, unregistered
+from ace_helpers.repro.rules_ledger import LEDGER, load, record_change, register, save, unregistered
 
 
 def tables() -> dict[str, list[Rule]]:
@@ -38,7 +39,9 @@ def stored_headlines() -> dict[str, dict]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ace_helpers.chapters.rule_tables", description=__doc__)
-    parser.add_argument("action", choices=["check", "register"])
+    parser.add_argument("action", choices=["check", "register", "record"])
+    parser.add_argument("--id", default="", help="record: the claim id of a rule that is still code, not a spec")
+    parser.add_argument("--rule", default="", help="record: the new rule in one line")
     parser.add_argument("--why", default="", help="why the rules changed (required by register)")
     parser.add_argument("--restated", action="store_true",
                         help="the rules' code changed, not what they decide (every stored verdict and value the same)")
@@ -49,7 +52,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(todo) or "every rule is registered")
         return 1 if todo else 0
     if not args.why.strip():
-        parser.error("register needs --why: say what changed and why")
+        parser.error(f"{args.action} needs --why: say what changed and why")
+    if args.action == "record":
+        if not args.id or not args.rule:
+            parser.error("record needs --id and --rule")
+        record_change(ledger, args.id, rule=args.rule, why=args.why, commit=git_commit().removesuffix("-dirty"),
+                      date=dt.date.today().isoformat(), stored=stored_headlines())
+        save(ledger, LEDGER)
+        print(f"recorded a change of {args.id}")
+        return 0
     added = register(tables(), ledger, why=args.why, commit=git_commit().removesuffix("-dirty"),
                      date=dt.date.today().isoformat(), stored=stored_headlines(),
                      change="restated" if args.restated else "changed")

@@ -143,3 +143,10 @@ def permutation_p(observed: float, null: np.ndarray, *, alternative: str = "grea
     null = np.abs(null) if alternative == "abs" else np.asarray(null)
     observed = abs(observed) if alternative == "abs" else observed
     return (1 + int((null >= observed - 1e-12).sum())) / (1 + null.size)
+
+
+def r2_interval(r2: float, n: int, z: float = 2.0) -> list[float]:
+    """``[r2 − z·se, r2 + z·se]``: an R² of one predictor on ``n`` points with its large-sample standard error
+    se = √(4R²(1 − R²)²/n) (Olkin and Finn), the noise against which a threshold on it is read."""
+    se = float(np.sqrt(4 * r2 * (1 - r2) ** 2 / max(n, 1)))
+    return [r2 - z * se, r2 + z * se]

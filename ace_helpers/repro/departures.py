@@ -30,7 +30,10 @@ def departures(cfg: Params, extra: Sequence[str] = (), *, ours: bool = True) -> 
     paper = cfg.chapter.presets.get("paper")
     out = []
     if paper is not None:
-        paper = cfg.chapter.check_copy(paper)  # normalised as the run's own knobs are
+        try:
+            paper = cfg.chapter.check_copy(paper)  # normalised as the run's own knobs are
+        except ValueError:  # a paper preset that cannot be checked here (its models' weights are not installed)
+            paper = dict(paper)
         for knob, value in cfg.knob_values().items():
             if knob not in NOT_PROTOCOL and knob in paper and value != paper[knob] and (ours or not knob.startswith("EXTRA_")):
                 out.append(f"{knob} = {_show(value)} (paper: {_show(paper[knob])})")

@@ -86,6 +86,23 @@ def register(
     return added
 
 
+def record_change(
+    ledger: dict[str, list[dict[str, Any]]], claim_id: str, *, rule: str, why: str, commit: str, date: str,
+    stored: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """Append a ``changed`` entry for a rule that is still code, not a spec (no fingerprint): its new ``rule`` in
+    words, ``why``, and the verdict the stored results held under the old rule (``stored``: headline records)."""
+    if not rule.strip() or not why.strip():
+        raise ValueError("a rule change needs the new rule and why it changed")
+    before, entries = stored.get(claim_id), ledger.setdefault(claim_id, [])
+    entry = {"rule_before": entries[-1]["rule"] if entries else (before or {}).get("rule"), "change": "changed",
+             "commit": commit, "date": date, "data_existed": before is not None, "rule": rule, "fingerprint": None,
+             "verdict_before": None if before is None else before.get("verdict"),
+             "value_before": None if before is None else before.get("value"), "why": why}
+    entries.append(entry)
+    return entry
+
+
 def save(ledger: Mapping[str, Any], path: Path = LEDGER) -> None:
     """Write the ledger atomically (keys sorted, one entry per block)."""
     atomic_write_bytes(path, (json.dumps(dict(sorted(ledger.items())), indent=1, ensure_ascii=False) + "\n").encode())

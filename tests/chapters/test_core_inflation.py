@@ -89,9 +89,9 @@ def test_partly_is_the_weaker_form_the_rule_names():
     cfg = PARAMS.resolve(PRESET="paper", FORK_EPOCH=1100)
     claims = chapter.build_claims(_run(42, 21), cfg)
     dim = next(r for r in claims.rows if r.claim.startswith("with WD: core dim ~60"))
-    assert dim.verdict == "partly" and "partly: every model ≥ 40" in dim.rule
+    assert dim.verdict == "partly" and "partly: every model's lower quartile ≥ 40" in dim.rule
     modes = next(r for r in claims.rows if r.claim.startswith("with WD: rotational modes (OLS) → 27"))
-    assert modes.verdict == "partly" and "partly: ≥ 20" in modes.rule
+    assert modes.verdict == "partly" and "partly: every lower quartile ≥ 20" in modes.rule
     cap = next(r for r in claims.rows if "cap" in r.claim)
     assert cap.passed and cap.ours == "[[21, 22], [21, 22]]"  # 42 dims hold at most 22 bins
     plateau = next(r for r in claims.rows if "stopped growing" in r.claim)

@@ -494,9 +494,10 @@ def test_one_seed_across_its_threshold_changes_the_verdict() -> None:
     assert verdict(at_2 - base(3.0, 0) + 40) == "not reproduced"  # mean 20 steps above: resolved rise
 
 
-def test_the_paper_settings_carry_a_claim_the_run_leaves_untested() -> None:
-    """The book run's primes stop at 61, so scaling.p is untested there: the paper-settings row carries its verdict
-    (with its diagnosis); every other paper-settings row stays evidence, and each id keeps one headline."""
+def test_the_paper_settings_carry_every_claim_they_test() -> None:
+    """The paper-settings runs follow the paper's protocol more closely than the book run: every paper claim they test
+    takes its verdict from them (scaling.p, untested by the book run's primes, included), the book run's rows of those
+    claims stay as evidence beside them, and each id keeps one headline."""
     from ace_helpers.chapters.grokking_scaling_law import paper_claims, sweeps_from_runs, with_paper_evidence
     from ace_helpers.repro.scorecard import check_records, headlines
 
@@ -510,9 +511,12 @@ def test_the_paper_settings_carry_a_claim_the_run_leaves_untested() -> None:
     check_records(recs, "grokking_scaling_law")
     heads = headlines([dict(r, chapter="04") for r in recs])
     assert heads["scaling.p"]["section"] == "paper settings" and heads["scaling.p"]["verdict"] == "inconclusive"
-    assert {heads[i]["section"] for i in ("scaling.omega", "scaling.log_law", "scaling.Omega")} == {"book preset"}
+    carried = {r.id for r in paper.rows if r.headline and r.kind == "paper"}
+    assert {"scaling.omega", "scaling.log_law", "scaling.p"} <= carried
+    assert {heads[i]["section"] for i in carried} == {"paper settings"}
+    own = [r for r in recs if r["id"] in carried and r["section"] == "book preset"]
+    assert own and all(r["evidence"] and not r["headline"] for r in own), [(r["id"], r["kind"], r["headline"], r["evidence"]) for r in own]
     own_p = [r for r in recs if r["id"] == "scaling.p" and r["section"] == "book preset"]
     assert [(r["verdict"], r["headline"], r["evidence"]) for r in own_p] == [("not tested", False, True)]  # kept, as evidence
     diagnoses = [r for r in recs if r.get("explains") == "scaling.p"]
     assert diagnoses and not any(r["evidence"] for r in diagnoses)
-    assert all(r["evidence"] for r in recs if r["section"] == "paper settings" and r["id"] == "scaling.Omega")

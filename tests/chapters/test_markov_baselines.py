@@ -14,6 +14,7 @@ from ace_helpers.chapters.toy_models import markov_baselines as mb
 from ace_helpers.chapters.toy_models import markov_consensus as mc
 from ace_helpers.chapters.toy_models.markov import toy_config
 from ace_helpers.method import compare
+from ace_helpers.repro.rules import judge_all
 from ace_helpers.repro.report import Claims
 from ace_helpers.toys.models import build_model
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, markov_dataset
@@ -171,9 +172,7 @@ def _consensus_results(keep, remove, base=(0.7484, 0.7484, 0.7484), chance=0.248
 
 
 def _consensus_row(results):
-    claims = Claims()
-    bc.consensus_claims(claims, results, lambda key: None)
-    return claims
+    return judge_all([bc.CONSENSUS], results, None, lambda key: None)
 
 
 def test_consensus_claim_holds_on_the_code_release_numbers():
@@ -209,8 +208,7 @@ def _oracle_results(core_cca, oracle_cca, same=(0.997, 0.996)):
 
 
 def _oracle_rows(results):
-    claims = Claims()
-    bc.oracle_claims(claims, results, results["n_states"])
+    claims = judge_all(bc.ORACLE, results, None, lambda key: None)
     return {r.id.split(".")[-1]: r for r in claims.rows}
 
 

@@ -72,12 +72,20 @@ from ace_helpers.method.subspaces import (  # fmt: skip
     random_basis,
 )
 from ace_helpers.repro.params import ChapterParams, Params
+from ace_helpers.llm.provenance import describe_models
+from ace_helpers.repro.departures import departures
 from ace_helpers.repro.report import not_tested_table
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, chance_accuracy, markov_dataset
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.tasks.planted import planted_system
 
-__all__ = ["PARAMS", "run", "build_claims", "hook_site", "not_tested_table"]
+__all__ = ["PARAMS", "run", "build_claims", "hook_site", "not_tested_table", "run_departures"]
+
+
+def run_departures(cfg: Params) -> list[str]:
+    """How this run departs from the paper's protocol: the knobs that differ from the ``paper`` preset, and what each
+    bundled language model is (:func:`~ace_helpers.llm.provenance.describe_models`)."""
+    return departures(cfg, describe_models(cfg["LLM_MODELS"]))
 
 NOTEBOOK = "06_ace_vs_alternatives"
 FREQ_POWER = 0.9

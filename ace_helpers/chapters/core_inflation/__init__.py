@@ -51,6 +51,7 @@ from ace_helpers.chapters.modadd.long_run import (  # noqa: F401
     fork_pair,
     how_trained,
     load_long_run,
+    run_departures,
     same_prefix,
     stored_long_run,
     stored_redundancy_gap,
@@ -205,20 +206,22 @@ def chapter_records(
     dimension-matched reference's claims and its epochs (our own rows only)."""
     long_at_900 = long is not None and finished_at_paper_fork(long)
     own = headline_ids({"fork_900": fork is not None or long_at_900, "long": long is not None})
-    sections = [(claims.records(f"{cfg['PRESET']} preset"), own["own"])]
+    sections = [(claims.records(f"{cfg['PRESET']} preset", departures=run_departures(cfg)), own["own"])]
     if long is not None and long_claims is not None:
         long_cfg, _, through = long
         carried = own["long"] + (own["fork_900"] if long_at_900 else ())  # the finished run forked at 900 carries both
         sections.append((long_claims.records(f"stored paper-preset run, through epoch {through['wd']}",
-                                             how_trained(long_cfg)), carried))  # fmt: skip
+                                             how_trained(long_cfg), departures=run_departures(long_cfg)), carried))  # fmt: skip
     if fork is not None and fork_claims is not None:
         f_cfg, _, f_through = fork
         carried = () if long_at_900 else own["fork_900"]  # beside a finished run forked at 900: evidence only
         sections.append((fork_claims.records(f"stored paper-preset run forked at {f_cfg['FORK_EPOCH']}, through epoch "
-                                             f"{f_through['wd']}", how_trained(f_cfg)), carried))  # fmt: skip
+                                             f"{f_through['wd']}", how_trained(f_cfg), departures=run_departures(f_cfg)),
+                         carried))  # fmt: skip
     if reference is not None:
         ref_claims, ref_epochs = reference
-        sections.append((ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {list(ref_epochs)}"), ()))
+        sections.append((ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {list(ref_epochs)}",
+                                            departures=["model 0 only, retrained to a few epochs (ours)"]), ()))
     return assign_headlines(sections)
 
 

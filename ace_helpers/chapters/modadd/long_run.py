@@ -19,6 +19,7 @@ from ace_helpers.chapters.modadd.analysis import ARMS, GrokRun, grok_epoch, grok
 from ace_helpers.chapters.modadd.ensemble_run import ensemble_snapshot_key, ensemble_snapshot_name, snapshot_epochs
 from ace_helpers.chapters.modadd.keys import artifact_dir, model_key, run_hash, snapshot_key, snapshot_name
 from ace_helpers.repro.artifacts import load_artifact, params_match, save_artifact
+from ace_helpers.repro.departures import departures
 from ace_helpers.repro.params import Params
 
 #: Printed by the chapters when no long run is stored.
@@ -234,6 +235,13 @@ def fork_pair(cfg: Params) -> tuple[tuple[Params, GrokRun, dict[str, int]], tupl
 def how_trained(cfg: Mapping[str, Any]) -> str:
     """How run ``cfg`` was trained, as the scorecard's run column shows it: ``"<TRAINER>, <PRECISION>"``."""
     return f"{cfg['TRAINER']}, {cfg['PRECISION']}"
+
+
+def run_departures(cfg: Params) -> list[str]:
+    """How a mod-add run departs from the paper's protocol: its knobs (:func:`~ace_helpers.repro.departures.departures`)
+    and its trainer (the code release trains each model alone)."""
+    extra = ["ensemble trainer (the code release trains each model alone)"] if cfg["TRAINER"] == "ensemble" else []
+    return departures(cfg, extra)
 
 
 def describe_long_run(paper_cfg: Mapping[str, Any], run: GrokRun, through: Mapping[str, int]) -> str:

@@ -26,7 +26,13 @@ from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's
     run_entries,
 )
 from ace_helpers.chapters.modadd.grokked import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
-from ace_helpers.chapters.modadd.long_run import NO_LONG_RUN, describe_long_run, how_trained, stored_long_run  # noqa: F401
+from ace_helpers.chapters.modadd.long_run import (  # noqa: F401
+    NO_LONG_RUN,
+    describe_long_run,
+    how_trained,
+    run_departures,
+    stored_long_run,
+)
 from ace_helpers.chapters.modadd.run import load_run as run  # noqa: F401 - the chapter protocol's run(cfg)
 from ace_helpers.chapters.modadd.stats import (  # noqa: F401 - used by the notebook
     LATE_EPOCH,
@@ -54,7 +60,7 @@ from ace_helpers.chapters.modadd_grokking.claims import (  # noqa: F401 - the ch
 from ace_helpers.chapters.modadd_grokking.keep_remove import KEEP_TOL, keep_at_energy_rank  # noqa: F401
 from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS  # noqa: F401
 from ace_helpers.chapters.modadd_grokking.paper_epochs import IDS as PAPER_EPOCH_IDS  # noqa: F401
-from ace_helpers.chapters.modadd_grokking.paper_epochs import paper_epoch_claims, run_departures  # noqa: F401
+from ace_helpers.chapters.modadd_grokking.paper_epochs import paper_epoch_claims  # noqa: F401
 from ace_helpers.repro.params import ChapterParams, Params
 from ace_helpers.repro.report import ClaimRow, Claims, not_tested_table  # noqa: F401
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from ace_helpers.chapters.modadd.analysis import ArmResult, grok_epoch
 from ace_helpers.chapters.modadd.stats import SHARE_MIN
 from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS
-from ace_helpers.repro.departures import departures
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.artifacts import load_artifact, project_root
 from ace_helpers.repro.report import Claims
@@ -105,12 +104,6 @@ def paper_epoch_claims(arm: ArmResult, cfg: Params, official: Mapping[int, Seque
     """:data:`SPECS` judged on ``arm`` (a run's weight-decay arm); ``official``: the code release's OLS shares per
     epoch (:func:`official_shares`), where its run of this protocol is stored."""
     return judge_all(SPECS, EpochRun(arm, dict(official or {})), cfg, lambda key: KNOWN_GAPS.reason(cfg, key))
-
-
-def run_departures(cfg: Params) -> list[str]:
-    """How a run of this chapter departs from the paper's protocol: its knobs (:func:`departures`) and its trainer."""
-    extra = ["ensemble trainer (the code release trains each model alone)"] if cfg["TRAINER"] == "ensemble" else []
-    return departures(cfg, extra)
 
 
 def official_shares() -> dict[int, list[float]]:
