@@ -55,7 +55,9 @@ def _modadd_rows() -> list[tuple[str, ...]]:
         if cfg["FORK_EPOCH"] != config.PRESETS["paper"]["FORK_EPOCH"]:
             flags += f" --fork-epoch {cfg['FORK_EPOCH']}"
         resume = (f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --snapshot-dir {SNAPSHOTS.as_posix()}` "
-                  "(resumes from the committed snapshot; one process, both arms of every model)"
+                  + ("(resumes from the committed snapshot; one process, both arms of every model)" if snap is not None else
+                     "(one process, both arms of every model; no snapshot of this run is committed, so it trains from "
+                     "the start, writing resumable snapshots into that folder)")
                   if cfg["TRAINER"] == "ensemble" else
                   f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --workers {cfg['N_MODELS']}` (one process per "
                   "model; this run's snapshots were not committed, so its unfinished arms retrain from their start)")  # fmt: skip

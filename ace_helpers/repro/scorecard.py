@@ -154,9 +154,15 @@ def departures_text(r: Mapping[str, Any]) -> str:
     return f"{r.get('run', _run(r))}; {tail}"
 
 
-def cause_text(r: Mapping[str, Any]) -> str:
-    """``"cause (class)"`` of a record that has a measured cause, else ``""``."""
-    return f"{r['cause']} ({r['cause_class']})" if r.get("cause") else ""
+def cause_text(r: Mapping[str, Any], words: int = 20) -> str:
+    """``"cause (class)"`` of a record that has a measured cause; else, for a verdict other than reproduced, the start of
+    its known gap's measured cause (its first ``words`` words); else ``""``."""
+    if r.get("cause"):
+        return f"{r['cause']} ({r['cause_class']})"
+    note = (r.get("note") or "").split("; ")[0].split()
+    if r.get("verdict") in (REPRODUCED, NOT_TESTED) or not note:
+        return ""
+    return " ".join(note[:words]) + (" …" if len(note) > words else "")
 
 
 def why_cell(r: Mapping[str, Any], ledger: Mapping[str, Any]) -> str:

@@ -168,6 +168,18 @@ def _described(variant: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in variant["knobs"].items()) or variant.get("note") or "the chapter's preset"
 
 
+#: Knobs that say where a run computed or wrote, not what it computed.
+_NOT_PROTOCOL = ("DEVICE", "OUTPUT_DIR", "WORKERS")
+
+
+def _other_knobs(params: Mapping[str, Any], own: Mapping[str, Any], set_knobs: Mapping[str, Any]) -> str:
+    """``"; also FORK_EPOCH=1100 (this run: 900)"``: the knobs on which a stored variant differs from the chapter's own
+    run beyond those it set (a variant stored before the preset changed), or ``""``."""
+    diff = [f"{k}={params[k]} (this run: {own[k]})" for k in sorted(params)
+            if k in own and k not in set_knobs and k not in _NOT_PROTOCOL and params[k] != own[k]]
+    return "; also " + ", ".join(diff) if diff else ""
+
+
 def variant_markdown(root: Path) -> str:
     """The reproducibility page's comparison: per chapter and preset, runs' knobs and wall times, then the claim rows."""
 
@@ -188,6 +200,8 @@ def variant_markdown(root: Path) -> str:
                 wall = res.get("wall_s") if run == OWN_RUN else res["variant"]["wall_s"]
                 precision = res.get("params", {}).get("PRECISION", knobs.get("PRECISION", "fp32"))
                 shown = "the chapter's preset" if run == OWN_RUN else _described(res["variant"])
+                if run != OWN_RUN and own_all.get(stem) and res["variant"]["preset"] == own_all[stem]["params"].get("PRESET"):
+                    shown += _other_knobs(res["params"], own_all[stem]["params"], res["variant"]["knobs"])
                 table.append((run, shown, precision, f"{wall:.0f}" if wall is not None else "—"))
             lines += [markdown_table(("run", "knobs", "precision", "wall time (s)"), table), "", *_verdict_table(rows, runs), ""]
     if not lines:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -520,3 +522,27 @@ def test_the_paper_settings_carry_every_claim_they_test() -> None:
     assert [(r["verdict"], r["headline"], r["evidence"]) for r in own_p] == [("not tested", False, True)]  # kept, as evidence
     diagnoses = [r for r in recs if r.get("explains") == "scaling.p"]
     assert diagnoses and not any(r["evidence"] for r in diagnoses)
+
+
+def test_the_reproduction_table_quotes_chapter_4s_stored_numbers() -> None:
+    """book/results.md's chapter 4 row states the paper-settings fits and the book run's ω exponent as the stored
+    results hold them (rounded as written)."""
+    import json
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    res = json.loads((root / "book" / "results" / "04_grokking_scaling_law.json").read_text())
+    row = next(line for line in (root / "book" / "results.md").read_text().splitlines() if "`04_grokking_scaling_law`" in line)
+    ps = res["paper_settings"]
+    fmt = lambda v, d=2: f"{v:.{d}f}".replace("-", "−")  # noqa: E731
+    said = lambda v, ci, d=2: f"{fmt(v, d)} [{fmt(ci[0], d)}, {fmt(ci[1], d)}]"  # noqa: E731
+    assert f"τ ∝ ω^{said(ps['omega_exponent'], ps['omega_exponent_ci'])}" in row
+    assert f"Ω ∝ ω^{said(ps['Omega_exponent_omega_sweep'], ps['Omega_exponent_omega_sweep_ci'])}" in row
+    assert f"slope {said(ps['p_exponent_large'], ps['p_exponent_large_ci'])}" in row
+    lo, hi = ps["seeds"]["p"]
+    assert f"the p sweep over p = 31–101 with {lo}–{hi} of 12 seeds" in row
+    log_law = next(r for r in res["claims"] if r["id"] == "scaling.log_law" and r["headline"])
+    assert f"R² {fmt(log_law['value'])} [{fmt(log_law['interval'][0])}, {fmt(log_law['interval'][1])}]" in row
+    book = next(r for r in res["claims"] if r["id"] == "scaling.omega" and r["section"] == "book preset" and r.get("interval"))
+    assert f"b = {fmt(book['value'])} [{fmt(book['interval'][0])}, {fmt(book['interval'][1])}]" in row
+    assert not re.search(r"p\^−1\.19|all reproduced", row)
