@@ -260,9 +260,7 @@ print("median |λ| ridge :", wd["median_abs_eig"][0].round(2).tolist())
 # %% tags=["remove-input"]
 claims = chapter.build_claims(run, cfg)  # with the claims this run cannot test, and the numbers it measured
 records = claims.records(f"{cfg.PRESET} preset", departures=chapter.run_departures(cfg))
-display(ClaimsView(claims))
-if claims.not_tested:
-    display(Markdown(chapter.not_tested_table(claims.not_tested)))
+display(ClaimsView(claims, claims.not_tested))
 display(Markdown(chapter.unit_circle_sentence(claims.numbers, p)))
 
 # %% tags=["remove-cell"]
@@ -335,9 +333,7 @@ if long is not None:
     carried = {r["id"] for r in long_records if r["kind"] == "paper" and r["headline"]}
     records, long_records = carry(records, long_records, carried)
     records += long_records
-    display(ClaimsView(long_claims))
-    if long_claims.not_tested:
-        display(Markdown(chapter.not_tested_table(long_claims.not_tested)))
+    display(ClaimsView(long_claims, long_claims.not_tested))
     display(Markdown(chapter.unit_circle_sentence(long_claims.numbers, lp)))
 
 # %% tags=["remove-cell"]

@@ -200,8 +200,9 @@ def variant_markdown(root: Path) -> str:
                 wall = res.get("wall_s") if run == OWN_RUN else res["variant"]["wall_s"]
                 precision = res.get("params", {}).get("PRECISION", knobs.get("PRECISION", "fp32"))
                 shown = "the chapter's preset" if run == OWN_RUN else _described(res["variant"])
-                if run != OWN_RUN and own_all.get(stem) and res["variant"]["preset"] == own_all[stem]["params"].get("PRESET"):
-                    shown += _other_knobs(res["params"], own_all[stem]["params"], res["variant"]["knobs"])
+                own_params = (own_all.get(stem) or {}).get("params", {})
+                if run != OWN_RUN and own_params and res["variant"]["preset"] == own_params.get("PRESET"):
+                    shown += _other_knobs(res.get("params", {}), own_params, res["variant"]["knobs"])
                 table.append((run, shown, precision, f"{wall:.0f}" if wall is not None else "—"))
             lines += [markdown_table(("run", "knobs", "precision", "wall time (s)"), table), "", *_verdict_table(rows, runs), ""]
     if not lines:

@@ -18,6 +18,7 @@ import nbformat
 import pytest
 
 from ace_helpers.repro import runbook
+from ace_helpers.repro.session import with_departures
 from ace_helpers.repro.paper_claims import NOT_TESTED_WHY, PAPER_CLAIMS
 from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS
 from ace_helpers.repro.scorecard import (
@@ -153,7 +154,7 @@ def rebuild(stem: str, result: dict) -> list[dict]:
     if stem in ("00_ace_planted_system", "01_markov_cores"):
         return mod.build_claims(result, cfg).records(section)
     if stem == "05_llm_agreement":
-        return mod.flat_claims(result, cfg).records(section)
+        return mod.flat_claims(result, cfg).records(section, departures=mod.run_departures(cfg))
     if stem == "04_grokking_scaling_law":
         runs = mod.records_from_dicts(result["runs"])
         fits = mod.fit_sweeps([r for r in runs if r.sweep == "omega"], [r for r in runs if r.sweep == "p"])
@@ -168,7 +169,11 @@ def rebuild(stem: str, result: dict) -> list[dict]:
 
         stored = load_long_run(cfg)  # the committed artifact; never trains
         assert stored is not None, f"{stem}: the book run's artifact is missing from book/artifacts/modadd_grokking"
-        records = mod.build_claims(stored[0], cfg).records(section)
+        records = mod.build_claims(stored[0], cfg).records(section, departures=mod.run_departures(cfg))
+        if stem == "02_modadd_grokking":  # the stored 20 000-epoch run carries the paper claims it tests
+            carried = {r["id"] for r in result["claims"] if r["section"] != section and r["kind"] == "paper" and r["headline"]}
+            records = [r | {"headline": False, "evidence": True} if r["kind"] == "paper" and r["id"] in carried else r
+                       for r in records]
         if stem == "03_core_inflation":  # the headlines of the claims a stored run tests as the paper ran it
             sections = {r["section"] for r in result["claims"]}
             own = mod.headline_ids({"fork_900": any(s.startswith("stored paper-preset run forked") for s in sections),
@@ -291,4 +296,5 @@ def test_chapter_4_paper_settings_verdicts_rebuild_from_its_stored_runs():
     paper = gsl.sweeps_from_runs(gsl.records_from_dicts(ps["runs"]), ps["cpu_hours"] * 3600)
     claims, untested, _ = gsl.paper_claims(paper)
     run = [r for r in result["claims"] if r["section"] != section]  # the chapter's run: a claim it leaves untested is carried here
-    assert [r for r in gsl.with_paper_evidence(run, claims, untested, section, paper.trained) if r["section"] == section] == shown
+    rebuilt = gsl.with_paper_evidence(run, claims, untested, section, paper.trained, departures=gsl.stored_departures(paper))
+    assert [r for r in rebuilt if r["section"] == section] == shown

@@ -299,7 +299,9 @@ def test_the_chapters_prose_agrees_with_the_stored_verdicts():
     assert result["long_run"]["n_models"] == 3 and "(all three models, both arms)" in finds
     # the long run is the finished run forked at 900, as in the paper
     assert "stored 20 000-epoch run forked at 900, as in the paper" in finds and result["long_run"]["through_epoch"]["wd"] == 20000
-    assert "every core passes 48 dimensions" in finds and min(dims) >= 48 and verdict("with WD: core dim ~60") == "reproduced"
+    medians = result["long_run"]["numbers"]["core_dim_window_median"]
+    assert "the smallest fluctuates around 48, so the headline is inconclusive" in finds and min(dims) >= 48
+    assert sorted(medians)[1] > 48 and verdict("with WD: core dim ~60") == "inconclusive"
     assert "sufficient dimension does not stay flat: it grows too" in finds
     assert verdict("with WD: sufficient dim stays flat") == "not reproduced"
     assert verdict("with WD: the sufficient dim grows at a 1 % keep tolerance") == "reproduced"
@@ -348,7 +350,7 @@ def test_the_chapters_prose_agrees_with_the_stored_verdicts():
     readme = re.sub(r"\s+", " ", (ROOT / "book" / "results.md").read_text())  # the reproduction table
     said = lambda xs: f"{', '.join(str(x) for x in xs[:-1])} and {xs[-1]}"  # noqa: E731
     assert f"inflates to {said(dims)} dims" in readme and f"OLS modes reach {said(modes)} of 27" in readme
-    assert verdict("with WD: the modes fill the cap") != "not reproduced" and verdict("with WD: rotational modes (OLS) → 27") == "partly"
+    assert verdict("with WD: the modes fill the cap") != "not reproduced" and verdict("with WD: rotational modes (OLS) → 27") == "inconclusive"
     ref = {r["claim"]: r["verdict"] for r in result["claims"] if r["section"].startswith("dimension-matched")}
     assert "random subspaces of the core's dimension hold nearly as many modes as the core" in finds
     assert "at grokking they hold clearly fewer" in finds

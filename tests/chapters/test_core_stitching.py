@@ -18,6 +18,7 @@ from ace_helpers.method.core import Core
 from ace_helpers.repro.artifacts import to_plain
 from ace_helpers.repro.paper_claims import PAPER_CLAIMS
 from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, claim_kind
+from ace_helpers.repro.session import with_departures
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "book" / "results" / f"{chapter.NOTEBOOK}.json"
@@ -191,7 +192,7 @@ def test_stored_verdicts_rebuild_from_the_stored_numbers() -> None:
     claims = chapter.build_claims(stored, cfg)
     not_tested = claims.not_tested
     section = stored["claims"][0]["section"]
-    assert claims.records(section) == stored["claims"]
+    assert with_departures(cfg, claims.records(section)) == stored["claims"]
 
 
 def test_an_edited_stored_number_fails_the_rebuild() -> None:
@@ -239,14 +240,14 @@ def test_random_jaccard_is_the_hypergeometric_distribution() -> None:
 
 
 def test_the_frequency_row_compares_with_two_random_sets() -> None:
-    """The stored book models share 2 of 9 frequencies (J = 0.22): what two unrelated sets of 6 and 5 out of
-    1..15 give on average (0.236), well under the 95th percentile (0.375); identical sets fail, sets sharing
+    """The stored book models share 3 of 9 frequencies (J = 0.33): about what two unrelated sets of 6 and 6 out of
+    1..15 give on average (0.263), under the 95th percentile (0.5); identical sets fail, sets sharing
     more than chance are only "partly" different."""
     stored, cfg = _stored()
     a = stored["modadd"]
     base = chapter.jaccard_baseline(a["key_freqs"], a["p"], a["freq_jaccard"])
-    assert base["mean"] == pytest.approx(0.2357, abs=1e-3) and base["q95"] == pytest.approx(0.375)
-    assert base["q05"] == pytest.approx(0.1) and base["p_shared"] == pytest.approx(0.7063, abs=1e-3)
+    assert base["mean"] == pytest.approx(0.263, abs=1e-3) and base["q95"] == pytest.approx(0.5)
+    assert base["q05"] == pytest.approx(0.0909, abs=1e-3) and base["p_shared"] == pytest.approx(0.4545, abs=1e-3)
 
     def verdict(freqs: list[list[int]]) -> str:
         edited = copy.deepcopy(stored)

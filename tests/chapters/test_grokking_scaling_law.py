@@ -436,11 +436,11 @@ def test_the_interval_rules_on_the_stored_runs() -> None:
     assert r2.value == pytest.approx(stored["p_r2"]) and r2.interval[0] < 0.8 < r2.interval[1]
     assert r2.verdict == "inconclusive" and r2.method.startswith("percentile bootstrap over the seeds")
     paper = paper_claims(sweeps_from_runs(records_from_runs(stored), 0.0))[0]
-    # scaling.p over the primes ≥ 61: about −0.86, its interval straddles the window's −0.8 bound; flatter than the
+    # scaling.p over the primes ≥ 61: about −0.92, its interval straddles the window's −0.8 bound; flatter than the
     # fitted law's own secant there (about −1.15; p_crit about 18.7), resolved
     p = _row(paper, "scaling.p")
     assert p.interval[0] < -0.8 < p.interval[1] and p.verdict == "inconclusive" and (p.threshold, p.op) == (-0.8, "<=")
-    assert p.value == pytest.approx(-0.86, abs=0.05)
+    assert p.value == pytest.approx(stored["paper_settings"]["p_exponent_large"]) and p.value == pytest.approx(-0.92, abs=0.05)
     law = _row(paper, "ours.grokking_scaling_law.large_primes_vs_law")
     assert law.kind == "diagnosis" and law.interval[0] > 0 and law.verdict == "reproduced"
     om = _row(paper, "scaling.Omega")  # from the ω sweep: the p sweep is at one ω
