@@ -16,6 +16,7 @@ import numpy as np
 from ace_helpers.chapters.core_inflation.fork import effective_harmonics, has_spectra
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun, grok_epoch, per_model_at
+from ace_helpers.chapters.core_inflation.readings import add_causes, judge_window, window_mask, window_states
 from ace_helpers.chapters.modadd.reference import mode_cap
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps, seed_sensitive
@@ -107,39 +108,6 @@ OURS = "ours.core_inflation."
 MIN_GROWTH = 10
 
 
-#: A per-model rule on a quantity that fluctuates from checkpoint to checkpoint reads the checkpoints of the last
-#: WINDOW share of the run (in the paper's 20 000-epoch run: epochs 15 000–20 000, 11 checkpoints), not the last alone.
-WINDOW = 0.25
-
-
-def _window(epochs: np.ndarray) -> np.ndarray:
-    """(C,) mask of the checkpoints in the last :data:`WINDOW` share of the run."""
-    return np.asarray(epochs) >= (1 - WINDOW) * float(np.max(epochs))
-
-
-def window_states(values: np.ndarray, epochs: np.ndarray, threshold: float) -> tuple[list[str], list[float]]:
-    """Per model, whether ``values`` (M, C) over the last :data:`WINDOW` share of the run is ≥ ``threshold``: ``"hold"``
-    when its lower quartile is, ``"fail"`` when its upper quartile is not, else ``"undecided"`` (the threshold lies
-    within the window's own spread); with each model's window median."""
-    w = np.asarray(values, dtype=float)[:, _window(epochs)]
-    q25, med, q75 = np.percentile(w, [25, 50, 75], axis=1)
-    states = ["hold" if lo >= threshold else "fail" if hi < threshold else "undecided" for lo, hi in zip(q25, q75)]
-    return states, med.tolist()
-
-
-def _windowed(claims: Claims, states: list[str], arm: ArmResult, key: str, threshold: float, what: str) -> None:
-    """The last row is inconclusive, with its measured cause, when no model fails outright and some are undecided."""
-    row = claims.rows[-1]
-    if not row.passed and "fail" not in states and "undecided" in states:
-        row.inconclusive, row.partly = True, False
-        m = states.index("undecided")
-        mask = _window(arm.epochs)
-        lo, hi = np.percentile(np.asarray(arm[key], dtype=float)[m, mask], [25, 75])
-        row.cause = (f"model {m}'s {what} over its last {int(mask.sum())} checkpoints has quartiles {lo:g}–{hi:g}, "
-                     f"around the bound {threshold:g}")
-        row.cause_class = "samples"
-
-
 def sufficient_dims(arm: ArmResult, tolerance: float) -> np.ndarray:
     """(M, C) sufficient dim at another keep tolerance: smallest r ≥ 1 with keep acc ≥ base − ``tolerance``,
     read from the stored ``keep_curve`` (M, C, D + 1); D when no rank qualifies."""
@@ -199,7 +167,7 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
 
     # --- Fig. 2A: the core inflates with weight decay --------------------------------------
     dim_states, dim_med = window_states(wd["core_dim"], wd.epochs, 48)
-    n_win = int(_window(wd.epochs).sum())
+    n_win = int(window_mask(wd.epochs).sum())
     nums["core_dim_window_median"] = dim_med
     points = f"{n_win} checkpoint{'s' * (n_win != 1)}"
     checked = late(f"with WD: core dim ~60 by epoch 20 000 (every model; median of the last {points} to epoch {last})",
@@ -212,7 +180,7 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
                    per_seed=dim_med, short="every model: lower quartile of the core dim over the last quarter of the run "
                    "≥ 48; partly: ≥ 40")  # fmt: skip
     if checked:
-        _windowed(claims, dim_states, wd, "core_dim", 48, "core dim")
+        judge_window(claims, dim_states, wd, "core_dim", 48, "core dim")
     if checked and full_run and not (dim_last >= 48).all():  # the cause of a miss at 20 000 epochs (before: the length)
         half = int(wd.epochs[np.abs(wd.epochs - last / 2).argmin()])
         short = np.flatnonzero(dim_last < 48)
@@ -353,7 +321,7 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
                    id="inflation.modes", per_seed=mode_med,
                    short=f"every model: lower quartile of the OLS modes over the last quarter of the run ≥ {top - 3}; partly: ≥ 20")  # fmt: skip
     if checked:
-        _windowed(claims, mode_states, wd, "rotational_modes_ols", top - 3, "OLS mode count")
+        judge_window(claims, mode_states, wd, "rotational_modes_ols", top - 3, "OLS mode count")
     if checked and full_run and not (modes_last >= top - 3).all():
         cap = np.asarray([mode_cap(int(d), p) for d in dim_last])
         claims.check(f"with WD: the modes fill the cap ⌊d/2⌋ + 1 of the core's dimension d (epoch {last}: modes, cap)", "–",
@@ -362,6 +330,7 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
                      per_seed=(modes_last - cap).tolist(), threshold=-2, op=">=", short="every model: modes − cap ≥ −2",
                      rule="modes ≥ cap − 2 in every model: the count is limited by the "
                      "core's dimension, not by the fit")  # fmt: skip
+    add_causes(claims)
     return claims
 
 
