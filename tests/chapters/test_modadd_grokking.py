@@ -786,3 +786,17 @@ def test_one_model_across_its_threshold_makes_a_per_model_claim_inconclusive():
     # the same with the at-grokking share, on synthetic models: one of two below 0.8, then both
     assert _headline(ch2.build_claims(_arm(ACC, [[1.0] * 6, [0.5] * 6]), OTHER_RUN, long=None), "modadd.snap") == INCONCLUSIVE
     assert _headline(ch2.build_claims(_arm(ACC, 0.5), OTHER_RUN, long=None), "modadd.snap") == NOT_REPRODUCED
+
+
+def test_the_paper_epochs_are_read_only_on_the_papers_task():
+    """Off the paper's task (the ci preset's p = 31) the rules read at the paper's epochs list their claims as not
+    tested, with the reason; on it (the stored 20 000-epoch run) they are judged."""
+    from ace_helpers.chapters.modadd_grokking import paper_epochs
+
+    ci = PARAMS.resolve(PRESET="ci")
+    off = paper_epochs.paper_epoch_claims(_arm(ACC, 1.0).wd, ci)
+    assert not off.rows and {r.id for r in off.not_tested} == set(paper_epochs.IDS)
+    assert all(r.why == paper_epochs.OFF_TASK for r in off.not_tested)
+    long_cfg, lrun, _ = long_run.stored_long_run(PARAMS.resolve(PRESET="book"))
+    on = paper_epochs.paper_epoch_claims(lrun.wd, long_cfg, paper_epochs.official_shares())
+    assert {r.id for r in on.rows} == set(paper_epochs.IDS) and not on.not_tested

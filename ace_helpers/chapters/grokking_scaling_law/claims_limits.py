@@ -47,6 +47,9 @@ def check_p_limit(claims: Claims, large: LargePrimeSlope, seeds: str) -> None:
                       f"straddles a bound; {seeds}", **_window(large.interval))  # fmt: skip
     if held:
         return
+    claims.rows[-1].cause = (f"over p ≥ {large.p_min} the slope's interval [{lo:.2f}, {hi:.2f}] reaches past "
+                             f"{list(WINDOW)}: more seeds per prime would settle it")
+    claims.rows[-1].cause_class = "samples"
     elo, ehi = large.excess_interval
     claims.check("over the large primes τ falls more slowly than the fitted log law predicts there", "—",
                  f"slope {large.slope:.3g} − law's secant {large.secant:.3g} = {large.excess:.3g} [{elo:.3g}, {ehi:.3g}] "
@@ -102,6 +105,10 @@ def check_margin_ode(claims: Claims, fits: list[OdeFit]) -> None:
                       f"the power of the logits' (a + b − c)-only component; least squares of dm/dt (central differences, "
                       f"t = lr·step) on [−m, ‖ψ‖²] from τ_mem on; per run |log₂(ω̂/ω)| ≤ 1 (ω̂ ≤ 0 counts as {NO_DECAY:g}); "
                       f"holds when every run does, inconclusive when some do")  # fmt: skip
+    if not claims.rows[-1].passed:
+        claims.rows[-1].cause = ("‖ψ‖² and c are our proxies: the paper states the ODE without a way to compute them "
+                                 "from a trained model")
+        claims.rows[-1].cause_class = "as-stated"
 
 
 def margin_ode_untested(why: str) -> ClaimRow:
@@ -144,6 +151,10 @@ def check_redundancy(claims: Claims, runs: list[red.RedundancyRun]) -> None:
                       f"on log k < 0, inconclusive where its interval straddles 0; censored runs enter with their lower "
                       f"bound. Confining to k frequencies also lowers the embedding's rank (2k + 1): the test cannot "
                       f"separate fewer modes from less capacity, and it says nothing about why τ falls with p")  # fmt: skip
+    if not held and confound:
+        claims.rows[-1].cause = ("confining the embedding to k frequencies also fixes its rank (2k + 1): the design cannot "
+                                 "separate the two")
+        claims.rows[-1].cause_class = "as-stated"
     if held or sub is None:
         return
     slo, shi = sub.interval

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.llm_agreement.combined import OURS_PREFIX, WILSON_METHOD, name_model, wilson_interval
+from ace_helpers.chapters.llm_agreement.combined import OURS_PREFIX, WILSON_METHOD, combined_cause, name_model, wilson_interval
 from ace_helpers.chapters.llm_agreement.flip_demo import DEMO_P, flip_demo_claim  # noqa: F401 - DEMO_P re-exported
 from ace_helpers.chapters.llm_agreement.gaps import GAP_CAUSES, KNOWN_GAPS  # noqa: F401 - re-exported
 from ace_helpers.chapters.llm_agreement.pipeline import OFFICIAL_RULE
@@ -397,3 +397,4 @@ def _combine(claims: Claims, unit: str) -> None:
             claims.combine(claim_id, claim, parts[0].paper, where=where, unit=unit,
                            rule=f"the per-{unit[:-1]} rows' rule holds in every one of the {unit}; partly: in some, or its "
                                 "weaker form in every one; inconclusive: none fails it but some cannot tell")  # fmt: skip
+            combined_cause(claims.rows[-1], parts, unit)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from scipy import stats
+
+from ace_helpers.repro.combined import numbers_only
 
 
 #: The level of :func:`wilson_interval`, and how it is recorded beside the interval.
@@ -42,3 +45,17 @@ def name_model(rows: list[Any], name: str) -> None:
     for r in rows:
         if r.id.startswith(OURS_PREFIX):
             r.id = OURS_PREFIX + model_slug(name) + "_" + r.id[len(OURS_PREFIX) :]
+
+
+def combined_cause(row: Any, parts: Sequence[Any], unit: str, words: int = 20) -> None:
+    """The measured cause of a combined row that does not hold: how many parts hold, and the first that does not, with
+    its numbers (its parenthesised asides left out).  Its class: ``samples`` where the row is inconclusive (a part
+    within its own noise of the threshold), else ``ours`` (the bundled models are not the paper's)."""
+    if row.passed:
+        return
+    first = next(p for p in parts if not p.passed)
+    name = first.claim.split(":", 1)[0].strip()
+    text = f"{sum(p.passed for p in parts)} of {len(parts)} {unit} hold; {name}: {numbers_only(first.ours)} ({first.verdict})"
+    cut = text.split()
+    row.cause = " ".join(cut[:words]) + (" …" if len(cut) > words else "")
+    row.cause_class = "samples" if row.inconclusive else "ours"

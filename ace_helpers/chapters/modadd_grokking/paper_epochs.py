@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, grok_epoch
 from ace_helpers.chapters.modadd.stats import SHARE_MIN
 from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS
@@ -46,7 +47,12 @@ def _at(arm: ArmResult, key: str, epoch: int) -> list[float] | None:
     return [float(v) for v in arm[key][:, arm.index(epoch)]] if epoch in arm.epochs else None
 
 
+OFF_TASK = "the paper's epochs are those of its task (p = 53, half the pairs for training); this run is another task"
+
+
 def _r2_jump(run: EpochRun, cfg: Params) -> Measured | NotTested:
+    if not config.paper_task(cfg):
+        return NotTested(OFF_TASK)
     arm = run.arm
     grok = grok_epoch(arm.epochs, arm["test_acc"])
     if grok is None:
@@ -61,6 +67,8 @@ def _r2_jump(run: EpochRun, cfg: Params) -> Measured | NotTested:
 
 
 def _on_circle(run: EpochRun, cfg: Params) -> Measured | NotTested:
+    if not config.paper_task(cfg):
+        return NotTested(OFF_TASK)
     arm, official = run.arm, run.official
     later, late = _at(arm, "frac_unit_circle_ols", LATER), _at(arm, "frac_unit_circle_ols", LATE)
     if later is None or late is None:
