@@ -298,3 +298,18 @@ def test_chapter_4_paper_settings_verdicts_rebuild_from_its_stored_runs():
     run = [r for r in result["claims"] if r["section"] != section]  # the chapter's run: a claim it leaves untested is carried here
     rebuilt = gsl.with_paper_evidence(run, claims, untested, section, paper.trained, departures=gsl.stored_departures(paper))
     assert [r for r in rebuilt if r["section"] == section] == shown
+
+
+@pytest.mark.parametrize("stem", [s for s in STEMS if s in STORED])
+def test_every_headline_names_its_run_departures_and_cause(stem):
+    """Every headline record names the run that carries it and lists how that run departs from the paper's protocol;
+    a paper claim's headline that is not reproduced (and was tested) carries its measured cause and its class."""
+    from ace_helpers.repro.report import CAUSE_CLASSES
+
+    for r in STORED[stem]["claims"]:
+        if not r["headline"]:
+            continue
+        assert r.get("run") and isinstance(r.get("departures"), list), (stem, r["id"], r.get("run"), r.get("departures"))
+        if r["kind"] == "paper" and r["verdict"] not in (REPRODUCED, NOT_TESTED):
+            assert r.get("cause") and r.get("cause_class") in CAUSE_CLASSES, (stem, r["id"], r["verdict"])
+            assert len(r["cause"].split()) <= 20, (stem, r["id"], r["cause"])

@@ -106,8 +106,7 @@ def check_margin_ode(claims: Claims, fits: list[OdeFit]) -> None:
                       f"t = lr·step) on [−m, ‖ψ‖²] from τ_mem on; per run |log₂(ω̂/ω)| ≤ 1 (ω̂ ≤ 0 counts as {NO_DECAY:g}); "
                       f"holds when every run does, inconclusive when some do")  # fmt: skip
     if not claims.rows[-1].passed:
-        claims.rows[-1].cause = ("‖ψ‖² and c are our proxies: the paper states the ODE without a way to compute them "
-                                 "from a trained model")
+        claims.rows[-1].cause = "‖ψ‖² and c are our proxies: the paper gives no way to compute them from a trained model"
         claims.rows[-1].cause_class = "as-stated"
 
 
