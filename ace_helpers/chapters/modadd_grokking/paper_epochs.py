@@ -4,7 +4,7 @@ The paper reads its mod-add clocks at epochs 0, 300, 800 (grokking), 900 and 200
 :data:`SPECS` reads ``modadd.r2_jump`` and ``modadd.stays_on_circle`` there, on a run's weight-decay arm: R_h²
 before grokking (the paper's epoch 300) and one checkpoint after it (its epoch 900, our grok epoch + 100), and the
 OLS unit-circle share at epochs 2000 and 20 000.  The stricter every-checkpoint versions stay in
-:mod:`.claims` as our own rows.  Where the code release's own run of this protocol is stored
+:mod:`ace_helpers.chapters.modadd_grokking.claims` as our own rows.  Where the code release's own run of this protocol is stored
 (:mod:`ace_helpers.repro.official_runs`), its share at epoch 2000 is read beside ours.
 """
 
