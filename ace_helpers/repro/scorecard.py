@@ -189,8 +189,8 @@ def scorecard_markdown(rows: list[dict[str, Any]], ledger: Mapping[str, Any] | N
                           ("other runs (evidence)", evidence), ("diagnoses", "; ".join(r["claim"] for r in diagnoses)),
                           ("id", f"`{cid}`")])
         why = why_cell(h, ledger) if h["verdict"] != REPRODUCED or change_note(ledger, cid) else ""
-        paper.append((PAPER_CLAIMS[cid] + folded, _badge(h) + (f"<br>{md_cell(why)}" if why else ""),
-                      h["chapter"][:2] if "chapter" in h else "—", h["ours"]))
+        paper.append((PAPER_CLAIMS[cid] + folded, _badge(h), md_cell(why) or "—", h["chapter"][:2] if "chapter" in h else "—",
+                      h["ours"]))
     stems = sorted({r["chapter"] for r in rows if "chapter" in r})
     per_chapter = []
     for stem in stems:
@@ -198,7 +198,7 @@ def scorecard_markdown(rows: list[dict[str, Any]], ledger: Mapping[str, Any] | N
         per_chapter.append((f"[{stem}](../notebooks/{stem}.ipynb)", counts_line(paper_counts(mine)), counts_line(ours_counts(mine))))
     per_chapter.append(("**all chapters**", f"**{counts_line(paper_counts(rows))}** (of {len(PAPER_CLAIMS)} ids)",
                         f"**{counts_line(ours_counts(rows))}**"))  # fmt: skip
-    out = [markdown_table(("the paper's claim", "verdict", "ch.", "ours"), paper), "",
+    out = [markdown_table(("the paper's claim", "verdict", "why", "ch.", "ours"), paper), "",
            markdown_table(("chapter", "paper claims (headline run)", "our own claims"), per_chapter), "",
            "## Our own claims, chapter by chapter", ""]
     for stem in stems:
