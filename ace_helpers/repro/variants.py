@@ -25,6 +25,7 @@ from typing import Any
 
 from ace_helpers.method.checks import check_choice
 from ace_helpers.repro.artifacts import atomic_write_bytes, project_root, write_json
+from ace_helpers.repro.departures import NOT_PROTOCOL
 from ace_helpers.repro.params import PRESET_NAMES
 from ace_helpers.repro.runbook import run_source, stored_book_results
 from ace_helpers.repro.tables import markdown_table
@@ -168,15 +169,11 @@ def _described(variant: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in variant["knobs"].items()) or variant.get("note") or "the chapter's preset"
 
 
-#: Knobs that say where a run computed or wrote, not what it computed.
-_NOT_PROTOCOL = ("DEVICE", "OUTPUT_DIR", "WORKERS")
-
-
 def _other_knobs(params: Mapping[str, Any], own: Mapping[str, Any], set_knobs: Mapping[str, Any]) -> str:
     """``"; also FORK_EPOCH=1100 (this run: 900)"``: the knobs on which a stored variant differs from the chapter's own
     run beyond those it set (a variant stored before the preset changed), or ``""``."""
     diff = [f"{k}={params[k]} (this run: {own[k]})" for k in sorted(params)
-            if k in own and k not in set_knobs and k not in _NOT_PROTOCOL and params[k] != own[k]]
+            if k in own and k not in set_knobs and k not in NOT_PROTOCOL and params[k] != own[k]]
     return "; also " + ", ".join(diff) if diff else ""
 
 

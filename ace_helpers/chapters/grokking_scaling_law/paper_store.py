@@ -27,7 +27,8 @@ from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, records_from_dicts
 from ace_helpers.repro.artifacts import load_artifact
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import NOT_TESTED, ClaimRow, Claims, not_tested_records
+from ace_helpers.repro.report import ClaimRow, Claims, not_tested_records
+from ace_helpers.repro.scorecard import carry
 
 #: The fewest seeds per setting at which a sweep at the paper's settings is tested (ours).
 MIN_SEEDS: dict[str, int] = {"omega": 4, "p": 3}
@@ -158,8 +159,7 @@ def paper_claims(stored: StoredSweeps) -> tuple[Claims, list[ClaimRow], SweepFit
 def own_as_evidence(records: list[dict[str, Any]], promoted: set[str] | frozenset[str]) -> list[dict[str, Any]]:
     """The run's own claim ``records`` with those of the ``promoted`` paper ids (whose headline the paper-settings
     runs carry) turned into evidence: the replica shown beside the headline, not a headline."""
-    return [r | {"headline": False, "evidence": True} if r["id"] in promoted and r["kind"] == "paper" else r
-            for r in records]  # fmt: skip
+    return carry(records, [], promoted)[0]
 
 
 def stored_departures(stored: StoredSweeps, sweeps: tuple[str, ...] = SWEEPS) -> list[str]:

@@ -128,10 +128,11 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
                  where="Fig. 1A, §3 results", rule=f"necessary dim at the grok checkpoint, every model, in [{lo}, 25]: our window "
                  "around ~15"
                  + ("" if paper_task else f"; lower bound 4, not 10, off the paper's task (p = {p} has {p // 2} harmonics)"))  # fmt: skip
-    _unit_circle_claims(claims, not_tested, run, cfg, gi, post, nums, long)
+    official = official_shares() if paper_task else {}  # the code release's rerun, read once for both rows
+    _unit_circle_claims(claims, not_tested, run, cfg, gi, post, nums, long, official)
     _r2_claims(claims, wd, cfg, post, paper_task, relaxed, nums)
     keep_remove_claims(claims, wd, cfg, gi, post, nums)
-    at_epochs = paper_epoch_claims(wd, cfg, official_shares() if paper_task else None)  # where the paper looks
+    at_epochs = paper_epoch_claims(wd, cfg, official)  # where the paper looks
     claims.rows += at_epochs.rows
     not_tested += at_epochs.not_tested
     return claims
@@ -182,7 +183,7 @@ def _pre_grok_claims(claims: Claims, wd: ArmResult, grok: int | None, nums: dict
 
 def _unit_circle_claims(
     claims: Claims, not_tested: list[ClaimRow], run: GrokRun, cfg: Params, gi: int, post: np.ndarray,
-    nums: dict[str, Any], long: tuple[ArmResult, str] | None | bool,
+    nums: dict[str, Any], long: tuple[ArmResult, str] | None | bool, official: Mapping[int, list[float]],
 ) -> None:  # fmt: skip
     """The unit-circle share at grokking and from grokking on (OLS: the headline; ridge + holdout: our
     variant), and the diagnosis of the OLS failures: the fit, the band's width, training length."""
@@ -198,9 +199,8 @@ def _unit_circle_claims(
                  where=f"§3, Fig. 1C; the share as computed in the {CODE_SHARE}",
                  rule=f"share of the OLS eigenvalues with ||λ| − 1| ≤ sin(π/p) at the grok checkpoint ≥ {SHARE_MIN}, every "
                  "model: the fit and band of the code release; 'snap onto' states no share, 0.8 is ours")  # fmt: skip
-    official = official_shares().get(int(wd.epochs[gi])) if config.paper_task(cfg) else None
     if not at_ok:
-        _snap_cause(claims.rows[-1], at, official)
+        _snap_cause(claims.rows[-1], at, official.get(int(wd.epochs[gi])))
     if not at_ok and gi + 1 < len(wd.epochs):
         _diagnose_at_grok(claims, wd, gi, nums)
     head = post_grok(wd, ols, SHARE_MIN, post)
