@@ -173,7 +173,7 @@ def test_without_modadd_its_claims_are_not_tested(small_run) -> None:
     res, cfg = small_run
     claims = chapter.build_claims(dict(res, modadd=None), cfg)
     not_tested = claims.not_tested
-    assert len(claims.rows) == 10 + 1 + 2 + 3 + 1 and len(not_tested) == 4  # + modadd.invariant, not tested
+    assert len(claims.rows) == 10 + 1 + 2 + 3 + 1 and len(not_tested) == 4  # + the mod-add CCA row, not tested
     assert "not run at this preset" in chapter.finding_text(dict(res, modadd=None))
 
 

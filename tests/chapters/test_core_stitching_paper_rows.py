@@ -13,6 +13,8 @@ from ace_helpers.chapters.core_stitching import figures_merging, paper_rows
 from ace_helpers.chapters.core_stitching.merging import ALPHAS, PATHS, accuracy
 from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
 
+CCA_INVARIANT = paper_rows.CCA_INVARIANT
+
 matplotlib.use("Agg")
 
 
@@ -82,12 +84,12 @@ def test_run_measures_every_pair(tiny_run) -> None:
 def test_one_headline_per_paper_id_and_untested_without_modadd(tiny_run) -> None:
     res, cfg = tiny_run
     claims = chapter.build_claims(res, cfg)
-    for pid in ("modadd.invariant", "implication.merging"):
+    for pid in (CCA_INVARIANT, "implication.merging"):
         assert sum(r.id == pid and r.headline for r in claims.rows) == 1
     merging = next(r for r in claims.rows if r.id == "implication.merging" and r.headline)
     assert "of 4 pairs" in merging.ours
     without = chapter.build_claims(dict(res, modadd=None), cfg)
-    assert without.headline_verdict("modadd.invariant") == NOT_TESTED
+    assert without.headline_verdict(CCA_INVARIANT) == NOT_TESTED
     assert "of 3 pairs" in next(r.ours for r in without.rows if r.id == "implication.merging" and r.headline)
 
 
@@ -101,16 +103,16 @@ def test_the_invariance_headline_can_fail(tiny_run) -> None:
     inv = edited["modadd"]["invariance"][0]
     inv["core"]["cca"], inv["pca"]["cca"], inv["random"]["cca"]["q95"] = 0.9, 0.9, 0.6
     inv["core"]["interval"] = [0.88, 0.92]
-    assert _headline(edited, cfg, "modadd.invariant") == REPRODUCED
+    assert _headline(edited, cfg, CCA_INVARIANT) == REPRODUCED
     inv["core"]["cca"], inv["core"]["interval"] = 0.55, [0.5, 0.58]  # at the random level
-    assert _headline(edited, cfg, "modadd.invariant") == NOT_REPRODUCED
+    assert _headline(edited, cfg, CCA_INVARIANT) == NOT_REPRODUCED
     inv["core"]["cca"], inv["core"]["interval"] = 0.8, [0.78, 0.82]  # above random, below PCA
-    assert _headline(edited, cfg, "modadd.invariant") == PARTLY
+    assert _headline(edited, cfg, CCA_INVARIANT) == PARTLY
     inv["core"]["cca"], inv["core"]["interval"] = 0.9, [0.55, 0.95]  # its interval straddles the random 95th percentile
-    assert _headline(edited, cfg, "modadd.invariant") == INCONCLUSIVE
+    assert _headline(edited, cfg, CCA_INVARIANT) == INCONCLUSIVE
     assert "within its own noise" in figures_merging.invariance_text(edited)
     inv["core"]["interval"] = [0.85, 0.95]
-    assert _headline(edited, cfg, "modadd.invariant") == REPRODUCED
+    assert _headline(edited, cfg, CCA_INVARIANT) == REPRODUCED
 
 
 def test_the_merging_headline_counts_pairs(tiny_run) -> None:

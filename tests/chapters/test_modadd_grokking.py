@@ -702,9 +702,9 @@ from dataclasses import replace as _replace  # noqa: E402
 from ace_helpers.repro.paper_claims import PAPER_CLAIMS  # noqa: E402
 from ace_helpers.repro.scorecard import check_records  # noqa: E402
 
-#: The paper claims chapter 2 tests on a run that groks (modadd.invariant is not one of them).
+#: The paper claims chapter 2 tests on a run that groks.
 CH2_PAPER_IDS = {"modadd.grok_epoch", "modadd.pre_grok_disk", "modadd.pre_grok_r2", "modadd.core_at_grok", "modadd.snap",
-                 "modadd.stays_on_circle", "modadd.r2_jump", "modadd.sufficient", "modadd.necessary"}  # fmt: skip
+                 "modadd.stays_on_circle", "modadd.r2_jump", "modadd.sufficient", "modadd.necessary", "modadd.invariant"}  # fmt: skip
 
 
 def _check_ids(claims, section="x"):
@@ -800,3 +800,30 @@ def test_the_paper_epochs_are_read_only_on_the_papers_task():
     long_cfg, lrun, _ = long_run.stored_long_run(PARAMS.resolve(PRESET="book"))
     on = paper_epochs.paper_epoch_claims(lrun.wd, long_cfg, paper_epochs.official_shares())
     assert {r.id for r in on.rows} == set(paper_epochs.IDS) and not on.not_tested
+
+
+def test_invariance_is_judged_on_frequency_free_invariants_of_the_stored_run():
+    """``modadd.invariant`` at the paper's settings: one checkpoint after grokking every model's clock fits
+    (R_h²), the cores' sizes agree and so do the operators' median |λ|; it fails when one model's core is twice
+    another's, and is partly when sizes and spectra agree but no clock fits."""
+    from ace_helpers.chapters.modadd_grokking import paper_epochs
+
+    long_cfg, lrun, _ = long_run.stored_long_run(PARAMS.resolve(PRESET="book"))
+    wd = lrun.wd
+    grok = ch2.grok_epoch(wd.epochs, wd["test_acc"])
+    i = wd.index(grok + 100)
+
+    def verdict(model, **values):
+        """The verdict with every clock fitting (R_h² 0.95) and ``values`` set for ``model`` at that checkpoint."""
+        arrays = {k: np.array(v, copy=True) for k, v in wd.arrays.items()}
+        arrays["r2_holdout"][:, i] = 0.95
+        for key, value in values.items():
+            arrays[key][model, i] = value
+        arm = analysis.ArmResult(epochs=wd.epochs, arrays=arrays)
+        return paper_epochs.paper_epoch_claims(arm, long_cfg).headline_verdict("modadd.invariant")
+
+    assert verdict(0) == REPRODUCED
+    assert verdict(0, r2_holdout=0.3) == INCONCLUSIVE  # the models' clocks disagree
+    assert verdict(slice(None), r2_holdout=0.3) == PARTLY
+    assert verdict(1, core_dim=2 * int(wd["core_dim"][:, i].max())) == NOT_REPRODUCED
+    assert verdict(2, median_abs_eig_ols=0.5) == NOT_REPRODUCED

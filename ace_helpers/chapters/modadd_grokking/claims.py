@@ -151,6 +151,8 @@ _AFTER_GROK_ROWS: tuple[tuple[str, str, str, str, str], ...] = (
      "shortfall ≤ 0.01", "modadd.sufficient"),
     ("at grokking: removing the 0.99-energy core drops accuracy to ≤ 2/p", "core removed → chance", "Fig. 1B",
      "remove-acc at the energy rank ≤ 2/p", "modadd.necessary"),
+    ("one checkpoint after grokking: the models' clocks, core sizes and spectra agree", "cores invariant", "title, Fig. 1C",
+     "every R_h² ≥ 0.9, core sizes within 1.5×, median |λ| within 0.1", "modadd.invariant"),
     ("from grokking on: necessary dim ≤ 2 × energy rank", "core removed → chance", "Fig. 1B, Fig. 2B", "ratio ≤ 2",
      OURS + "necessary_within_twice_energy_rank"),
 )  # fmt: skip

@@ -10,6 +10,7 @@ OLS unit-circle share at epochs 2000 and 20 000.  The stricter every-checkpoint 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.artifacts import load_artifact, project_root
 from ace_helpers.repro.report import Claims
-from ace_helpers.repro.rules import Comparison, Measured, NotTested, Rule, Spec, judge_all
+from ace_helpers.repro.rules import ONE, Comparison, Measured, NotTested, Rule, Spec, judge_all
 
 #: The paper's observation points (Fig. 1C: grokking at 800, so 300 is before it and 900 one checkpoint after).
 BEFORE, LATER, LATE = 300, 2000, 20_000
@@ -29,6 +30,9 @@ OBSERVED = ("3 models, p = 53, train fraction 0.5, weight decay 1.0; clocks at e
             "(Fig. 1C: 800 and 900), 2000 (Fig. 1C) and 20 000 (Fig. 2C)")
 WHERE_R2 = "Fig. 1C (R_h² annotations at the clock epochs), §3"
 WHERE_CIRCLE = "Fig. 1C (epoch 2000), Fig. 2C (epoch 20 000)"
+WHERE_INVARIANT = "title and abstract; Fig. 1C (the clocks one checkpoint after grokking)"
+OBSERVED_INVARIANT = ("independently trained models (3, p = 53, train fraction 0.5, AdamW lr 1e-3, weight decay 1.0), one "
+                      "checkpoint after grokking (Fig. 1C: epoch 900)")
 
 
 #: The code release's own run of this protocol to epoch 2000 (3 models), stored by :mod:`ace_helpers.repro.official_runs`.
@@ -80,6 +84,39 @@ def _on_circle(run: EpochRun, cfg: Params) -> Measured | NotTested:
                     official=list(official[LATER]) if LATER in official else None)
 
 
+#: The invariance rule's bounds (ours): every clock's R_h², the largest over the smallest core, the spread of median |λ|.
+INV_R2, INV_SIZE, INV_SPREAD = 0.9, 1.5, 0.1
+_AGREE = (Comparison("largest / smallest core dim", "<=", INV_SIZE, over=ONE),
+          Comparison("spread of the median |λ| (OLS)", "<=", INV_SPREAD, over=ONE))
+
+
+def _invariant(run: EpochRun, cfg: Params) -> Measured | NotTested:
+    if not config.paper_task(cfg):
+        return NotTested(OFF_TASK)
+    arm = run.arm
+    if arm["core_dim"].shape[0] < 2:
+        return NotTested("one model: invariance compares independently trained models")
+    grok = grok_epoch(arm.epochs, arm["test_acc"])
+    if grok is None:
+        return NotTested("the run does not grok")
+    after = grok + int(arm.epochs[1] - arm.epochs[0]) if len(arm.epochs) > 1 else grok
+    if after not in arm.epochs:
+        return NotTested(f"no checkpoint one step after grokking (grok epoch {grok})")
+    r2, dims = _at(arm, "r2_holdout", after), _at(arm, "core_dim", after)
+    med, modes = _at(arm, "median_abs_eig_ols", after), _at(arm, "rotational_modes_ols", after)
+    assert r2 is not None and dims is not None and med is not None and modes is not None
+    if not all(math.isfinite(v) for v in (*r2, *med)):
+        return NotTested("R_h² or the spectrum is not measured at that checkpoint (no held-out block: HOLDOUT_FRACTION = 0)")
+    why = [f"R_h² {_fmt(r2)} not all ≥ {INV_R2:g}"] if min(r2) < INV_R2 else []
+    why += [f"core dims {', '.join(f'{d:.0f}' for d in dims)} differ"] if max(dims) > INV_SIZE * min(dims) else []
+    why += [f"median |λ| {_fmt(med)} differ"] if max(med) - min(med) > INV_SPREAD else []
+    return Measured({"R_h² one checkpoint after grokking": r2, "largest / smallest core dim": max(dims) / min(dims),
+                     "spread of the median |λ| (OLS)": max(med) - min(med)},
+                    ours=f"epoch {after}, {len(dims)} models: R_h² {_fmt(r2)}; core dims {', '.join(f'{d:.0f}' for d in dims)}; "
+                    f"median |λ| {_fmt(med)}; rotational modes {', '.join(f'{m:.0f}' for m in modes)}",
+                    context={"after": after, "why": "; ".join(why) or "every invariant agrees"})
+
+
 def _fmt(values: Sequence[float]) -> str:
     return ", ".join(f"{v:.2f}" for v in values)
 
@@ -101,11 +138,22 @@ SPECS: tuple[Spec, ...] = (
          {"OLS share at epoch 2000": [0.2, 0.2, 0.2], "OLS share at epoch 20000": [0.2, 0.2, 0.2]},
          partly=(Comparison(f"OLS share at epoch {LATE}", ">=", SHARE_MIN),),
          gap="paper_epoch_circle", cause="OLS shares at epoch 2000 are {later}{official}; at 20 000: {late}", cause_class="ours"),
+    Rule("modadd.invariant", "the cores of independently trained models are invariant: each has a clock, and their sizes "
+         "and operator spectra agree (one checkpoint after grokking)", "the cores of independently trained models are "
+         "invariant (the title's claim, for this task)", WHERE_INVARIANT, OBSERVED_INVARIANT,
+         (Comparison("R_h² one checkpoint after grokking", ">=", INV_R2), *_AGREE),
+         "one checkpoint after grokking (the paper's epoch 900), on invariants that do not depend on which key frequencies "
+         "a model picks: every model has a clock (R_h² ≥ {t0}), the largest core is at most {t1}× the smallest, and the "
+         "models' median |λ| of the OLS shift operator differ by at most {t2} (ours: the paper states invariance without "
+         "a rule); partly: sizes and spectra agree while some model's clock fits below {t0}", _invariant,
+         {"R_h² one checkpoint after grokking": [0.2, 0.95, 0.3], "largest / smallest core dim": 3.0,
+          "spread of the median |λ| (OLS)": 0.5},
+         partly=_AGREE, unit="model", cause="at epoch {after}: {why}", cause_class="samples"),
 )
 
 
 #: The paper claims these rules judge where the paper looks.
-IDS = ("modadd.r2_jump", "modadd.stays_on_circle")
+IDS = ("modadd.r2_jump", "modadd.stays_on_circle", "modadd.invariant")
 
 
 def paper_epoch_claims(arm: ArmResult, cfg: Params, official: Mapping[int, Sequence[float]] | None = None) -> Claims:
