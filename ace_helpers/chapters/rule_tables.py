@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from ace_helpers.chapters.ace_planted_system.claims import SPECS as PLANTED
 from ace_helpers.chapters.markov_cores.claims import SPECS as MARKOV
 from ace_helpers.chapters.modadd_grokking.paper_epochs import SPECS as MODADD_EPOCHS
 from ace_helpers.repro.artifacts import git_commit, project_root
@@ -24,7 +25,8 @@ from ace_helpers.repro.rules_ledger import LEDGER, load, record_change, register
 def tables() -> dict[str, list[Rule]]:
     """``{notebook stem: its rules}`` for every chapter whose claims are (so far: whose rules judged where the paper
     looks are) a spec table."""
-    return {"01_markov_cores": rules_of(MARKOV), "02_modadd_grokking": rules_of(MODADD_EPOCHS)}
+    return {"00_ace_planted_system": rules_of(PLANTED), "01_markov_cores": rules_of(MARKOV),
+            "02_modadd_grokking": rules_of(MODADD_EPOCHS)}
 
 
 def stored_headlines() -> dict[str, dict]:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ace_helpers.chapters import markov_cores, modadd_grokking
+from ace_helpers.chapters import ace_planted_system, markov_cores, modadd_grokking
 from ace_helpers.chapters.modadd.long_run import stored_long_run
 from ace_helpers.chapters.modadd_grokking.paper_epochs import EpochRun, official_shares
 from ace_helpers.chapters.rule_tables import tables
@@ -14,8 +14,8 @@ from ace_helpers.repro.rules import Measured, NotTested, verdict_of
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Stored results each chapter's rules are measured on (several, so that every rule applies to one of them).
-STORED = {"01_markov_cores": ["book/results/01_markov_cores.json", "book/results/variants/01_markov_cores/ci-fp32.json"]}
-CHAPTERS = {"01_markov_cores": markov_cores, "02_modadd_grokking": modadd_grokking}
+STORED = {"00_ace_planted_system": ["book/results/00_ace_planted_system.json"], "01_markov_cores": ["book/results/01_markov_cores.json", "book/results/variants/01_markov_cores/ci-fp32.json"]}
+CHAPTERS = {"00_ace_planted_system": ace_planted_system, "01_markov_cores": markov_cores, "02_modadd_grokking": modadd_grokking}
 CASES = [(stem, i) for stem, rules in tables().items() for i in range(len(rules))]
 
 

@@ -1,7 +1,7 @@
 """Chapter 0 (notebooks/00_ace_planted_system): ACE on a planted system with known ground truth.
 
 The chapter's knobs (:data:`PARAMS`), its pipeline (:func:`run`) and its claims
-(:func:`build_claims`).
+(:func:`build_claims`, a table of rule specs in :mod:`ace_helpers.chapters.ace_planted_system.claims`).
 
 Results keys (``results.json``):
 
@@ -22,13 +22,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from ace_helpers.chapters.ace_planted_system.claims import build_claims  # noqa: F401  (the chapter's face)
 from ace_helpers.method import checks
 from ace_helpers.method.baselines import jacobian_directions, pca_directions
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import Core, extract_core
 from ace_helpers.method.interventions import HookSite, accuracy_under
 from ace_helpers.repro.params import ChapterParams, Params
-from ace_helpers.repro.report import Claims
 from ace_helpers.toys.tasks.planted import PlantedSystem, planted_system
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -157,41 +157,3 @@ def run(cfg: Params) -> dict[str, Any]:
         "chance_acc": 1.0 / N_CLASSES,
         "wall_s": time.perf_counter() - start,
     }
-
-
-#: Where these claims come from: the planted test with known ground truth is ours; the paper states
-#: the method's promise (abstract: a core keeps the directions both active and relevant, and is
-#: necessary and sufficient).
-OURS = "ours (beyond the paper)"
-
-
-def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
-    """The chapter's claims (the same thresholds at every preset): ACE finds the planted core and it
-    is sufficient and necessary; the rank-matched PCA and Jacobian subspaces find the distractor
-    blocks, and the PCA subspace is not sufficient."""
-    claims = Claims()
-    ov, keep, remove, chance = res["overlap"], res["acc_keep"], res["acc_remove"], res["chance_acc"]
-    claims.check("ACE rank = planted core dimension", "—", res["ace_rank"], res["ace_rank"] == cfg["R_CORE"], id="ours.ace_planted_system.rank", where=OURS,
-                 rule=f"the energy rule's rank (cumulative balanced energy ≥ ENERGY = {cfg['ENERGY']:g}) equals R_CORE = "
-                 f"{cfg['R_CORE']} exactly")  # fmt: skip
-    claims.check("ACE overlap with the core", "ACE keeps the directions that are both active and relevant (abstract)",
-                 ov["ace"]["core"], ov["ace"]["core"] >= 0.99, id="ours.ace_planted_system.overlap", where=OURS,
-                 rule="projector overlap with the planted core ≥ 0.99 (1: the same subspace; the sources are exactly "
-                 "uncorrelated, so the planted blocks are the sample's own ground truth)")  # fmt: skip
-    claims.check("PCA misses the core", "—", ov["pca"]["core"], ov["pca"]["core"] <= 0.1, id="ours.ace_planted_system.pca_misses", where=OURS,
-                 rule="overlap of the rank-matched top PCA directions with the core ≤ 0.1 (activity alone finds the "
-                 "active-only block)")  # fmt: skip
-    claims.check("Jacobian directions miss the core", "—", ov["jacobian"]["core"], ov["jacobian"]["core"] <= 0.1,
-                 id="ours.ace_planted_system.jacobian_misses", where=OURS, rule="overlap of the rank-matched top Jacobian (readout) directions with the core ≤ 0.1 "
-                 "(relevance alone finds the relevant-only block)")  # fmt: skip
-    claims.check("ACE core sufficient", "keeping only the core keeps performance (abstract)", keep["ace"],
-                 keep["ace"] >= 0.95 * res["acc_base"], id="ours.ace_planted_system.sufficient", where=OURS,
-                 rule=f"core-only accuracy ≥ 0.95 × the readout's own ({res['acc_base']:.4f}); ours: the dropped noise and "
-                 "relevant-only directions carry a little of the readout")  # fmt: skip
-    claims.check("ACE core necessary", "removing the core drops performance to chance (abstract)", remove["ace"],
-                 remove["ace"] <= chance + 0.05, id="ours.ace_planted_system.necessary", where=OURS,
-                 rule=f"core-removed accuracy ≤ chance ({chance:g} = 1/{N_CLASSES} classes) + 0.05 (ours)")  # fmt: skip
-    claims.check("the PCA subspace is not sufficient", "—", keep["pca"], keep["pca"] <= chance + 0.05, id="ours.ace_planted_system.pca_not_sufficient", where=OURS,
-                 rule="keeping only the rank-matched PCA subspace leaves accuracy ≤ chance + 0.05: high variance alone "
-                 "does not carry the task")  # fmt: skip
-    return claims
