@@ -18,6 +18,7 @@ registered and every later change (:func:`Rule.fingerprint`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ace_helpers.repro.report import CAUSE_CLASSES, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, Claims, ClaimRow
-from ace_helpers.repro.verdicts import OPS, as_numbers, check_op
+from ace_helpers.repro.verdicts import BOOTSTRAP_METHOD, OPS, as_numbers, check_op
 
 #: How a test reads its measured quantity: each per-seed value (k of N), one value, or the interval of an estimate.
 EVERY, ONE, INTERVAL = "every", "value", "interval"
@@ -59,8 +60,12 @@ class Comparison:
     relative_to: str | None = None
     over: str = EVERY
     noise: str | None = None
+    #: A measured quantity the threshold is multiplied by (``value >= 0.5 × ⌊p/2⌋``), instead of added to.
+    times: str | None = None
 
     def __post_init__(self) -> None:
+        if self.relative_to is not None and self.times is not None:
+            raise ValueError(f"{self.metric!r}: a threshold is added to relative_to or multiplied by times, not both")
         if self.op not in TEST_OPS:
             raise ValueError(f"op={self.op!r} is not a comparison; allowed: {list(TEST_OPS)}")
         if self.over not in OVER:
@@ -70,6 +75,9 @@ class Comparison:
 
     def bound(self, m: "Measured") -> float | tuple[float, float]:
         """The threshold for this measurement (``relative_to`` added)."""
+        if self.times is not None:
+            ref = float(m.quantity(self.times))
+            return tuple(ref * t for t in self.threshold) if isinstance(self.threshold, tuple) else ref * self.threshold
         if self.relative_to is None:
             return self.threshold
         ref = float(m.quantity(self.relative_to))
@@ -106,15 +114,17 @@ class Comparison:
         """The comparison in words: ``"every seed: test accuracy ≥ Bayes accuracy − 0.005"``."""
         sym = {">=": "≥", "<=": "≤", ">": ">", "<": "<", EQUAL: "=", WITHIN: "in"}[self.op]
         if isinstance(self.threshold, tuple):
-            bound = f"[{', '.join(_num(t, self.relative_to) for t in self.threshold)}]"
+            bound = f"[{', '.join(_num(t, self.relative_to, self.times) for t in self.threshold)}]"
         else:
-            bound = _num(self.threshold, self.relative_to)
+            bound = _num(self.threshold, self.relative_to, self.times)
         who = {EVERY: f"every {unit}: ", ONE: "", INTERVAL: "interval of "}[self.over]
         noise = f" (beyond {NOISE_Z:g} s.e.)" if self.noise else ""
         return f"{who}{self.metric} {sym} {bound}{noise}"
 
 
-def _num(t: float, relative_to: str | None) -> str:
+def _num(t: float, relative_to: str | None, times: str | None = None) -> str:
+    if times is not None:
+        return f"{t:g} × {times}"
     if relative_to is None:
         return f"{t:g}"
     return relative_to if t == 0 else f"{relative_to} {'+' if t > 0 else '−'} {abs(t):g}"
@@ -135,13 +145,19 @@ class Measured:
     """What a rule's ``measure`` read from a run: named ``quantities`` (a number or per-seed list each), the ``ours``
     cell of the table (default: the first test's quantity), ``context`` for the rule's texts (``{name}``
     placeholders), ``key``: which instance of a rule measured once per part (a chain, a model) this is, filling
-    ``{key}`` in the id, and ``official``: the code release's own number for the claim, rerun here (or None)."""
+    ``{key}`` in the id, and ``official``: the code release's own number for the claim, rerun here (or None).
+    ``value`` and ``per_seed``: the record's numbers where they are not the ``ours`` cell and the first test's values
+    (a text cell, or numbers per model that the tests do not read one by one)."""
 
     quantities: Mapping[str, Any]
     ours: Any = None
     context: Mapping[str, Any] = field(default_factory=dict)
     key: str = ""
     official: Any = None
+    value: Any = None
+    per_seed: Any = None
+    #: How this measurement's interval was computed, where it is not the rule's ``method``.
+    method: str = ""
 
     def quantity(self, name: str) -> Any:
         if name not in self.quantities:
@@ -150,7 +166,7 @@ class Measured:
 
     def replace(self, **quantities: Any) -> "Measured":
         """This measurement with some quantities replaced (a wrong input, in the tests)."""
-        return Measured({**self.quantities, **quantities}, self.ours, self.context, self.key, self.official)
+        return dataclasses.replace(self, quantities={**self.quantities, **quantities})
 
 
 @dataclass(frozen=True)
@@ -161,9 +177,12 @@ class NotTested:
     ours: str = "—"
     #: The claim's text in the table, where the rule's own text needs a measurement to fill it.
     claim: str = ""
+    #: For one part of a rule measured once per part (a model): the placeholders of its claim and id, and its key.
+    context: Mapping[str, Any] = field(default_factory=dict)
+    key: str = ""
 
 
-Measure = Callable[[Mapping[str, Any], Any], "Measured | Sequence[Measured] | NotTested | None"]
+Measure = Callable[[Mapping[str, Any], Any], "Measured | Sequence[Measured | NotTested] | NotTested | None"]
 
 
 @dataclass(frozen=True)
@@ -177,7 +196,8 @@ class Rule:
     not apply to this run.  ``only_if_explained_fails``: a diagnosis judged only when the claim it explains does not
     hold.  ``gap``: the key of the chapter's known gaps.  ``wrong``: the quantities a plausible wrong model gives.
     ``cause`` (at most :data:`CAUSE_WORDS` words once filled) and ``cause_class``: the measured cause recorded where
-    the verdict is not "reproduced".
+    the verdict is not "reproduced".  ``headline=False``: a row of evidence for an id another row carries;
+    ``method``: how the first test's interval is computed, where it reads one.
     """
 
     id: str
@@ -197,6 +217,8 @@ class Rule:
     gap: str = ""
     cause: str = ""
     cause_class: str = ""
+    headline: bool = True
+    method: str = ""
 
     def __post_init__(self) -> None:
         if not self.tests:
@@ -239,7 +261,7 @@ class Rule:
 
 def _test_data(t: Comparison) -> list[Any]:
     data = [t.metric, t.op, list(t.threshold) if isinstance(t.threshold, tuple) else t.threshold, t.relative_to, t.over]
-    return data + ([t.noise, NOISE_Z] if t.noise else [])
+    return data + ([t.noise, NOISE_Z] if t.noise else []) + ([["times", t.times]] if t.times else [])
 
 
 def _fmt_written(t: Comparison) -> str:
@@ -280,29 +302,37 @@ class Combine:
     short: str
     unit: str = "models"
     mixed: str = PARTLY
+    #: The fewest rows of ``id`` that are combined (one: a single model's row becomes the evidence of its own headline).
+    min_parts: int = 2
+    #: Called as ``after(row, parts)`` with the combined row and the rows it combines (a measured cause, say).
+    after: Callable[[Any, list[Any]], None] | None = field(default=None, compare=False)
 
 
 Spec = Rule | Combine
 
 
 def judge(claims: Claims, rule: Rule, m: Measured, known_gap: str | None = None) -> str:
-    """Record ``rule`` judged on ``m`` in ``claims`` and return its verdict.  The record's ``per_seed``, ``threshold``
-    and ``op`` are those of the first test; its ``interval`` the first test's when it reads one."""
+    """Record ``rule`` judged on ``m`` in ``claims`` and return its verdict.  ``known_gap`` (the measured cause of a
+    claim known not to hold here) is recorded unless the claim holds, and so is the rule's ``cause`` where it fills to
+    a text.  The record's ``per_seed``, ``threshold`` and ``op`` are those of the first test; its ``interval`` the
+    first test's when it reads one."""
     verdict = verdict_of(rule, m)
     first = rule.tests[0]
     per_seed = first.values(m) if first.over == EVERY and isinstance(m.quantity(first.metric), (list, tuple)) else None
     ours = m.ours if m.ours is not None else m.quantity(first.metric)
     bound = first.bound(m)
     claims.check(
-        rule.fill(rule.claim, m), rule.fill(rule.paper, m), ours, verdict == REPRODUCED, known_gap, id=rule.fill(rule.id, m),
+        rule.fill(rule.claim, m), rule.fill(rule.paper, m), ours, verdict == REPRODUCED,
+        None if verdict == REPRODUCED else known_gap, id=rule.fill(rule.id, m),
         where=rule.where, rule=rule.fill(rule.prose, m), partly=verdict == PARTLY, explains=rule.explains,
-        per_seed=per_seed, interval=first.values(m) if first.over == INTERVAL else None,
+        value=m.value, per_seed=per_seed if m.per_seed is None else m.per_seed,
+        interval=first.values(m) if first.over == INTERVAL else None, method=m.method or rule.method or BOOTSTRAP_METHOD,
         threshold=list(bound) if isinstance(bound, tuple) else bound, op=first.op if first.op in OPS else None,
-        short=rule.fill(rule.short_text(), m),
+        short=rule.fill(rule.short_text(), m), headline=rule.headline,
     )
     row = claims.rows[-1]
     row.inconclusive, row.op, row.official = verdict == INCONCLUSIVE, first.op, as_numbers(m.official)
-    if verdict != REPRODUCED and rule.cause:
+    if verdict != REPRODUCED and rule.cause and rule.fill(rule.cause, m):
         row.cause, row.cause_class = rule.fill(rule.cause, m), rule.cause_class
         if len(row.cause.split()) > CAUSE_WORDS:
             raise ValueError(f"rule {rule.id!r}: its cause has {len(row.cause.split())} words, at most {CAUSE_WORDS}")
@@ -315,22 +345,40 @@ def judge_all(specs: Sequence[Spec], results: Mapping[str, Any], cfg: Any, gap: 
     claims = Claims()
     for spec in specs:
         if isinstance(spec, Combine):
-            if sum(r.id == spec.id and r.headline for r in claims.rows) > 1:
+            parts = [r for r in claims.rows if r.id == spec.id and r.headline]
+            if len(parts) >= max(spec.min_parts, 1):
                 claims.combine(spec.id, spec.claim, spec.paper, where=spec.where, unit=spec.unit, mixed=spec.mixed,
                                rule=spec.prose, short=spec.short)
+                if spec.after is not None:
+                    spec.after(claims.rows[-1], parts)
             continue
         if spec.only_if_explained_fails and any(r.id == spec.explains and r.passed for r in claims.rows):
             continue
         measured = spec.measure(results, cfg)
         if measured is None:
             continue
-        if isinstance(measured, NotTested):
-            claims.not_tested.append(ClaimRow(measured.claim or spec.claim, spec.paper, measured.ours, measured.why, where=spec.where,
-                                              id=spec.id, explains=spec.explains))
-            continue
-        for m in [measured] if isinstance(measured, Measured) else measured:
-            judge(claims, spec, m, gap(spec.fill(spec.gap, m)) if spec.gap else None)
+        for m in [measured] if isinstance(measured, (Measured, NotTested)) else measured:
+            if isinstance(m, NotTested):
+                names = _Loose(key=m.key, **m.context, **_written(spec))
+                claims.not_tested.append(ClaimRow(m.claim or spec.claim.format_map(names), spec.paper, m.ours, m.why,
+                                                  where=spec.where, rule=spec.prose.format_map(names),
+                                                  id=spec.id.format_map(names), explains=spec.explains))
+            else:
+                judge(claims, spec, m, gap(spec.fill(spec.gap, m)) if spec.gap else None)
     return claims
+
+
+def _written(rule: Rule) -> dict[str, str]:
+    """The thresholds of ``rule`` as written, for its texts without a measurement (``{t0}``, ``{d0}``, ``{p0}``, …)."""
+    out = {f"{name}{i}": _fmt_written(t) for name in ("t", "d") for i, t in enumerate(rule.tests)}
+    return out | {f"{name}{i}": _fmt_written(t) for name in ("p", "dp") for i, t in enumerate(rule.partly)}
+
+
+class _Loose(dict):
+    """Placeholders for a rule's text without a measurement: the known ones filled, the others left as they are."""
+
+    def __missing__(self, name: str) -> str:
+        return "{" + name + "}"
 
 
 def rules_of(specs: Sequence[Spec]) -> list[Rule]:

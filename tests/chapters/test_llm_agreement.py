@@ -431,7 +431,10 @@ def test_analyse_model_end_to_end(tiny):
     names = [r.claim for r in claims.rows]
     assert names[:2] == ["tiny: the model agrees (base AUC)", f"tiny: keeping only the core keeps agreement (ℓ = {res.chosen_layer})"]
     demo_diagnosis = any(v >= 0.5 for v in flat["tiny.demo_share_flipped"])  # a row only when the demo falls short
-    assert len(names) == 17 + demo_diagnosis and all(r.known_gap is None and r.where and r.rule for r in claims.rows)
+    # a generation rule with no scored generation (no number-marked verb in the tiny model's texts) is not tested
+    unscored = [k for k in ("official", "refined") if not flat[f"tiny.generation_{k}_scored"]]
+    assert len(names) == 17 + demo_diagnosis - len(unscored) and all(r.known_gap is None and r.where and r.rule for r in claims.rows)
+    assert len(claims.not_tested) == len(unscored) and all("no steered generation" in r.why for r in claims.not_tested)
     # the stored form (JSON round trip) gives the same claims
     again = A.flat_claims(json.loads(json.dumps(flat)), cfg, models=["tiny"])
     assert again.records("x") == claims.records("x")

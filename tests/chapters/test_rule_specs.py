@@ -1,26 +1,54 @@
 """Every chapter rule declared as data: each fails on its plausible wrong input, and each is in the rules ledger."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from ace_helpers.chapters import ace_planted_system, markov_cores, modadd_grokking
+from ace_helpers.chapters import ace_planted_system, ace_vs_alternatives, core_inflation, core_stitching, llm_agreement, markov_cores, modadd_grokking
+from ace_helpers.chapters.core_inflation.rules import InflationRun
+from ace_helpers.chapters.modadd.analysis import ArmResult
+from ace_helpers.chapters.ace_vs_alternatives.llm import LAYER
+from ace_helpers.chapters.ace_vs_alternatives.llm_rules import SPECS as LLM_SPECS
+from ace_helpers.chapters.ace_vs_alternatives.llm_rules import LlmRun
+from ace_helpers.chapters.llm_agreement.combined import ModelRun
 from ace_helpers.chapters.modadd.long_run import stored_long_run
 from ace_helpers.chapters.modadd_grokking.paper_epochs import EpochRun, official_shares
 from ace_helpers.chapters.rule_tables import tables
+from ace_helpers.llm.labels import model_labels
 from ace_helpers.repro import rules_ledger
-from ace_helpers.repro.rules import Measured, NotTested, verdict_of
+from ace_helpers.repro.rules import Measured, NotTested, rules_of, verdict_of
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Stored results each chapter's rules are measured on (several, so that every rule applies to one of them).
-STORED = {"00_ace_planted_system": ["book/results/00_ace_planted_system.json"], "01_markov_cores": ["book/results/01_markov_cores.json", "book/results/variants/01_markov_cores/ci-fp32.json"]}
-CHAPTERS = {"00_ace_planted_system": ace_planted_system, "01_markov_cores": markov_cores, "02_modadd_grokking": modadd_grokking}
+STORED = {"00_ace_planted_system": ["book/results/00_ace_planted_system.json"],
+          "07_core_stitching": ["book/results/07_core_stitching.json"], "01_markov_cores": ["book/results/01_markov_cores.json", "book/results/variants/01_markov_cores/ci-fp32.json"]}
+CHAPTERS = {"00_ace_planted_system": ace_planted_system, "07_core_stitching": core_stitching, "01_markov_cores": markov_cores, "02_modadd_grokking": modadd_grokking}
 CASES = [(stem, i) for stem, rules in tables().items() for i in range(len(rules))]
 
 
-def _inputs(stem):
+def _inputs(stem, rule=None):
     """``(results, cfg)`` pairs a chapter's rules are measured on: stored results files, or the stored long run."""
+    if stem == "05_llm_agreement":
+        results = json.loads((ROOT / "book/results/05_llm_agreement.json").read_text())
+        cfg = llm_agreement.PARAMS.resolve(**{k: v for k, v in results["params"].items() if k != "OUTPUT_DIR"})
+        return [(ModelRun(results, tuple(model_labels(list(cfg.MODELS)))), cfg)]
+    if stem == "06_ace_vs_alternatives":
+        results = json.loads((ROOT / "book/results/06_ace_vs_alternatives.json").read_text())
+        cfg = ace_vs_alternatives.PARAMS.resolve(**{k: v for k, v in results["params"].items() if k != "OUTPUT_DIR"})
+        models = tuple(dict.fromkeys([*cfg["LLM_MODELS"], *LAYER]))
+        on_llms = rule is not None and any(rule is r for r in rules_of(LLM_SPECS))
+        return [(LlmRun(results["llm"], models), cfg)] if on_llms else [(results, cfg)]
+    if stem == "03_core_inflation":
+        book = core_inflation.PARAMS.resolve(PRESET="book")
+        long_cfg, run, through = stored_long_run(modadd_grokking.PARAMS.resolve(PRESET="book"))
+        pair = core_inflation.fork_pair(book)  # the runs forked at 900 and at 1100 (the second: cores below 48)
+        forks = [(InflationRun(r, t["wd"]), c) for c, r, t in (pair or ())]
+        book_run = core_inflation.run(book, log=None)
+        wd = book_run.wd
+        never = replace(book_run, wd=ArmResult(wd.epochs, {**wd.arrays, "test_acc": wd["test_acc"] * 0}))  # never groks
+        return [(InflationRun(book_run), book), (InflationRun(run, through["wd"]), long_cfg), *forks, (InflationRun(never), book)]
     if stem == "02_modadd_grokking":
         long_cfg, run, _ = stored_long_run(modadd_grokking.PARAMS.resolve(PRESET="book"))
         return [(EpochRun(run.wd, official_shares()), long_cfg)]
@@ -28,14 +56,18 @@ def _inputs(stem):
     for path in STORED[stem]:
         results = json.loads((ROOT / path).read_text())
         out.append((results, CHAPTERS[stem].PARAMS.resolve(**{k: v for k, v in results["params"].items() if k != "OUTPUT_DIR"})))
+    if stem == "07_core_stitching":  # a run stored before the merging paths: the swaps carry the merging headline
+        results, cfg = out[0]
+        out.append(({**results, **{t: {k: v for k, v in results[t].items() if k != "merging"} for t in ("markov", "modadd")}}, cfg))
     return out
 
 
 def _measurements(stem, rule):
     out = []
-    for results, cfg in _inputs(stem):
+    for results, cfg in _inputs(stem, rule):
         m = rule.measure(results, cfg)
-        out += [] if m is None or isinstance(m, NotTested) else [m] if isinstance(m, Measured) else list(m)
+        out += [] if m is None or isinstance(m, NotTested) else [m] if isinstance(m, Measured) else [
+            x for x in m if isinstance(x, Measured)]
     return out
 
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part
+from ace_helpers.chapters.ace_vs_alternatives import llm_rules
 from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps
+from ace_helpers.repro.report import REPRODUCED, ClaimRow, Claims, KnownGaps
+from ace_helpers.repro.rules import INTERVAL, ONE, Comparison, Measure, Measured, NotTested, Rule, Spec, judge_all, verdict_of
 from ace_helpers.repro.tables import markdown_table
-from ace_helpers.repro.verdicts import BOOTSTRAP_METHOD
 
 METHODS = ("ace", "pca", "jacobian", "probe", "class_means", "random", "das")
 TASKS = ("planted", "markov", "modadd")
@@ -29,7 +34,8 @@ MARGIN_METHOD = (f"± {MODADD_GT_MARGIN:g}, the measured spread of this overlap 
 
 
 # -------------------- claims ------------------------------------------------------------------
-WHERE = "ours (beyond the paper)"
+WHERE, DIAGNOSIS = "ours (beyond the paper)", "ours (diagnosis)"
+OBSERVED = "ours: the planted system, the Markov chain and a grokked mod-add model (chapters 0, 1, 2), every method swept over rank"
 PAPER = "not tested (the paper argues that activity or relevance alone misses the core, Sec. 2; it compares no other method)"
 NS_RULE = (f"minimal N&S rank: smallest r with keep ≥ base − {KEEP_TOL} and remove ≤ chance + {REMOVE_TOL} (ours); "
            "a method that never gets there counts as ∞")
@@ -65,20 +71,11 @@ KNOWN_GAPS = KnownGaps({
 })
 
 
+#: A key frequency is strong when its amplitude in the class means is at least this share of the largest.
+STRONG = 0.5
 WEAK_FREQ_RULE = ("ACE's subspace at the ground-truth rank holds the plane of every strong key frequency (amplitude in "
-                  "the class means ≥ ½ of the largest) at ≥ 0.95, and the weak ones less: the overlap falls short on "
-                  "frequencies the 90 %-power rule admits but the model barely uses (ours)")
-
-
-def _weak_frequency_diagnosis(s: dict[str, Any], g: int) -> tuple[str, str, str, bool]:
-    """(claim, paper, ours, passed) of the diagnosis row for a mod-add ground-truth overlap not shown ≥ 0.9."""
-    amp, share = np.array(s["key_amp"]), np.array(s["key_share"])
-    strong = amp >= 0.5 * amp.max()
-    ours = f"per key frequency k, amplitude ÷ the largest and share inside ACE's rank-{g} subspace: " + "; ".join(
-        f"k={k}: {a / amp.max():.2f}, {sh:.3f}" for k, a, sh in zip(s["key_freqs"], amp, share))
-    passed = bool((~strong).any() and share[strong].min() >= 0.95 and share[~strong].min() < share[strong].min())
-    return (f"modadd (diagnosis): ACE's rank-{g} subspace holds the strong key frequencies; the overlap falls short on the "
-            "weak ones", "—", ours, passed)
+                  f"the class means ≥ {STRONG:g} of the largest) at ≥ {{t1}}, and the weak ones less: the overlap falls "
+                  "short on frequencies the 90 %-power rule admits but the model barely uses (ours)")
 
 
 def _inf(r: int | None) -> float:
@@ -102,76 +99,172 @@ def ns_table_rows(res: dict[str, Any]) -> dict[str, dict[str, int | None]]:
     return {t: res[t]["ns_rank"] for t in TASKS if res.get(t) is not None}
 
 
-def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
-    """The chapter's claims (ours), from the results alone, with those not tested (MODADD off, an LLM absent) inside."""
-    claims = Claims()
-    for task in TASKS:
-        s = res.get(task)
-        if s is None:
-            continue
-        ns = s["ns_rank"]
-        others = {m: ns[m] for m in METHODS if m != "ace"}
-        best = min(_inf(v) for v in others.values())
-        wins = ns["ace"] is not None and ns["ace"] <= best
-        gap = KNOWN_GAPS.reason(cfg, f"{task}_ns")
-        if gap is not None:
-            first = min(others, key=lambda m: _inf(others[m]))
-            i = s["ranks"].index(int(best)) if best in s["ranks"] else None
-            gap += ("" if i is None else f" (measured: {first} at rank {int(best)} keeps {s['keep'][first][i]:.3f} and "
-                    f"removed leaves {s['remove'][first][i]:.3f}; base {s['base_acc']:.3f}, chance {s['chance_acc']:.3f})")
-        claims.check(f"{task}: ACE reaches N&S at the smallest rank of all methods", PAPER, [ns["ace"], others], wins,
-                     gap, where=WHERE, rule=NS_RULE, id=f"{ID}{task}_ns_smallest_rank", value=[_inf(ns["ace"]), best],
-                     short="ACE's minimal N&S rank ≤ every other method's (value: [ACE, best other]; none: never)")
-        if not wins and best < float("inf") and int(best) in s["ranks"] and s["gt_rank"] in s["ranks"]:
-            first = min(others, key=lambda m: _inf(others[m]))
-            won = s["overlap"][first][s["ranks"].index(int(best))]
-            ace_g = s["overlap"]["ace"][s["ranks"].index(s["gt_rank"])]
-            ceiling = float(np.sqrt(int(best) / s["gt_rank"]))
-            claims.check(f"{task} (diagnosis): the smaller N&S basis ({first}, rank {int(best)}) is not the ground truth; "
-                         f"ACE's rank-{s['gt_rank']} subspace is", "—", [won, ace_g], won < GT_MIN <= ace_g,
-                         KNOWN_GAPS.reason(cfg, f"{task}_smaller_basis"), where="ours (diagnosis)", rule=f"overlap with the ground truth: < {GT_MIN:g} for the smaller basis, "
-                         f"≥ {GT_MIN:g} for ACE at the ground-truth rank; the answers (an argmax) need fewer dimensions than "
-                         f"the ground-truth subspace (ours). A rank-{int(best)} basis reaches at most √({int(best)}/"
-                         f"{s['gt_rank']}) = {ceiling:.3f} against a rank-{s['gt_rank']} truth, so "
-                         + ("the first part holds by rank alone here and the row's test is ACE's part" if ceiling < GT_MIN
-                            else "both parts can fail here"),
-                         id=f"{ID}{task}_smaller_basis_not_truth",
-                         short=f"smaller N&S basis < {GT_MIN:g} overlap (rank ceiling {ceiling:.2f}), ACE at the truth's rank ≥ {GT_MIN:g}")
+def per_task(fn: Callable[[dict[str, Any], str, Params], "Measured | NotTested | None"]) -> Measure:
+    """A rule's ``measure`` from ``fn(s, task, cfg)`` on one task's results ``s``: one measurement per task that ran,
+    its ``key`` the task."""
+
+    @functools.wraps(fn)
+    def measure(res: Mapping[str, Any], cfg: Params) -> list[Measured | NotTested] | None:
+        out = [(task, fn(res[task], task, cfg)) for task in TASKS if res.get(task) is not None]
+        return [dataclasses.replace(m, key=task) for task, m in out if m is not None] or None
+
+    return measure
+
+
+def _ns(s: dict[str, Any]) -> tuple[dict[str, int | None], float, str]:
+    """(every other method's minimal N&S rank, the best of them (∞: none), the method that has it)."""
+    others = {m: s["ns_rank"][m] for m in METHODS if m != "ace"}
+    first = min(others, key=lambda m: _inf(others[m]))
+    return others, _inf(others[first]), first
+
+
+@per_task
+def _smallest(s, task, cfg):
+    others, best, _ = _ns(s)
+    ace = s["ns_rank"]["ace"]
+    return Measured({"ACE's minimal N&S rank − the best other method's": math.inf if ace is None else ace - best},
+                    ours=[ace, others], value=[_inf(ace), best])
+
+
+def _overlap_at(s: dict[str, Any], method: str, rank: int) -> float | None:
+    return s["overlap"][method][s["ranks"].index(rank)] if rank in s["ranks"] else None
+
+
+@per_task
+def _smaller_basis(s, task, cfg):
+    _, best, first = _ns(s)
+    g, ace = s["gt_rank"], s["ns_rank"]["ace"]
+    if (ace is not None and ace <= best) or best == math.inf or int(best) not in s["ranks"] or g not in s["ranks"]:
+        return None  # ACE is N&S first, or the smaller basis or the truth's rank was not swept
+    won, ace_g = _overlap_at(s, first, int(best)), _overlap_at(s, "ace", g)
+    ceiling = float(np.sqrt(int(best) / g))
+    both = "the first part holds by rank alone here and the row's test is ACE's part" if ceiling < GT_MIN else "both parts can fail here"
+    return Measured({"the smaller basis's overlap with the ground truth": won, "ACE's overlap at the ground-truth rank": ace_g},
+                    ours=[won, ace_g], context={"first": first, "best": int(best), "g": g, "ceiling": f"{ceiling:.3f}",
+                                                "ceiling_short": f"{ceiling:.2f}", "both": both})
+
+
+def _ground_truth(with_interval: bool):
+    def measure(s: dict[str, Any], task: str, cfg: Params) -> Measured | NotTested | None:
         g = s["gt_rank"]
-        ov = s["overlap"]["ace"][s["ranks"].index(g)] if g in s["ranks"] else None
+        ov = _overlap_at(s, "ace", g)
+        if ov is None:
+            return NotTested(f"the rank sweep stops before the ground-truth rank {g}", ours="not swept",
+                             context={"g": g}) if with_interval else None
         interval, method = ground_truth_interval(task, s, ov)
-        rand = s["overlap"]["random"][s["ranks"].index(g)] if g in s["ranks"] else None
-        is_truth = claims.check(
-            f"{task}: ACE's rank-{g} subspace is the ground truth", PAPER,
-            "not swept" if ov is None else f"{ov:.4g}" + ("" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
-            + ("" if rand is None else f" (a random rank-{g} subspace: {rand:.3f})"),
-            ov is not None and ov >= GT_MIN, KNOWN_GAPS.reason(cfg, f"{task}_ground_truth"), where=WHERE,
-            rule=f"projector overlap with the ground-truth subspace at its rank ≥ {GT_MIN:g} (ours); inconclusive when "
-                 "the overlap's interval straddles it (where the run has one: a bootstrap over the test pairs, or for "
-                 f"mod-add without one, ± {MODADD_GT_MARGIN:g}, the spread measured between trainings on different CPUs)",
-            id=f"{ID}{task}_ground_truth", value=ov, interval=interval, threshold=GT_MIN if ov is not None else None,
-            op=">=" if ov is not None else None, method=method or BOOTSTRAP_METHOD,
-            short=f"overlap of ACE's rank-g subspace with the ground truth ≥ {GT_MIN:g} (interval not straddling)")
-        if not is_truth and s.get("key_share"):
-            claims.check(*_weak_frequency_diagnosis(s, g), where="ours (diagnosis)", rule=WEAK_FREQ_RULE,
-                         id=f"{ID}{task}_weak_frequencies", value=s["key_share"],
-                         short="ACE's rank-g subspace holds every strong key frequency ≥ 0.95 and the weak ones less")
-    pl = res["planted"]
-    r = cfg["R_CORE"]
+        if (interval is not None) != with_interval:
+            return None
+        rand = _overlap_at(s, "random", g)
+        ours = f"{ov:.4g}" + ("" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
+        ours += "" if rand is None else f" (a random rank-{g} subspace: {rand:.3f})"
+        value = {_GT_METRIC[with_interval]: interval if with_interval else ov}
+        return Measured(value, ours=ours, value=ov, context={"g": g}, method=method)
+
+    measure.__qualname__ = measure.__name__ = f"ground_truth[{'interval' if with_interval else 'value'}]"
+    return per_task(measure)
+
+
+#: The ground-truth rule's quantity, without and with a stored interval (two rules of one id).
+_GT_METRIC = {False: "overlap with the ground truth", True: "ACE's overlap with the ground truth"}
+GROUND_TRUTH_PROSE = ("projector overlap with the ground-truth subspace at its rank ≥ {t0} (ours); inconclusive when the "
+                      "overlap's interval straddles it (where the run has one: a bootstrap over the test pairs, or for "
+                      f"mod-add without one, ± {MODADD_GT_MARGIN:g}, the spread measured between trainings on different CPUs)")
+GROUND_TRUTH = tuple(
+    Rule(ID + "{key}_ground_truth", "{key}: ACE's rank-{g} subspace is the ground truth", PAPER, WHERE, OBSERVED,
+         (Comparison(_GT_METRIC[with_interval], ">=", GT_MIN, over=INTERVAL if with_interval else ONE),),
+         GROUND_TRUTH_PROSE, _ground_truth(with_interval),
+         {_GT_METRIC[with_interval]: [0.2, 0.4] if with_interval else 0.3}, gap="{key}_ground_truth")
+    for with_interval in (False, True)
+)
+
+
+@per_task
+def _weak_frequencies(s, task, cfg):
+    if not s.get("key_share"):
+        return None
+    for rule in GROUND_TRUTH:  # judged only where ACE's overlap is not shown to be the ground truth
+        m = rule.measure({task: s}, cfg)
+        if m and isinstance(m[0], Measured) and verdict_of(rule, m[0]) == REPRODUCED:
+            return None
+    g = s["gt_rank"]
+    amp, share = np.array(s["key_amp"]), np.array(s["key_share"])
+    strong = amp >= STRONG * amp.max()
+    ours = f"per key frequency k, amplitude ÷ the largest and share inside ACE's rank-{g} subspace: " + "; ".join(
+        f"k={k}: {a / amp.max():.2f}, {sh:.3f}" for k, a, sh in zip(s["key_freqs"], amp, share))
+    weak = share[~strong].min() if (~strong).any() else math.inf
+    return Measured({"weak key frequencies": int((~strong).sum()), "the strong ones' smallest share": float(share[strong].min()),
+                     "strong − weak smallest share": float(share[strong].min() - weak)}, ours=ours, value=s["key_share"],
+                    context={"g": g})
+
+
+def _distractors(res: Mapping[str, Any], cfg: Params) -> Measured:
+    pl, r = res["planted"], cfg["R_CORE"]
     fails = {m: [pl["overlap"][m][r - 1], pl["ns_rank"][m]] for m in ("pca", "jacobian")}
-    claims.check("planted: PCA and the Jacobian Gram fail on the distractors", PAPER, fails,
-                 all(v[0] <= 0.1 and _inf(v[1]) > r for v in fails.values()), where=WHERE,
-                 rule=f"overlap with the planted core at rank {r} ≤ 0.1 and no N&S at rank {r} (ours)",
-                 id=ID + "planted_distractors", value=[fails["pca"][0], fails["jacobian"][0]],
-                 short=f"PCA and Jacobian: overlap with the planted core ≤ 0.1 and not N&S at rank {r}")
-    not_tested = [] if res.get("modadd") is not None else [
-        ClaimRow(f"modadd: {c}", PAPER, "—", "MODADD is off at this preset (training the model takes minutes)", where=WHERE,
-                 rule=rule, id=ID + name)
-        for c, rule, name in (("ACE reaches N&S at the smallest rank of all methods", NS_RULE, "modadd_ns_smallest_rank"),
-                              ("ACE's subspace is the ground truth", f"overlap ≥ {GT_MIN:g} (ours)", "modadd_ground_truth"))]
+    return Measured({"PCA's overlap with the core": fails["pca"][0], "the Jacobian's overlap with the core": fails["jacobian"][0],
+                     "PCA's minimal N&S rank": _inf(fails["pca"][1]), "the Jacobian's minimal N&S rank": _inf(fails["jacobian"][1]),
+                     "R_CORE": r}, ours=fails, value=[fails["pca"][0], fails["jacobian"][0]], context={"R": r})
+
+
+def _one(metric: str, op: str, threshold: float, relative_to: str | None = None) -> Comparison:
+    return Comparison(metric, op, threshold, relative_to=relative_to, over=ONE)
+
+
+SPECS: tuple[Spec, ...] = (
+    Rule(ID + "{key}_ns_smallest_rank", "{key}: ACE reaches N&S at the smallest rank of all methods", PAPER, WHERE, OBSERVED,
+         (_one("ACE's minimal N&S rank − the best other method's", "<=", 0),), NS_RULE, _smallest,
+         {"ACE's minimal N&S rank − the best other method's": 2}, gap="{key}_ns"),
+    Rule(ID + "{key}_smaller_basis_not_truth", "{key} (diagnosis): the smaller N&S basis ({first}, rank {best}) is not the "
+         "ground truth; ACE's rank-{g} subspace is", "—", DIAGNOSIS, OBSERVED,
+         (_one("the smaller basis's overlap with the ground truth", "<", GT_MIN), _one("ACE's overlap at the ground-truth rank", ">=", GT_MIN)),
+         "overlap with the ground truth: < {t0} for the smaller basis, ≥ {t1} for ACE at the ground-truth rank; the "
+         "answers (an argmax) need fewer dimensions than the ground-truth subspace (ours). A rank-{best} basis reaches "
+         "at most √({best}/{g}) = {ceiling} against a rank-{g} truth, so {both}", _smaller_basis,
+         {"the smaller basis's overlap with the ground truth": 0.95, "ACE's overlap at the ground-truth rank": 0.5},
+         gap="{key}_smaller_basis"),
+    *GROUND_TRUTH,
+    Rule(ID + "{key}_weak_frequencies", "{key} (diagnosis): ACE's rank-{g} subspace holds the strong key frequencies; the "
+         "overlap falls short on the weak ones", "—", DIAGNOSIS, OBSERVED,
+         (_one("weak key frequencies", ">=", 1), _one("the strong ones' smallest share", ">=", 0.95),
+          _one("strong − weak smallest share", ">", 0)), WEAK_FREQ_RULE, _weak_frequencies,
+         {"weak key frequencies": 0, "the strong ones' smallest share": 0.5}),
+    Rule(ID + "planted_distractors", "planted: PCA and the Jacobian Gram fail on the distractors", PAPER, WHERE, OBSERVED,
+         (_one("PCA's overlap with the core", "<=", 0.1), _one("the Jacobian's overlap with the core", "<=", 0.1),
+          _one("PCA's minimal N&S rank", ">", 0, "R_CORE"), _one("the Jacobian's minimal N&S rank", ">", 0, "R_CORE")),
+         "overlap with the planted core at rank {R} ≤ {t0} and no N&S at rank {R} (ours)", _distractors,
+         {"PCA's overlap with the core": 0.9, "the Jacobian's overlap with the core": 0.9}),
+)
+
+
+def _gap(cfg: Params, key: str, res: Mapping[str, Any]) -> str | None:
+    """The known gap ``key`` of this run; a task's N&S gap (``"<task>_ns"``) ends with the measured ranks and accuracies
+    of the method that is N&S first."""
+    gap = KNOWN_GAPS.reason(cfg, key)
+    task = key.removesuffix("_ns")
+    if gap is None or not key.endswith("_ns") or res.get(task) is None:
+        return gap
+    s = res[task]
+    _, best, first = _ns(s)
+    i = s["ranks"].index(int(best)) if best in s["ranks"] else None
+    return gap + ("" if i is None else f" (measured: {first} at rank {int(best)} keeps {s['keep'][first][i]:.3f} and "
+                  f"removed leaves {s['remove'][first][i]:.3f}; base {s['base_acc']:.3f}, chance {s['chance_acc']:.3f})")
+
+
+def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
+    """The chapter's claims (ours; the paper's ``sva.one_dim`` and ``sva.scale_invariance`` from its LLMs), from the
+    results alone: every rule of :data:`SPECS` and of :data:`~.llm_rules.SPECS`, with those not tested (MODADD off, an
+    LLM absent) inside."""
+    claims = judge_all(SPECS, res, cfg, lambda key: _gap(cfg, key, res))
+    not_tested = list(claims.not_tested)
+    if res.get("modadd") is None:
+        not_tested += [ClaimRow(f"modadd: {c}", PAPER, "—", "MODADD is off at this preset (training the model takes "
+                                "minutes)", where=WHERE, rule=rule, id=ID + name)
+                       for c, rule, name in (("ACE reaches N&S at the smallest rank of all methods", NS_RULE, "modadd_ns_smallest_rank"),
+                                             ("ACE's subspace is the ground truth", f"overlap ≥ {GT_MIN:g} (ours)",
+                                              "modadd_ground_truth"))]  # fmt: skip
     models = list(dict.fromkeys([*cfg["LLM_MODELS"], *llm_part.LAYER]))
-    not_tested += llm_part.add_claims(claims, res.get("llm"), models, ClaimRow, lambda key: KNOWN_GAPS.reason(cfg, key))
-    claims.not_tested = not_tested
+    llm_claims = llm_rules.claims(res.get("llm"), models, cfg, lambda key: KNOWN_GAPS.reason(cfg, key))
+    claims.rows += llm_claims.rows
+    claims.not_tested = not_tested + llm_claims.not_tested
     return claims
 
 

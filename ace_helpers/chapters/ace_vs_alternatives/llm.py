@@ -29,7 +29,6 @@ has fewer directions}, ``flip_shift`` {method: per rank}, ``ns_rank`` {method: r
 from __future__ import annotations
 
 import gc
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -203,54 +202,9 @@ def run_llm(cfg: Any) -> dict[str, Any] | None:
     return out
 
 
-# -------------------- claims and text ---------------------------------------------------------
-WHERE = "ours (beyond the paper)"
-PAPER = ("not tested against other methods (the paper finds one necessary and sufficient axis for agreement "
-         "in GPT-2 whose flip inverts the verb number, its subject–verb agreement figure, panel A; it compares no other method)")
-NS_RULE = (f"accuracy of the margin's sign against the subject's number on the test prompts, edits at the last token "
-           f"about the train mean: N&S = keep ≥ base − {KEEP_TOL} and remove ≤ 0.5 + {REMOVE_TOL} (ours; "
-           "an accuracy, where chapter 5 uses AUCs)")
-
-
+# -------------------- text ---------------------------------------------------------------------
 def _ok(res_llm: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return {n: s for n, s in (res_llm or {}).items() if "unavailable" not in s}
-
-
-def claim_specs(name: str) -> list[tuple[str, str]]:
-    """(claim, rule) of each LLM claim for model ``name`` (the same whether tested or not)."""
-    return [
-        (f"{name}: ACE's 1-D core is necessary and sufficient at r = 1", NS_RULE),
-        (f"{name}: flipping ACE's 1-D core flips the verb number",
-         (f"share of test prompts whose flipped margin still has the right sign ≤ {FLIP_MAX} (ours); inconclusive when "
-          "its percentile-bootstrap interval over the test prompts straddles it")),
-        (f"{name}: ACE reaches N&S at the smallest rank of all methods (ties count)", NS_RULE + "; ties count as a win"),
-        (f"{name}: activity alone (PCA) is not N&S at r = 1", NS_RULE),
-    ]
-
-
-#: The name part of each LLM claim's id (:func:`claim_ids`), in the order of :func:`claim_specs`, and its short rule.
-CLAIM_NAMES = ("ns_at_rank1", "flip", "ns_smallest_rank", "pca_not_ns_at_rank1")
-SHORT = (f"ACE at r = 1: keep ≥ base − {KEEP_TOL}, remove ≤ 0.5 + {REMOVE_TOL}",
-         f"ACE's 1-D flip: share of prompts keeping the right number ≤ {FLIP_MAX}",
-         "ACE's minimal N&S rank ≤ every other method's (ties count)", "PCA at r = 1 is not N&S")
-
-
-#: The paper claim the first per-model row tests (a 1-D core, necessary and sufficient), combined over models.
-ONE_DIM = "sva.one_dim"
-ONE_DIM_SHORT = f"ACE at r = 1: keep ≥ base − {KEEP_TOL}, |remove − 0.5| ≤ {REMOVE_TOL}; partly: remove ≤ 0.5 + {REMOVE_TOL}"
-ONE_DIM_RULE = (f"at r = 1, keep ≥ base − {KEEP_TOL} and removal destroys agreement: |remove − 0.5| ≤ {REMOVE_TOL} (as the "
-                "paper states it; an accuracy far below 0.5 is agreement inverted, not destroyed); partly: N&S as the "
-                f"method comparison reads it, remove ≤ 0.5 + {REMOVE_TOL}, inversion included (accuracies of the margin's "
-                "sign against the subject's number, edits at the last token about the train mean)")
-ONE_DIM_PAPER = "one causal axis (a 1-D core) for agreement in late layers of every model"
-ONE_DIM_WHERE = "abstract; SVA figure, panel A"
-
-
-def claim_ids(name: str) -> list[str]:
-    """The ids of model ``name``'s claims (:func:`claim_specs` order): the paper's ``sva.one_dim`` for the
-    first (combined over models into one headline), ``ours.ace_vs_alternatives.llm_<model>_<claim>`` for the rest."""
-    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "model"
-    return [ONE_DIM, *(f"ours.ace_vs_alternatives.llm_{slug}_{c}" for c in CLAIM_NAMES[1:])]
 
 
 def rate_interval(rate: float, n: int) -> tuple[float, float]:
@@ -258,103 +212,6 @@ def rate_interval(rate: float, n: int) -> tuple[float, float]:
     ``rate`` of ``n`` prompts: its per-prompt outcomes are round(rate·n) ones and the rest zeros."""
     k = round(rate * n)
     return bootstrap_interval([1.0] * k + [0.0] * (n - k), np.mean, seed=0)
-
-
-def add_claims(claims: Any, res_llm: dict[str, Any] | None, models: Sequence[str], row_cls: Any,
-               gap: Any = lambda key: None) -> list[Any]:
-    """Add the LLM claims of every model that ran to ``claims``; return not-tested rows (``row_cls``) for the rest.
-    ``gap``: the chapter's known gap of a key (``"llm_one_dim"``, ``"llm_scale_invariance"``), or None."""
-    ok = _ok(res_llm)
-    not_tested = []
-    for name in models:
-        specs, ids = claim_specs(name), claim_ids(name)
-        if name not in ok:
-            why = (res_llm or {}).get(name, {}).get("unavailable") or "LLM_MODELS does not list it at this preset (off at ci)"
-            not_tested += [row_cls(c, PAPER, "—", why, where=WHERE, rule=rule, id=i) for (c, rule), i in zip(specs, ids)
-                           if i != ONE_DIM]  # the paper claim's row: below, once for all models
-            continue
-        s = ok[name]
-        ns = s["ns_rank"]
-        others = {m: ns[m] for m in METHODS if m != "ace"}
-        best = min(float("inf") if v is None else v for v in others.values())
-        one = {m: [s["keep"][m][0], s["remove"][m][0]] for m in ("ace", "pca")}
-        destroyed = abs(one["ace"][1] - 0.5) <= REMOVE_TOL  # at chance: agreement destroyed, not inverted
-        claims.check(specs[0][0], ONE_DIM_PAPER, [s["base_acc"], one["ace"]], ns["ace"] == 1 and destroyed,
-                     gap("llm_one_dim"), where=ONE_DIM_WHERE, rule=ONE_DIM_RULE, id=ids[0], short=ONE_DIM_SHORT,
-                     partly=ns["ace"] == 1)
-        flip = s["flip"]["ace"][0]
-        claims.check(specs[1][0], PAPER, [flip, s["flip_shift"]["ace"][0]], flip <= FLIP_MAX, where=WHERE, rule=specs[1][1],
-                     id=ids[1], value=flip, interval=rate_interval(flip, s["n_test"]), threshold=FLIP_MAX, op="<=",
-                     short=SHORT[1])
-        claims.check(specs[2][0], PAPER, [ns["ace"], others], ns["ace"] is not None and ns["ace"] <= best, where=WHERE,
-                     rule=specs[2][1], id=ids[2], value=[float("inf") if ns["ace"] is None else ns["ace"], best],
-                     short=SHORT[2])
-        claims.check(specs[3][0], PAPER, one["pca"], ns["pca"] != 1, where=WHERE, rule=specs[3][1], id=ids[3],
-                     short=SHORT[3])
-    why_not = _scale_invariance(claims, ok, gap("llm_scale_invariance")) if ok else None  # no LLM ran (the ci preset): no row at all
-    if why_not is not None:
-        not_tested.append(row_cls(SCALE_CLAIM, SCALE_PAPER, "—", why_not, where=SCALE_WHERE, rule=SCALE_RULE, id=SCALE))
-    if any(r.id == ONE_DIM for r in claims.rows):
-        claims.combine(ONE_DIM, "one causal axis: a 1-D core is necessary and sufficient in every model", ONE_DIM_PAPER,
-                       where=ONE_DIM_WHERE, rule="the per-model rows above (" + ONE_DIM_SHORT + ") hold in every "
-                       "model; partly: in some, or removal inverts agreement instead of destroying it", unit="models",
-                       mixed="partly")  # fmt: skip
-        _one_dim_cause(claims.rows[-1], ok)
-    elif models:
-        not_tested.append(row_cls("one causal axis: a 1-D core is necessary and sufficient in every model", ONE_DIM_PAPER,
-                                  "—", "no model ran at this preset", where=ONE_DIM_WHERE, rule=NS_RULE, id=ONE_DIM))
-    return not_tested
-
-
-SCALE = "sva.scale_invariance"
-SCALE_PAPER = "the core stays one-dimensional from GPT-2 Small to Large (6.6× parameters, 3× depth)"
-SCALE_WHERE = "SVA section (GPT-2 Small, Medium, Large)"
-SCALE_CLAIM = "the agreement core stays one-dimensional across model scale"
-#: The scale span the claim needs: the paper's GPT-2 Small → Large, in parameters and in depth (12 → 36 layers).
-SCALE_SPAN, SCALE_DEPTH = 6.6, 3.0
-SCALE_RULE = (f"ACE's minimal N&S rank ({SHORT[0]}) is 1 in every model, and the models span at least {SCALE_SPAN}× in "
-              f"the parameters of their transformer blocks and {SCALE_DEPTH:g}× in depth (the paper's GPT-2 Small → "
-              "Large); partly: 1-D in every model over the parameter span but a shorter depth span; our models come "
-              "from three families and are quantised checkpoints, the paper's are GPT-2 in full precision")
-
-
-def _one_dim_cause(row: Any, ok: dict[str, dict[str, Any]]) -> None:
-    """The measured cause of a combined ``sva.one_dim`` row that does not hold: removal inverts agreement."""
-    removed = [s["remove"]["ace"][0] for s in ok.values()]
-    if not row.passed and removed and max(removed) < 0.5 - REMOVE_TOL:
-        row.cause = (f"at r = 1 removal inverts agreement (accuracy {min(removed):.2f}–{max(removed):.2f}) instead of "
-                     "destroying it, in our four models")
-        row.cause_class = "ours"
-
-
-def _scale_invariance(claims: Any, ok: dict[str, dict[str, Any]], known_gap: str | None = None) -> str | None:
-    """``sva.scale_invariance`` over the models that ran; returns why it is not tested (None when it is).  The scale is
-    the parameters of the transformer blocks (embeddings and the output head left out: an untied head would count
-    twice) and the depth, as the paper's GPT-2 Small → Large span compares them."""
-    sized = {n: s for n, s in ok.items() if s.get("n_params")}
-    if len(sized) < 2:
-        return f"{len(sized)} model with a parameter count ran: a scale comparison needs two or more"
-    size = {n: s.get("n_params_blocks") or s["n_params"] for n, s in sized.items()}
-    by_size = sorted(sized, key=lambda n: size[n])
-    small, large = by_size[0], by_size[-1]
-    span = size[large] / size[small]
-    depth = max(sized[n]["n_layers"] for n in by_size) / min(sized[n]["n_layers"] for n in by_size)
-    if span < SCALE_SPAN:
-        return f"the models span {span:.1f}× in parameters ({small} to {large}); the claim compares {SCALE_SPAN}× or more"
-    one = {n: sized[n]["ns_rank"]["ace"] == 1 for n in by_size}
-    ours = ", ".join(f"{n} ({size[n] / 1e6:.0f}M, {sized[n]['n_layers']} layers): rank {sized[n]['ns_rank']['ace']}"
-                     for n in by_size)
-    claims.check(SCALE_CLAIM, SCALE_PAPER, f"minimal N&S rank of ACE per model, {ours}; span {span:.1f}× in block "
-                 f"parameters, {depth:.1f}× in depth", all(one.values()) and depth >= SCALE_DEPTH, known_gap, where=SCALE_WHERE,
-                 rule=SCALE_RULE, id=SCALE, partly=all(one.values()), value=[span, depth],
-                 per_seed=[float(sized[n]["ns_rank"]["ace"] or 0) for n in by_size],
-                 short=f"ACE's core is 1-D in every model over ≥ {SCALE_SPAN}× block parameters and ≥ {SCALE_DEPTH:g}× depth; "
-                 "partly: the parameter span only")  # fmt: skip
-    if all(one.values()) and depth < SCALE_DEPTH:
-        claims.rows[-1].cause = (f"our models span {depth:.1f}× in depth, not the paper's {SCALE_DEPTH:g}× (GPT-2 Small "
-                                 "→ Large); no GPT-2 ran")
-        claims.rows[-1].cause_class = "as-stated"
-    return None
 
 
 def finding_text(res_llm: dict[str, Any] | None) -> str:

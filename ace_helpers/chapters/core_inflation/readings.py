@@ -1,14 +1,21 @@
-"""How chapter 3 reads a per-model quantity that fluctuates from checkpoint to checkpoint (a window of the run, not its
-last checkpoint), and the measured cause of each paper claim a full run does not reproduce."""
+"""How chapter 3's rules read a run: :class:`InflationRun` (a run and where its checkpoints stop), its :class:`Facts`,
+the wrappers that make a rule's ``measure`` (:func:`late` for a claim stated for the paper's 20 000 epochs,
+:func:`always`, :func:`after_grok`), and a per-model quantity that fluctuates from checkpoint to checkpoint read over a
+window of the run (:func:`window_quartiles`), not at its last checkpoint."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.modadd.analysis import ArmResult
-from ace_helpers.repro.report import Claims
+from ace_helpers.chapters.modadd import config
+from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun, grok_epoch
+from ace_helpers.repro.params import Params
+from ace_helpers.repro.rules import Measured, NotTested
 
 
 #: A per-model rule on a quantity that fluctuates from checkpoint to checkpoint reads the checkpoints of the last
@@ -31,42 +38,104 @@ def window_states(values: np.ndarray, epochs: np.ndarray, threshold: float) -> t
     return states, med.tolist()
 
 
-def judge_window(claims: Claims, states: list[str], arm: ArmResult, key: str, threshold: float, what: str) -> None:
-    """The last row is inconclusive, with its measured cause, when no model fails outright and some are undecided."""
-    row = claims.rows[-1]
-    if not row.passed and "fail" not in states and "undecided" in states:
-        row.inconclusive, row.partly = True, False
-        m = states.index("undecided")
-        mask = window_mask(arm.epochs)
-        lo, hi = np.percentile(np.asarray(arm[key], dtype=float)[m, mask], [25, 75])
-        row.cause = (f"model {m}'s {what} over its last {int(mask.sum())} checkpoints has quartiles {lo:g}–{hi:g}, "
-                     f"around the bound {threshold:g}")
-        row.cause_class = "samples"
-
-
 def span(values: Any, digits: int = 1) -> str:
     vals = [float(v) for v in values]
     return f"{min(vals):.{digits}f}–{max(vals):.{digits}f}"
 
 
-def add_causes(claims: Claims) -> None:
-    """The measured cause, in one sentence, of each of the chapter's paper claims that a full run does not reproduce."""
-    for row in claims.rows:
-        if row.passed or row.cause or not row.headline or row.per_seed is None or row.known_gap is None:
-            continue
-        if row.id == "inflation.no_wd":
-            row.cause = (f"without weight decay the core ends at {span(row.per_seed)}× its grokking size, in one "
-                         "20 000-epoch sample of our trainer")
-            row.cause_class = "samples"
-        elif row.id == "inflation.no_wd_modes":
-            row.cause = (f"without weight decay the modes end at {span(row.per_seed)}× their count at grokking, in one "
-                         "20 000-epoch sample of our trainer")
-            row.cause_class = "samples"
-        elif row.id == "inflation.redistribution" and isinstance(row.value, list) and len(row.value) == 2:
-            row.cause = (f"the unembedding's power spreads over {span(row.value[1])} effective harmonics, the "
-                         f"embedding's over {span(row.value[0])}; the paper names neither weight")
-            row.cause_class = "as-stated"
-        elif row.id == "inflation.sufficient_flat":
-            row.cause = (f"the sufficient dim grows {span(row.per_seed)}× after grokking in our bf16 ensemble run, "
-                         "at a 1 % keep tolerance too")
-            row.cause_class = "ours"
+@dataclass(frozen=True)
+class InflationRun:
+    """What the rules read: a run (both arms) and where its checkpoints stop (``last_epoch``; None: EPOCHS)."""
+
+    run: GrokRun
+    last_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What several rules need: the arms, the grok epoch, the last epoch, the epoch both arms reached (``e_end``,
+    ``shared``: whether they share one), whether the run is on the paper's task and runs its 20 000 epochs."""
+
+    p: int
+    wd: ArmResult
+    nowd: ArmResult
+    grok: int | None
+    last: int
+    horizon: int
+    paper_task: bool
+    full_run: bool
+    e_end: int
+    shared: bool
+
+    @property
+    def before_fork(self) -> bool:
+        """Whether every model grokked by the fork (the WD-off comparisons need it)."""
+        return self.grok is not None and self.grok <= self.fork
+
+    fork: int = 0
+
+
+def facts(r: InflationRun, cfg: Params) -> Facts:
+    """The :class:`Facts` of ``r``."""
+    wd, nowd = r.run.wd, r.run.nowd
+    horizon = int(cfg["EPOCHS"] if r.last_epoch is None else r.last_epoch)
+    shared = np.intersect1d(wd.epochs, nowd.epochs)
+    paper_task = config.paper_task(cfg)
+    return Facts(cfg["P"], wd, nowd, grok_epoch(wd.epochs, wd["test_acc"]), int(wd.epochs[-1]), horizon, paper_task,
+                 paper_task and horizon >= 20000, int(shared[-1]) if shared.size else int(nowd.epochs[-1]),
+                 bool(shared.size), fork=int(cfg["FORK_EPOCH"]))
+
+
+Fn = Callable[[Facts, Params], "Measured | None"]
+
+
+def late(fn: Fn) -> Callable[[InflationRun, Params], Measured | NotTested | None]:
+    """A rule stated for the paper's 20 000 epochs: judged on the paper's task (``{at}`` in its claim says where a
+    shorter run is read), not tested on another task (its value shown)."""
+
+    @functools.wraps(fn)
+    def measure(r: InflationRun, cfg: Params) -> Measured | NotTested | None:
+        f = facts(r, cfg)
+        m = fn(f, cfg)
+        if m is None:
+            return None
+        if not f.paper_task:
+            return NotTested(f"needs 20 000 epochs at p = 53 (this run: {f.horizon} at p = {f.p})", ours=str(m.ours),
+                             context={**m.context, "at": ""})
+        return replace(m, context={**m.context, "at": "" if f.full_run else f" [at epoch {f.horizon} of 20 000]"})
+
+    return measure
+
+
+def always(fn: Fn) -> Callable[[InflationRun, Params], Measured | None]:
+    """A rule judged on every run."""
+
+    @functools.wraps(fn)
+    def measure(r: InflationRun, cfg: Params) -> Measured | None:
+        return fn(facts(r, cfg), cfg)
+
+    return measure
+
+
+def window_quartiles(arm: ArmResult, key: str, bound: float, what: str) -> tuple[list[float], list[float], list[float], str]:
+    """Per model the lower quartile, median and upper quartile of ``key`` over the last quarter of the run, and why
+    the models cannot tell (the first whose quartiles straddle ``bound``, when none lies wholly below it)."""
+    mask = window_mask(arm.epochs)
+    q25, med, q75 = np.percentile(np.asarray(arm[key], dtype=float)[:, mask], [25, 50, 75], axis=1)
+    undecided = [m for m in range(len(q25)) if q25[m] < bound <= q75[m]]
+    why = ""
+    if undecided and (q75 >= bound).all():
+        m = undecided[0]
+        why = (f"model {m}'s {what} over its last {int(mask.sum())} checkpoints has quartiles {q25[m]:g}–{q75[m]:g}, "
+               f"around the bound {bound:g}")
+    return q25.tolist(), med.tolist(), q75.tolist(), why
+
+
+def after_grok(fn: Fn) -> Fn:
+    """``fn`` where every model grokked by the fork, else no row (the row above fails instead)."""
+
+    @functools.wraps(fn)
+    def measure(f: Facts, cfg: Params) -> Measured | None:
+        return fn(f, cfg) if f.before_fork else None
+
+    return measure

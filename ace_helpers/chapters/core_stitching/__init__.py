@@ -59,9 +59,6 @@ from ace_helpers.chapters.core_stitching.claims import (  # noqa: F401 - the cha
     first_working_rank,
     halfway,
     jaccard_baseline,
-    markov_claims,
-    merging_claim,
-    modadd_claims,
 )
 from ace_helpers.chapters.core_stitching.invariance import invariance_pairs
 from ace_helpers.chapters.core_stitching.merging import merge_paths

@@ -1,12 +1,14 @@
-"""Chapter 5's per-model helpers: :func:`wilson_interval`, the Wilson score interval of a share of ``n``
-binary outcomes (the generation rate: the share of scored generations whose verb number changes), and
-:func:`name_model`, which gives our own per-model rows ids that name their model."""
+"""Chapter 5's per-model helpers: :class:`ModelRun`, what the chapter's rules read (the flat results and the models);
+:func:`wilson_interval`, the Wilson score interval of a share of ``n`` binary outcomes (the generation rate: the share
+of scored generations whose verb number changes); :func:`model_slug`, a model's part of our own rows' ids; and
+:func:`combined_cause`, the measured cause of a row combined over the models."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from scipy import stats
@@ -30,6 +32,18 @@ def wilson_interval(rate: float, n: int, level: float = WILSON_LEVEL) -> tuple[f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+@dataclass(frozen=True)
+class ModelRun:
+    """What the rules read: the flat ``results`` and the ``models`` (labels) they are judged on, in order."""
+
+    results: Mapping[str, Any]
+    models: tuple[str, ...]
+
+    def getter(self, name: str) -> Callable[[str], Any]:
+        """``get(field)``: model ``name``'s ``<name>.<field>`` entry (None where absent)."""
+        return lambda field: self.results.get(f"{name}.{field}")
+
+
 #: The prefix of the chapter's own claim ids.
 OURS_PREFIX = "ours.llm_agreement."
 
@@ -37,14 +51,6 @@ OURS_PREFIX = "ours.llm_agreement."
 def model_slug(name: str) -> str:
     """``name`` (a model, or a pair ``"a~b"``) as an id part: lower case, runs of other characters as ``_``."""
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "model"
-
-
-def name_model(rows: list[Any], name: str) -> None:
-    """Make the ids of our own rows for model ``name`` stable and unique: ``ours.llm_agreement.<model>_<claim>``
-    (the paper's ids stay: their per-model rows are combined into one headline)."""
-    for r in rows:
-        if r.id.startswith(OURS_PREFIX):
-            r.id = OURS_PREFIX + model_slug(name) + "_" + r.id[len(OURS_PREFIX) :]
 
 
 def combined_cause(row: Any, parts: Sequence[Any], unit: str, words: int = 20) -> None:

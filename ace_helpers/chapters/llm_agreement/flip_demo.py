@@ -21,8 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from ace_helpers.chapters.llm_agreement.combined import ModelRun
 from ace_helpers.llm.agreement_demo import COMPARISON_KEYS, COMPARISONS, CONDITIONS, combined_demo_tests, comparison_key
-from ace_helpers.repro.report import Claims
+from ace_helpers.repro.report import NOT_REPRODUCED, Claims
+from ace_helpers.repro.rules import ONE, Comparison, Measured, Rule, judge_all
 from ace_helpers.repro.tables import markdown_table
 
 #: Each of the three Fisher-combined one-sided p-values must be below this.
@@ -66,33 +68,42 @@ def _p(x: Any) -> str:
     return "n/a" if x is None else f"{x:.2g}"
 
 
-def flip_demo_claim(claims: Claims, results: Mapping[str, Any], models: Sequence[str], known_gap: str | None = None) -> bool:
-    """Add the headline row of ``sva.flip_demo_tests`` from the flat ``results`` (:func:`demo_test_entries`'s keys).
-
-    Reproduced when all three Fisher-combined one-sided p-values are below :data:`DEMO_P`, partly when
-    some are; ``value`` holds the three combined p-values (:data:`COMPARISON_KEYS` order), ``per_seed``
-    each model's three. No row when the run has no flip demo. Returns whether a row was added.
-    """
-    combined = [results.get(f"demo_fisher_p_{k}") for k in COMPARISON_KEYS]
+def _demo_tests(run: ModelRun, cfg: Any) -> Measured | None:
+    combined = [run.results.get(f"demo_fisher_p_{k}") for k in COMPARISON_KEYS]
     if all(p is None for p in combined):
-        return False
+        return None
     if any(p is None for p in combined):
         raise ValueError(f"the results hold only some of the flip demo's combined p-values: {combined}")
-    ran = [m for m in models if results.get(f"{m}.demo_p_{COMPARISON_KEYS[0]}") is not None]
-    per_model = [[results[f"{m}.demo_p_{k}"] for k in COMPARISON_KEYS] for m in ran]
-    two = [results.get(f"demo_fisher_p_two_sided_{k}") for k in COMPARISON_KEYS]
-    below = [p < DEMO_P for p in combined]
+    ran = [m for m in run.models if run.results.get(f"{m}.demo_p_{COMPARISON_KEYS[0]}") is not None]
+    per_model = [[run.results[f"{m}.demo_p_{k}"] for k in COMPARISON_KEYS] for m in ran]
+    two = [run.results.get(f"demo_fisher_p_two_sided_{k}") for k in COMPARISON_KEYS]
     ours = "; ".join(f"{DIRECTION[k]} p {_p(p)}" for k, p in zip(COMPARISON_KEYS, combined))
     ours += f" (one-sided, Fisher-combined over {len(ran)} model{'s' if len(ran) != 1 else ''}"
     ours += f"; two-sided as the code release: {', '.join(_p(p) for p in two)})" if any(p is not None for p in two) else ")"
     ours += "; per model: " + "; ".join(f"{m} {', '.join(_p(p) for p in ps)}" for m, ps in zip(ran, per_model))
-    claims.check(
-        "flip demo: removal lowers the agreement score, the flip lowers it further (paired Wilcoxon, Fisher-combined "
-        "over models)", PAPER, ours, all(below), known_gap, where=WHERE, rule=RULE, partly=any(below),
-        id="sva.flip_demo_tests", value=combined, per_seed=per_model, threshold=DEMO_P, op="<",
-        short=f"Fisher-combined one-sided p < {DEMO_P} for base > removed, base > flipped and removed > flipped",
-    )  # fmt: skip
-    return True
+    return Measured({**{f"p ({DIRECTION[k]})": p for k, p in zip(COMPARISON_KEYS, combined)}, "the smallest p": min(combined)},
+                    ours=ours, value=combined, per_seed=per_model)
+
+
+#: ``sva.flip_demo_tests``: reproduced when all three Fisher-combined one-sided p-values are below :data:`DEMO_P`,
+#: partly when some are; the record's ``value`` holds the three (:data:`COMPARISON_KEYS` order), ``per_seed`` each
+#: model's three.
+RULE_SPEC = Rule(
+    "sva.flip_demo_tests", "flip demo: removal lowers the agreement score, the flip lowers it further (paired Wilcoxon, "
+    "Fisher-combined over models)", PAPER, WHERE, "the six demo prompts, on each of the paper's models",
+    tuple(Comparison(f"p ({DIRECTION[k]})", "<", DEMO_P, over=ONE) for k in COMPARISON_KEYS), RULE, _demo_tests,
+    {**{f"p ({DIRECTION[k]})": 0.5 for k in COMPARISON_KEYS}, "the smallest p": 0.5},
+    partly=(Comparison("the smallest p", "<", DEMO_P, over=ONE),), mixed=NOT_REPRODUCED, gap="demo_tests",
+)
+
+
+def flip_demo_claim(claims: Claims, results: Mapping[str, Any], models: Sequence[str], known_gap: str | None = None) -> bool:
+    """Add the headline row of ``sva.flip_demo_tests`` (:data:`RULE_SPEC`) from the flat ``results``
+    (:func:`demo_test_entries`'s keys) to ``claims``; no row when the run has no flip demo.  Returns whether a row
+    was added."""
+    judged = judge_all([RULE_SPEC], ModelRun(results, tuple(models)), None, lambda key: known_gap)
+    claims.rows += judged.rows
+    return bool(judged.rows)
 
 
 def demo_tests_table(results: Mapping[str, Any], models: Sequence[str]) -> str:
