@@ -6,14 +6,26 @@ from pathlib import Path
 
 import pytest
 
-from ace_helpers.chapters import ace_planted_system, ace_vs_alternatives, core_inflation, core_stitching, llm_agreement, markov_cores, modadd_grokking
-from ace_helpers.chapters.core_inflation.rules import InflationRun
-from ace_helpers.chapters.modadd.analysis import ArmResult
+from ace_helpers.chapters import (
+    ace_planted_system,
+    ace_vs_alternatives,
+    core_inflation,
+    core_stitching,
+    llm_agreement,
+    markov_cores,
+    modadd_grokking,
+)
 from ace_helpers.chapters.ace_vs_alternatives.llm import LAYER
-from ace_helpers.chapters.ace_vs_alternatives.llm_rules import SPECS as LLM_SPECS
 from ace_helpers.chapters.ace_vs_alternatives.llm_rules import LlmRun
+from ace_helpers.chapters.ace_vs_alternatives.llm_rules import SPECS as LLM_SPECS
+from ace_helpers.chapters.core_inflation.reference_rules import SPECS as REFERENCE
+from ace_helpers.chapters.core_inflation.reference_rules import ReferenceRun
+from ace_helpers.chapters.core_inflation.rules import InflationRun
 from ace_helpers.chapters.llm_agreement.combined import ModelRun
+from ace_helpers.chapters.modadd.analysis import ArmResult, grok_epoch
 from ace_helpers.chapters.modadd.long_run import stored_long_run
+from ace_helpers.chapters.modadd_grokking.keep_remove import SPECS as KEEP_REMOVE
+from ace_helpers.chapters.modadd_grokking.keep_remove import KeepRemoveRun
 from ace_helpers.chapters.modadd_grokking.paper_epochs import EpochRun, official_shares
 from ace_helpers.chapters.rule_tables import tables
 from ace_helpers.llm.labels import model_labels
@@ -40,6 +52,11 @@ def _inputs(stem, rule=None):
         models = tuple(dict.fromkeys([*cfg["LLM_MODELS"], *LAYER]))
         on_llms = rule is not None and any(rule is r for r in rules_of(LLM_SPECS))
         return [(LlmRun(results["llm"], models), cfg)] if on_llms else [(results, cfg)]
+    if stem == "03_core_inflation" and rule is not None and any(rule is r for r in REFERENCE):
+        book = core_inflation.PARAMS.resolve(PRESET="book")
+        ref_cfg, ref_run = core_inflation.reference_source(book, core_inflation.run(book, log=None))
+        ref = core_inflation.stored_reference(ref_cfg)
+        return [(ReferenceRun(ref, ref_run, core_inflation.reference_rows(ref, ref_cfg.P)), ref_cfg)]
     if stem == "03_core_inflation":
         book = core_inflation.PARAMS.resolve(PRESET="book")
         long_cfg, run, through = stored_long_run(modadd_grokking.PARAMS.resolve(PRESET="book"))
@@ -51,6 +68,10 @@ def _inputs(stem, rule=None):
         return [(InflationRun(book_run), book), (InflationRun(run, through["wd"]), long_cfg), *forks, (InflationRun(never), book)]
     if stem == "02_modadd_grokking":
         long_cfg, run, _ = stored_long_run(modadd_grokking.PARAMS.resolve(PRESET="book"))
+        if rule is not None and any(rule is r for r in KEEP_REMOVE):
+            wd = run.wd
+            grok = grok_epoch(wd.epochs, wd["test_acc"])
+            return [(KeepRemoveRun(wd, wd.index(grok), wd.epochs >= grok), long_cfg)]
         return [(EpochRun(run.wd, official_shares()), long_cfg)]
     out = []
     for path in STORED[stem]:

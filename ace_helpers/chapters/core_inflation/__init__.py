@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ace_helpers.chapters.core_inflation.reference_rules import reference_claims  # noqa: F401 - the chapter's face
 from ace_helpers.chapters.core_inflation.claims import (  # noqa: F401 - the chapter's claims
     KNOWN_GAPS,
     MIN_GROWTH,
@@ -66,7 +67,6 @@ from ace_helpers.chapters.modadd.reference import (  # noqa: F401 - the referenc
     ols_modes,
     random_means_modes,
     random_subspace_modes,
-    reference_claims,
     reference_comparison,
     reference_dir,
     reference_rows,

@@ -20,14 +20,12 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ace_helpers.chapters.modadd import config
-from ace_helpers.chapters.modadd.analysis import SCALAR_FIELDS, GrokRun, analyse_activations, grok_epoch, last_token_activations
+from ace_helpers.chapters.modadd.analysis import SCALAR_FIELDS, GrokRun, analyse_activations, last_token_activations
 from ace_helpers.chapters.modadd.keys import model_key, run_hash, snapshot_key, snapshot_name
 from ace_helpers.chapters.modadd.run import train_one_model
 from ace_helpers.method.operators import class_means, fit_shift_operator, rotational_modes
 from ace_helpers.repro.artifacts import default_output_dir, load_artifact, project_root, save_artifact
-from ace_helpers.repro.report import Claims
 from ace_helpers.repro.tables import markdown_table
-from ace_helpers.repro.verdicts import bootstrap_interval
 from ace_helpers.toys.models import build_model
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.train import load_state
@@ -211,49 +209,3 @@ def reference_comparison(ref: Any, lrun: GrokRun) -> str:
 #: The share of the core's modes that random subspaces of its dimension must hold (median) for
 #: the count to be "the dimension's" rather than the core's: ours, three-quarters.
 RESTATES = 0.75
-
-#: The reference's rows are chapter 3's own claims: ``ours.core_inflation.<name>``.
-_OURS = "ours.core_inflation."
-
-
-def reference_claims(ref: Any, lrun: GrokRun, rows: Sequence[Mapping[str, Any]]) -> Claims:
-    """Claims of the dimension-matched reference (ours, beyond the paper).
-
-    The retrained model groks at the stored model 0's grok epoch (the same setting and seeds;
-    this machine's arithmetic differs in the last digits, so the trajectories drift apart).
-    ``rows``: :func:`reference_rows` at each reference epoch's own core dim, the first at
-    grokking, the last after the inflation.  At grokking the core holds more modes than random
-    subspaces of its dimension (their median < :data:`RESTATES` of the core's count); after the
-    inflation random subspaces of the core's dimension hold nearly as many (median ≥ that share):
-    there Fig. 2D's count is mostly what the core's dimension allows.
-    """
-    claims = Claims()
-    mine = grok_epoch(ref.arrays["wd/epochs"], ref.arrays["wd/test_acc"])
-    stored = grok_epoch(lrun.wd.epochs, lrun.wd["test_acc"][:1])
-    claims.check("the retrained model groks when the stored model 0 does (first checkpoint with test acc ≥ 0.99: "
-                 "retrained, stored)", "–", [mine, stored], mine is not None and mine == stored,
-                 where="ours (reproducibility)", id=_OURS + "reference_grok_epoch",
-                 short="the retrained and the stored model 0 grok at the same checkpoint",
-                 rule="the same grok epoch; the numbers themselves differ in the last digits from epoch 0 on (other "
-                 "CPU arithmetic than the machine that trained the stored run), so the runs are siblings, not copies")  # fmt: skip
-    where = "ours (beyond the paper: a dimension-matched reference for Fig. 2D)"
-    share = lambda r: round(float(np.median(r["random"])) / max(r["ace"], 1), 3)  # noqa: E731
-    first, last = rows[0], rows[-1]
-    # the median's 90 % interval over the random draws (percentile bootstrap), against RESTATES
-    ci = lambda r: bootstrap_interval(np.asarray(r["random"], float), lambda v: float(np.median(v)) / max(r["ace"], 1), seed=0)  # noqa: E731
-    claims.check(f"at grokking (epoch {first['epoch']}) the core holds more modes than random subspaces of its dimension "
-                 f"(d = {first['dim']}: core, random median, ratio)", "–",
-                 [first["ace"], float(np.median(first["random"])), share(first)], share(first) < RESTATES, where=where,
-                 id=_OURS + "reference_core_beats_random_at_grok", value=share(first), interval=ci(first), threshold=RESTATES,
-                 op="<", short=f"at grokking: median random-subspace modes < {RESTATES} × the core's",
-                 rule=f"median over {len(first['random'])} random orthonormal d-dimensional subspaces of the same "
-                 f"activations, same OLS fit, < {RESTATES} × the core's count (ours)")  # fmt: skip
-    if last is not first:
-        claims.check(f"after the inflation (epoch {last['epoch']}) random subspaces of the core's dimension hold nearly as "
-                     f"many modes (d = {last['dim']}: core, random median, ratio)", "–",
-                     [last["ace"], float(np.median(last["random"])), share(last)], share(last) >= RESTATES, where=where,
-                     id=_OURS + "reference_random_matches_after_inflation", value=share(last), interval=ci(last),
-                     threshold=RESTATES, op=">=", short=f"after the inflation: median random-subspace modes ≥ {RESTATES} × the core's",
-                     rule=f"the same median ≥ {RESTATES} × the core's count (ours): the count is then mostly what a "
-                     "subspace of that dimension holds in these activations, not a property of the core")  # fmt: skip
-    return claims
