@@ -20,6 +20,7 @@ from ace_helpers.chapters.ace_vs_alternatives.llm_rules import SPECS as ALTERNAT
 from ace_helpers.chapters.core_inflation.reference_rules import SPECS as INFLATION_REFERENCE
 from ace_helpers.chapters.core_inflation.rules import SPECS as INFLATION
 from ace_helpers.chapters.core_stitching.claims import SPECS as STITCHING
+from ace_helpers.chapters.core_stitching.paper_rows import SPECS as STITCHING_PAPER
 from ace_helpers.chapters.llm_agreement.claims import SPECS as LLM_AGREEMENT
 from ace_helpers.chapters.markov_cores.claims import SPECS as MARKOV
 from ace_helpers.chapters.modadd_grokking.keep_remove import SPECS as MODADD_KEEP_REMOVE
@@ -36,7 +37,7 @@ def tables() -> dict[str, list[Rule]]:
             "02_modadd_grokking": rules_of(MODADD_EPOCHS) + rules_of(MODADD_KEEP_REMOVE), "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE),
             "05_llm_agreement": rules_of(LLM_AGREEMENT),
             "06_ace_vs_alternatives": rules_of(ALTERNATIVES) + rules_of(ALTERNATIVES_LLM),
-            "07_core_stitching": rules_of(STITCHING)}
+            "07_core_stitching": rules_of(STITCHING) + rules_of(STITCHING_PAPER)}
 
 
 def stored_headlines() -> dict[str, dict]:

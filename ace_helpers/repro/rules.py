@@ -265,10 +265,10 @@ def _test_data(t: Comparison) -> list[Any]:
 
 
 def _fmt_written(t: Comparison) -> str:
-    """A threshold as written; a relative one as its distance from its reference (the sign is in the prose)."""
+    """A threshold as written, as a distance (``{d0}``: its size; the sign is in the prose, as in "≥ PCA's − {d0}")."""
     if isinstance(t.threshold, tuple):
         return _fmt_bound(t.threshold)
-    return f"{abs(t.threshold):g}" if t.relative_to else f"{t.threshold:g}"
+    return f"{abs(t.threshold):g}"
 
 
 def _fmt_bound(b: float | tuple[float, float]) -> str:

@@ -80,6 +80,8 @@ def _inputs(stem, rule=None):
     if stem == "07_core_stitching":  # a run stored before the merging paths: the swaps carry the merging headline
         results, cfg = out[0]
         out.append(({**results, **{t: {k: v for k, v in results[t].items() if k != "merging"} for t in ("markov", "modadd")}}, cfg))
+        two_pairs = {**results["modadd"], "invariance": results["modadd"]["invariance"] * 2}  # judged pair by pair
+        out.append(({**results, "modadd": two_pairs}, cfg))
     return out
 
 

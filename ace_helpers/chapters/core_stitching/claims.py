@@ -294,11 +294,11 @@ MODADD_NOT_TESTED = (("mod-add: the core-mapped swap carries A's computation int
 
 def _gap(cfg: Params, key: str, res: Mapping[str, Any]) -> str | None:
     """The known gap ``key`` of this run: ``"plain:<key>"`` (the mod-add pair's), ``"stitch:<key>"`` (the same, with
-    the measured key frequencies and map R² appended), ``"markov:<key>"`` (the Markov seeds', with the measured
-    agreements of the composed maps appended)."""
+    the measured key frequencies and map R² appended), ``"markov_plain:<key>"`` (the Markov seeds'), ``"markov:<key>"``
+    (the same, with the measured agreements of the composed maps appended)."""
     table, name = key.split(":", 1)
-    why = (MARKOV_GAPS if table == "markov" else KNOWN_GAPS).reason(cfg, name) if name else None
-    if why is None or table == "plain":
+    why = (MARKOV_GAPS if table.startswith("markov") else KNOWN_GAPS).reason(cfg, name) if name else None
+    if why is None or table in ("plain", "markov_plain"):
         return why
     if table == "markov":
         tr = res["markov"]["transfer"]
@@ -311,13 +311,11 @@ def _gap(cfg: Params, key: str, res: Mapping[str, Any]) -> str | None:
 def build_claims(res: dict[str, Any], cfg: Params) -> Claims:
     """The chapter's claims (ours; the paper's ``modadd.invariant`` and ``implication.merging``), from the results dict
     alone, and those not tested (MODADD off)."""
-    claims = judge_all(SPECS, res, cfg, lambda key: _gap(cfg, key, res))
+    claims = judge_all((*SPECS, *paper_rows.SPECS), res, cfg, lambda key: _gap(cfg, key, res))
     not_tested: list[ClaimRow] = []
     if res["modadd"] is None:
         not_tested = [ClaimRow(c, PAPER, "—", "MODADD is off at this preset (training the two models takes minutes)",
                                where=WHERE, rule=WORKS_RULE if "carries" in c else FAILS_RULE, id=ID + name)
                       for c, name in MODADD_NOT_TESTED]
-    not_tested += paper_rows.invariance_rows(claims, res, cfg)
-    paper_rows.merging_rows(claims, res, cfg)
-    claims.not_tested = not_tested
+    claims.not_tested = not_tested + claims.not_tested
     return claims

@@ -22,8 +22,6 @@ from typing import Any
 
 from ace_helpers.chapters.core_stitching.rules import (
     DIAGNOSIS,
-    KNOWN_GAPS,
-    MARKOV_GAPS,
     MERGING_PAPER,
     MERGING_WHERE,
     TOLERANCE,
@@ -31,7 +29,8 @@ from ace_helpers.chapters.core_stitching.rules import (
     _works,
 )
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import ClaimRow, Claims
+from ace_helpers.repro.report import NOT_REPRODUCED
+from ace_helpers.repro.rules import INTERVAL, ONE, Combine, Comparison, Measured, NotTested, Rule, Spec
 
 #: How far below the PCA subspaces' mean CCA the cores' may lie and still count as "not below" (ours).
 CCA_TOL = 0.01
@@ -96,57 +95,94 @@ def _inv_text(inv: dict[str, Any]) -> str:
             f"top-r PCA {inv['pca']['cca']:.3f}; class-mean oracle {inv['oracle']['cca']:.3f}" + overlap)
 
 
-def invariance_rows(claims: Claims, res: dict[str, Any], cfg: Params) -> list[ClaimRow]:
-    """The cores' CCA rule on the mod-add pairs and on the Markov seed pairs (both ours); the mod-add row as not
-    tested when mod-add did not run (returned)."""
-    rule = (f"every pair of models: the mean of all min(r_A, r_B) canonical correlations of the cores' coordinates on "
-            f"the same test inputs (the layer and token the chapter stitches) > the 95th percentile of random subspace "
-            f"pairs of the same ranks, and ≥ that of the models' top-r PCA subspaces − {CCA_TOL} (the CCA is specific "
-            "to the cores at least as far as the most active directions); the top-r class-mean (oracle) subspaces are "
-            "shown beside it; with one pair whose PCA part holds, inconclusive when the 90 % interval of the cores' "
-            "mean CCA (normal bootstrap over the test inputs) straddles the random 95th percentile; partly: above "
-            "random only (ours; the paper states invariance without a rule)")
+CCA_RULE = ("every pair of models: the mean of all min(r_A, r_B) canonical correlations of the cores' coordinates on "
+            "the same test inputs (the layer and token the chapter stitches) > the 95th percentile of random subspace pairs "
+            "of the same ranks, and ≥ that of the models' top-r PCA subspaces − {d1} (the CCA is specific to the cores at "
+            "least as far as the most active directions); the top-r class-mean (oracle) subspaces are shown beside it; with "
+            "one pair whose PCA part holds, inconclusive when the 90 % interval of the cores' mean CCA (normal bootstrap "
+            "over the test inputs) straddles the random 95th percentile; partly: above random only (ours; the paper states "
+            "invariance without a rule)")
+_ABOVE, _PCA = "each pair's core mean CCA − the random 95th percentile", "each pair's core mean CCA − PCA's"
+OBSERVED = "ours: the Markov seed pairs (chapter 1's task) and the two grokked mod-add models (p = 31), on the same inputs"
+
+
+def _pairs(invariance: list[dict[str, Any]]) -> dict[str, list[float]]:
+    return {_ABOVE: [inv["core"]["cca"] - inv["random"]["cca"]["q95"] for inv in invariance],
+            _PCA: [inv["core"]["cca"] - inv["pca"]["cca"] for inv in invariance]}
+
+
+def _markov_cca(res: dict[str, Any], cfg: Params) -> Measured | None:
     m = res["markov"]
-    if "invariance" in m:
-        held = [invariance_holds(inv) for inv in m["invariance"]]
-        claims.check("Markov: the seeds' cores' CCA (mean of all core coordinates) is above random subspaces' and not "
-                     "below PCA's", "CCA 0.999, 0.999, 0.929 between seeds (Fig. 1D)",
-                     "; ".join(f"seeds {i + 1}–{j + 1}: {_inv_text(inv)}" for (i, j), inv in
-                               ((v["pair"], v) for v in m["invariance"])),
-                     all(h for h, _ in held), MARKOV_GAPS.reason(cfg, "cca_specific"), where=WHERE, rule=rule,
-                     partly=all(p for _, p in held), id=ID + "markov_cca_beyond_baselines",
-                     value=[inv["core"]["cca"] for inv in m["invariance"]],
-                     short="every seed pair: core mean CCA > random 95th percentile and ≥ PCA's − 0.01")
-        claims.check("Markov: the cores' CCA is the one-hot state's (the one-hot-state subspace matches it)", "—",
-                     [[inv["core"]["cca"], inv["oracle"]["cca"]] for inv in m["invariance"]],
-                     all(inv["core"]["cca"] <= inv["oracle"]["cca"] + CCA_TOL for inv in m["invariance"]),
-                     where=DIAGNOSIS, rule=f"every seed pair: the cores' mean CCA ≤ the class-mean oracle's + {CCA_TOL} "
-                     "(the top n − 1 directions of the current-state means: coordinates linear in the one-hot state); "
-                     "a core aligned beyond what representing the state gives would fail it (ours)",
-                     id=ID + "markov_cca_is_the_state", short="every seed pair: core CCA ≤ one-hot-state oracle's + 0.01")
-    a = res.get("modadd")
-    if a is None or "invariance" not in a:
-        why = ("MODADD is off at this preset (training the two models takes minutes)" if a is None else
-               "this stored run predates the invariance comparison: re-execute the chapter")
-        return [ClaimRow("mod-add: the cores of two grokked models are invariant", INVARIANT_PAPER, "—", why,
-                         where=WHERE, rule=rule, id=CCA_INVARIANT)]
-    held = [invariance_holds(inv) for inv in a["invariance"]]
+    if "invariance" not in m:
+        return None
+    return Measured(_pairs(m["invariance"]), value=[inv["core"]["cca"] for inv in m["invariance"]],
+                    ours="; ".join(f"seeds {i + 1}–{j + 1}: {_inv_text(inv)}" for (i, j), inv in
+                                   ((v["pair"], v) for v in m["invariance"])))
+
+
+def _markov_state(res: dict[str, Any], cfg: Params) -> Measured | None:
+    m = res["markov"]
+    if "invariance" not in m:
+        return None
+    return Measured({"each pair's core mean CCA − the class-mean oracle's": [inv["core"]["cca"] - inv["oracle"]["cca"]
+                                                                           for inv in m["invariance"]]},
+                    ours=[[inv["core"]["cca"], inv["oracle"]["cca"]] for inv in m["invariance"]])
+
+
+def _judged(a: dict[str, Any]) -> bool:
+    """One pair whose PCA part holds and whose cores' CCA has an interval: judged on that interval."""
     one = a["invariance"][0]
-    pca_ok = one["core"]["cca"] >= one["pca"]["cca"] - CCA_TOL
-    # one pair whose PCA part holds: the random part is judged on the bootstrap interval of the cores' mean CCA
-    judged = len(a["invariance"]) == 1 and pca_ok and one["core"].get("interval") is not None
-    sw = a["swap"]["core"]
-    stitch = (f"; beside it, stitching through the core {'works' if _works(sw['crossed'], a['base_acc'][1]) else 'fails'}"
-              f" (B on another input: agreement {sw['crossed']['agree']:.3f}; same input {sw['same']['agree']:.3f}); "
-              f"key frequencies {a['key_freqs'][0]} vs {a['key_freqs'][1]}")
-    claims.check("mod-add: the cores of two grokked models are invariant (CCA above random subspaces' and not below PCA's)",
-                 INVARIANT_PAPER, "; ".join(_inv_text(inv) for inv in a["invariance"]) + stitch,
-                 all(h for h, _ in held), KNOWN_GAPS.reason(cfg, "invariant"), where=WHERE, rule=rule,
-                 partly=all(p for _, p in held), id=CCA_INVARIANT, value=[inv["core"]["cca"] for inv in a["invariance"]],
-                 interval=one["core"]["interval"] if judged else None, method=CCA_INTERVAL,
-                 threshold=one["random"]["cca"]["q95"] if judged else None, op=">" if judged else None,
-                 short="every model pair: core mean CCA > random 95th percentile and ≥ PCA's − 0.01")
-    return []
+    return (len(a["invariance"]) == 1 and one["core"]["cca"] >= one["pca"]["cca"] - CCA_TOL
+            and one["core"].get("interval") is not None)
+
+
+def _modadd_cca(judged: bool):
+    def measure(res: dict[str, Any], cfg: Params) -> Measured | NotTested | None:
+        a = res.get("modadd")
+        if a is None or "invariance" not in a:
+            why = ("MODADD is off at this preset (training the two models takes minutes)" if a is None else
+                   "this stored run predates the invariance comparison: re-execute the chapter")
+            return NotTested(why) if not judged else None
+        if _judged(a) != judged:
+            return None
+        sw = a["swap"]["core"]
+        stitch = (f"; beside it, stitching through the core {'works' if _works(sw['crossed'], a['base_acc'][1]) else 'fails'}"
+                  f" (B on another input: agreement {sw['crossed']['agree']:.3f}; same input {sw['same']['agree']:.3f}); "
+                  f"key frequencies {a['key_freqs'][0]} vs {a['key_freqs'][1]}")
+        one = a["invariance"][0]
+        quantities = _pairs(a["invariance"])
+        if judged:
+            quantities |= {"the cores' mean CCA": list(one["core"]["interval"]), "the random 95th percentile": one["random"]["cca"]["q95"]}
+        return Measured(quantities, value=[inv["core"]["cca"] for inv in a["invariance"]], method=CCA_INTERVAL,
+                        ours="; ".join(_inv_text(inv) for inv in a["invariance"]) + stitch)
+
+    measure.__qualname__ = measure.__name__ = f"modadd_cca[{'interval' if judged else 'pairs'}]"
+    return measure
+
+
+_CCA_PAIRS = (Comparison(_ABOVE, ">", 0), Comparison(_PCA, ">=", -CCA_TOL))
+_CCA_WRONG = {_ABOVE: [-0.1, -0.1, -0.1], _PCA: [-0.2, -0.2, -0.2]}
+INVARIANCE_SPECS: tuple[Rule, ...] = (
+    Rule(ID + "markov_cca_beyond_baselines", "Markov: the seeds' cores' CCA (mean of all core coordinates) is above random "
+         "subspaces' and not below PCA's", "CCA 0.999, 0.999, 0.929 between seeds (Fig. 1D)", WHERE, OBSERVED, _CCA_PAIRS,
+         CCA_RULE, _markov_cca, _CCA_WRONG, partly=(Comparison(_ABOVE, ">", 0),), mixed=NOT_REPRODUCED, unit="seed pair",
+         gap="markov_plain:cca_specific"),
+    Rule(ID + "markov_cca_is_the_state", "Markov: the cores' CCA is the one-hot state's (the one-hot-state subspace matches "
+         "it)", "—", DIAGNOSIS, OBSERVED, (Comparison("each pair's core mean CCA − the class-mean oracle's", "<=", CCA_TOL),),
+         "every seed pair: the cores' mean CCA ≤ the class-mean oracle's + {t0} (the top n − 1 directions of the "
+         "current-state means: coordinates linear in the one-hot state); a core aligned beyond what representing the state "
+         "gives would fail it (ours)", _markov_state, {"each pair's core mean CCA − the class-mean oracle's": [0.2, 0.2, 0.2]},
+         mixed=NOT_REPRODUCED, unit="seed pair"),
+    Rule(CCA_INVARIANT, "mod-add: the cores of two grokked models are invariant (CCA above random subspaces' and not below "
+         "PCA's)", INVARIANT_PAPER, WHERE, OBSERVED, _CCA_PAIRS, CCA_RULE, _modadd_cca(False), _CCA_WRONG,
+         partly=(Comparison(_ABOVE, ">", 0),), mixed=NOT_REPRODUCED, unit="model pair", gap="plain:invariant"),
+    Rule(CCA_INVARIANT, "mod-add: the cores of two grokked models are invariant (CCA above random subspaces' and not below "
+         "PCA's)", INVARIANT_PAPER, WHERE, OBSERVED,
+         (Comparison("the cores' mean CCA", ">", 0, relative_to="the random 95th percentile", over=INTERVAL), *_CCA_PAIRS[1:]),
+         CCA_RULE, _modadd_cca(True),
+         {"the cores' mean CCA": [0.1, 0.2], "the random 95th percentile": 0.4, _ABOVE: [-0.2], _PCA: [-0.3]},
+         partly=(Comparison(_ABOVE, ">", 0),), unit="model pair", gap="plain:invariant"),
+)
 
 
 def midpoint_loss(mg: dict[str, Any]) -> float:
@@ -172,38 +208,56 @@ def _merging_cause(row: Any, outcomes: list[tuple[bool, bool]]) -> None:
     row.cause_class = "as-stated"
 
 
-def merging_rows(claims: Claims, res: dict[str, Any], cfg: Params) -> None:
-    """One row per merged pair (Markov seed pairs, the mod-add pair), then the ``implication.merging`` headline
-    combining them ("k of N pairs")."""
-    rule = (f"per pair, α ∈ {{0, 0.25, 0.5, 0.75, 1}}: naive weight interpolation (1 − α)·θ_A + α·θ_B loses at least "
-            f"{DROP_SHARE:.0%} of the weaker endpoint's above-chance accuracy at α = 0.5, and the merge of aligned cores "
-            f"(A run with its core coordinates set to (1 − α)·z_A + α·ẑ_B, ẑ_B = B's core coordinates through the "
-            f"stitching map B → A fitted on training inputs) stays within {TOLERANCE} of the weaker endpoint at every α; "
-            "partly: one of the two (ours: the paper states no rule; the aligned merge merges representations at a "
-            "hook, both models run, it is not a weight merge)")
-    tasks = [("Markov", res["markov"], MARKOV_GAPS, "seeds"), ("mod-add", res.get("modadd"), KNOWN_GAPS, "models")]
-    known: list[str | None] = []  # per failing pair: what failed, when its failure is a known gap
-    outcomes: list[tuple[bool, bool]] = []  # per pair: (naive interpolation fails, aligned merge keeps)
-    for label, s, gaps, unit in tasks:
+def _merges(res: dict[str, Any], cfg: Params) -> list[Measured] | None:
+    out = []
+    for task, label, unit in (("markov", "Markov", "seeds"), ("modadd", "mod-add", "models")):
+        s = res.get(task)
         if s is None or "merging" not in s:
             continue
         for mg in s["merging"]:
             i, j = mg["pair"]
             fails, keeps = naive_fails(mg), aligned_keeps(mg)
-            outcomes.append((fails, keeps))
-            gap = gaps.reason(cfg, f"merge_{i}_{j}")
-            if not (fails and keeps):
-                what = "naive interpolation only degrades" if keeps else "the aligned merge fails too" if fails else "both"
-                known.append(None if gap is None else f"{label} {unit} {i + 1}, {j + 1}: {what}")
-            claims.check(f"{label} {unit} {i + 1} and {j + 1}: naive weight interpolation fails, the aligned-core merge "
-                         "keeps the accuracy", MERGING_PAPER, _merge_text(mg), fails and keeps,
-                         gap, where=MERGING_WHERE, rule=rule, partly=fails or keeps,
-                         id="implication.merging", value=[_at(mg, "weights", MIDPOINT), min(mg["acc"]["core_aligned"])],
-                         short="naive midpoint loses ≥ half the above-chance accuracy; aligned-core merge within "
-                               f"{TOLERANCE} of the endpoints at every α")
-    if any(r.id == "implication.merging" and r.headline for r in claims.rows):
-        claims.combine("implication.merging", "naive weight interpolation fails and the aligned-core merge keeps the "
-                       "accuracy, in every merged pair", MERGING_PAPER, where=MERGING_WHERE, unit="pairs", rule=rule,
-                       short="every pair: naive midpoint fails, aligned-core merge keeps the accuracy",
-                       known_gap="; ".join(known) if known and all(known) else None)  # type: ignore[arg-type]
-        _merging_cause(claims.rows[-1], outcomes)
+            ends = mg["acc"]["weights"]
+            out.append(Measured(
+                {"naive midpoint accuracy": _at(mg, "weights", MIDPOINT), "the drop line": drop_line(mg),
+                 "the aligned merge's lowest accuracy": min(mg["acc"]["core_aligned"]),
+                 "the weaker endpoint's accuracy": min(ends[0], ends[-1]), "halves that hold": int(fails) + int(keeps)},
+                ours=_merge_text(mg), value=[_at(mg, "weights", MIDPOINT), min(mg["acc"]["core_aligned"])],
+                per_seed=[float(fails), float(keeps)], key=f"{task}_{i}_{j}",
+                context={"what": f"{label} {unit} {i + 1} and {j + 1}", "gap": f"{'markov_plain' if task == 'markov' else 'plain'}:merge_{i}_{j}"}))
+    return out or None
+
+
+MERGE_RULE = (f"per pair, α ∈ {{{{0, 0.25, 0.5, 0.75, 1}}}}: naive weight interpolation (1 − α)·θ_A + α·θ_B loses at least "
+              f"{DROP_SHARE:.0%} of the weaker endpoint's above-chance accuracy at α = 0.5, and the merge of aligned cores "
+              f"(A run with its core coordinates set to (1 − α)·z_A + α·ẑ_B, ẑ_B = B's core coordinates through the "
+              f"stitching map B → A fitted on training inputs) stays within {{d1}} of the weaker endpoint at every α; "
+              "partly: one of the two (ours: the paper states no rule; the aligned merge merges representations at a "
+              "hook, both models run, it is not a weight merge)")
+
+
+def _merging_after(row: Any, parts: list[Any]) -> None:
+    """The combined ``implication.merging`` row: where it fails, the failing pairs' known gaps (when every one has
+    one) and its measured cause, how many pairs each half holds in."""
+    failing = [p for p in parts if not (p.per_seed[0] and p.per_seed[1])]
+    if failing and all(p.known_gap for p in failing):
+        row.known_gap = "; ".join(f"{p.claim.split(':', 1)[0]}: " + ("naive interpolation only degrades" if p.per_seed[1]
+                                  else "the aligned merge fails too" if p.per_seed[0] else "both") for p in failing)
+    _merging_cause(row, [(bool(p.per_seed[0]), bool(p.per_seed[1])) for p in parts])
+
+
+MERGING_SPECS: tuple[Spec, ...] = (
+    Rule("implication.merging", "{what}: naive weight interpolation fails, the aligned-core merge keeps the accuracy",
+         MERGING_PAPER, MERGING_WHERE, OBSERVED,
+         (Comparison("naive midpoint accuracy", "<=", 0, relative_to="the drop line", over=ONE),
+          Comparison("the aligned merge's lowest accuracy", ">=", -TOLERANCE, relative_to="the weaker endpoint's accuracy", over=ONE)),
+         MERGE_RULE, _merges, {"naive midpoint accuracy": 1.0, "the aligned merge's lowest accuracy": 0.0, "halves that hold": 0},
+         partly=(Comparison("halves that hold", ">=", 1, over=ONE),), mixed=NOT_REPRODUCED, gap="{gap}"),
+    Combine("implication.merging", "naive weight interpolation fails and the aligned-core merge keeps the accuracy, in "
+            "every merged pair", MERGING_PAPER, MERGING_WHERE, MERGE_RULE.replace("{d1}", f"{TOLERANCE}").replace("{{", "{").replace("}}", "}"),
+            "every pair: naive midpoint fails, aligned-core merge keeps the accuracy", unit="pairs", min_parts=1,
+            after=_merging_after),
+)
+SPECS: tuple[Spec, ...] = (*INVARIANCE_SPECS, *MERGING_SPECS)
+
+
