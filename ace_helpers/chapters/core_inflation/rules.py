@@ -216,6 +216,19 @@ def _every(metric: str, op: str, threshold: float, relative_to: str | None = Non
     return Comparison(metric, op, threshold, relative_to=relative_to)
 
 
+def _nowd_rule(claim_id: str, what: str, field: str, paper: str, where: str, gap: str, ends: str) -> Rule:
+    """The WD-off arm's rule on ``field`` (the same for the core dim and the modes): at the last epoch both arms
+    reached, the WD-off value ÷ the WD arm's value at grokking ≤ :data:`NOWD_FACTOR` in every model."""
+    return Rule(claim_id, f"WD-off arm: {what} at the last epoch both arms reached ≤ {NOWD_FACTOR}× the value at grokking "
+                "(epoch {e_end}, ratio per model){at}", paper, where, OBSERVED,
+                (_every("WD-off value at the last shared epoch ÷ at grokking", "<=", NOWD_FACTOR),),
+                f"WD-off {what} / the WD arm's {what} at grokking ≤ {{t0}} in every model at the last epoch both arms "
+                "reached (the paper compares the arms at epoch 20 000 and gives no number; the same rule for the core dim "
+                "and the modes)", _nowd_ratio(field), {"WD-off value at the last shared epoch ÷ at grokking": [3.0, 3.0, 3.0]},
+                gap=f"late:{gap}", cause=f"without weight decay {ends}, in one 20 000-epoch sample of our trainer",
+                cause_class="samples")
+
+
 FIG_2A = "Fig. 2A; § core inflation"
 SPECS: tuple[Spec, ...] = (
     Rule("inflation.grows", "with WD: core dim ~60 by epoch 20 000 (every model; median of the last {points} to epoch "
@@ -239,22 +252,10 @@ SPECS: tuple[Spec, ...] = (
          "growth ≥ {t0} in every model (80 % of the paper's ~45); partly: ≥ {p0} (the smallest growth this chapter calls "
          "inflation)", _growth, {"core dim growth since grokking": [2.0, 3.0, 1.0]},
          partly=(_every("core dim growth since grokking", ">=", MIN_GROWTH),), gap="late:growth_45"),
-    Rule("inflation.no_wd", "WD-off arm: core dim at the last epoch both arms reached ≤ 1.5× the value at grokking (epoch "
-         "{e_end}, ratio per model){at}", "no inflation", FIG_2A, OBSERVED,
-         (_every("WD-off value at the last shared epoch ÷ at grokking", "<=", NOWD_FACTOR),),
-         "WD-off core dim / the WD arm's core dim at grokking ≤ {t0} in every model at the last epoch both arms reached "
-         "(the paper compares the arms at epoch 20 000 and gives no number; the same rule for the core dim and the modes)",
-         _nowd_ratio("core_dim"), {"WD-off value at the last shared epoch ÷ at grokking": [3.0, 3.0, 3.0]},
-         gap="late:nowd_no_inflation", cause="without weight decay the core ends at {span}× its grokking size, in one "
-         "20 000-epoch sample of our trainer", cause_class="samples"),
-    Rule("inflation.no_wd_modes", "WD-off arm: OLS modes at the last epoch both arms reached ≤ 1.5× the value at grokking "
-         "(epoch {e_end}, ratio per model){at}", "no mode proliferation", "Fig. 2D; § core inflation", OBSERVED,
-         (_every("WD-off value at the last shared epoch ÷ at grokking", "<=", NOWD_FACTOR),),
-         "WD-off OLS modes / the WD arm's OLS modes at grokking ≤ {t0} in every model at the last epoch both arms reached "
-         "(the paper compares the arms at epoch 20 000 and gives no number; the same rule for the core dim and the modes)",
-         _nowd_ratio("rotational_modes_ols"), {"WD-off value at the last shared epoch ÷ at grokking": [3.0, 3.0, 3.0]},
-         gap="late:nowd_no_modes", cause="without weight decay the modes end at {span}× their count at grokking, in one "
-         "20 000-epoch sample of our trainer", cause_class="samples"),
+    _nowd_rule("inflation.no_wd", "core dim", "core_dim", "no inflation", FIG_2A, "nowd_no_inflation",
+               "the core ends at {span}× its grokking size"),
+    _nowd_rule("inflation.no_wd_modes", "OLS modes", "rotational_modes_ols", "no mode proliferation",
+               "Fig. 2D; § core inflation", "nowd_no_modes", "the modes end at {span}× their count at grokking"),
     Rule(OURS + "nowd_energy_rank_flat", "WD-off arm: energy rank stays ≤ 1.5× its value at the fork (max ratio per model)",
          "no inflation", "Fig. 2A; on the 0.99-energy rank instead of the core dim: ours", OBSERVED,
          (_every("WD-off energy rank's largest ratio to its value at the fork", "<=", 1.5),),
