@@ -92,3 +92,11 @@ def test_bad_trainer_knobs_raise() -> None:
         _cfg(PRECISION="fp16")
     with pytest.raises(ValueError, match="only the ensemble trainer"):
         _cfg(TRAINER="loop", PRECISION="bf16")
+
+
+def test_the_command_line_refuses_bad_epochs_before_training(tmp_path):
+    """``--epochs`` reaches the knob check: an impossible value is refused by name before anything trains."""
+    from ace_helpers.chapters.modadd.__main__ import main
+
+    with pytest.raises(ValueError, match="EPOCHS"):
+        main(["--preset", "ci", "--epochs", "0", "--snapshot-dir", str(tmp_path), "--artifact-dir", str(tmp_path)])

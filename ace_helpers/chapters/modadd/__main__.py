@@ -2,6 +2,8 @@
 
 ``python -m ace_helpers.chapters.modadd --preset paper --workers 3`` (re-run the same command
 after an interruption: finished models are loaded, the others resume from their snapshots).
+``--preset book --epochs 2000 --n-models 6 --trainer ensemble --precision fp32`` trains one arm of the trainers'
+comparison (seeds 1031 to 1036).
 ``--store-partial`` instead stores what an unfinished run has reached
 (:func:`~ace_helpers.chapters.modadd.long_run.store_partial`) next to the book's artifacts, for
 the chapters to show.
@@ -31,6 +33,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--store-partial", action="store_true", help="store the analyses an unfinished run has reached; no training")
     ap.add_argument("--wd-first", action="store_true", help="train each model's weight-decay arm to the end before its WD-off arm")
     ap.add_argument("--trainer", choices=config.TRAINERS, default=None, help="loop (the stored runs) or ensemble (default: the preset's)")
+    ap.add_argument("--epochs", type=int, default=None, help="epochs of the weight-decay arm (default: the preset's; "
+                    "the trainers' comparison: 2000 at the book preset)")
     ap.add_argument("--fork-epoch", type=int, default=None, help="epoch the WD-off arm forks at (default: the preset's; "
                     "the first stored runs: 1100)")
     ap.add_argument("--precision", default=None, help="auto (bf16 on a GPU with native bf16, else fp32), fp32 or bf16 (bf16 needs --trainer ensemble; default: the preset's, auto)")
@@ -43,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     thread_pools.set_threads()
     cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers, TRAINER=args.trainer,
-                                PRECISION=args.precision, FORK_EPOCH=args.fork_epoch, DEVICE=args.device,
+                                PRECISION=args.precision, FORK_EPOCH=args.fork_epoch, DEVICE=args.device, EPOCHS=args.epochs,
                                 ARTIFACT_DIR=args.artifact_dir)  # fmt: skip
     print(describe_device(cfg["DEVICE"]))  # the loop trainer's DEVICE is resolved to "cpu", where it trains
     snapshots = args.snapshot_dir if args.snapshot_dir is not None else snapshot_dir_for(cfg)
