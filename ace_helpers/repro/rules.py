@@ -74,7 +74,7 @@ class Comparison:
             raise ValueError(f"op={self.op!r} with threshold {self.threshold!r}: 'in' takes (low, high), the others a number")
 
     def bound(self, m: "Measured") -> float | tuple[float, float]:
-        """The threshold for this measurement (``relative_to`` added)."""
+        """The threshold for this measurement (``relative_to`` added, or multiplied by ``times``)."""
         if self.times is not None:
             ref = float(m.quantity(self.times))
             return tuple(ref * t for t in self.threshold) if isinstance(self.threshold, tuple) else ref * self.threshold

@@ -5,7 +5,19 @@ import dataclasses
 import pytest
 
 from ace_helpers.repro import rules_ledger
-from ace_helpers.repro.rules import EQUAL, INTERVAL, ONE, WITHIN, Measured, NotTested, Rule, Comparison, judge_all, verdict_of
+from ace_helpers.repro.rules import (
+    EQUAL,
+    INTERVAL,
+    ONE,
+    WITHIN,
+    Combine,
+    Comparison,
+    Measured,
+    NotTested,
+    Rule,
+    judge_all,
+    verdict_of,
+)
 
 
 def _rule(*tests, partly=(), mixed="inconclusive", measure=None):
@@ -64,6 +76,50 @@ def test_a_rule_a_run_cannot_test_is_listed_not_counted():
     rule = _rule(Comparison("acc", ">=", 0.7), measure=lambda r, c: NotTested("no such run"))
     claims = judge_all([rule], {}, None, lambda k: None)
     assert not claims.rows and claims.not_tested[0].why == "no such run"
+
+
+def test_a_threshold_times_a_measured_quantity():
+    rule = _rule(Comparison("acc", ">=", 0.5, times="half"))
+    assert rule.short_text() == "every seed: acc ≥ 0.5 × half"
+    assert verdict_of(rule, Measured({"acc": [14.0, 13.0], "half": 26})) == "reproduced"
+    assert verdict_of(rule, Measured({"acc": [12.0, 12.5], "half": 26})) == "not reproduced"
+    with pytest.raises(ValueError, match="not both"):
+        Comparison("acc", ">=", 0.5, times="half", relative_to="ref")
+
+
+def test_one_part_not_tested_beside_parts_that_are():
+    """A rule measured once per part (a model) lists a part that did not run as not tested, its claim and id
+    filled from that part's context, and judges the others."""
+    rule = dataclasses.replace(_rule(Comparison("acc", ">=", 0.7)), id="ours.x.{key}_acc", claim="{name}: accuracy")
+    parts = [Measured({"acc": [0.8, 0.9]}, context={"name": "a"}, key="a"), NotTested("no weights", context={"name": "b"}, key="b")]
+    claims = judge_all([dataclasses.replace(rule, measure=lambda r, c: parts)], {}, None, lambda k: None)
+    assert [r.id for r in claims.rows] == ["ours.x.a_acc"] and claims.rows[0].claim == "a: accuracy"
+    (nt,) = claims.not_tested
+    assert (nt.id, nt.claim, nt.why, nt.rule) == ("ours.x.b_acc", "b: accuracy", "no weights", "prose 0.7")
+
+
+def test_a_known_gap_is_recorded_only_where_its_claim_fails():
+    rule = dataclasses.replace(_rule(Comparison("acc", ">=", 0.7)), gap="acc_gap")
+    for values, note in (([0.8, 0.9], None), ([0.1, 0.2], "the measured cause")):
+        claims = judge_all([rule], {"acc": values}, None, lambda k: "the measured cause")
+        assert claims.rows[0].known_gap == note
+
+
+def test_a_combined_row_and_its_after_hook():
+    """``Combine`` makes one headline row of a claim's per-part rows (``min_parts`` of them at least) and hands it,
+    with the parts, to ``after``."""
+    seen = []
+    rule = dataclasses.replace(_rule(Comparison("acc", ">=", 0.7)), id="markov.accuracy",
+                               measure=lambda r, c: [Measured({"acc": [v]}, key=str(i)) for i, v in enumerate(r)])
+    combine = Combine("markov.accuracy", "every part", "paper", "where", "rule", "short", unit="parts", min_parts=1,
+                      after=lambda row, parts: seen.append((row.verdict, len(parts))))
+    for values, verdict in (([0.8], "reproduced"), ([0.8, 0.1], "partly")):
+        claims = judge_all([rule, combine], values, None, lambda k: None)
+        head = [r for r in claims.rows if r.headline]
+        assert len(head) == 1 and head[0].claim == "every part" and head[0].verdict == verdict
+    assert seen == [("reproduced", 1), ("partly", 2)]
+    two = dataclasses.replace(combine, min_parts=2)
+    assert [r.claim for r in judge_all([rule, two], [0.8], None, lambda k: None).rows if r.headline] == ["claim"]
 
 
 def test_the_fingerprint_moves_with_the_rule_not_with_its_prose():
