@@ -84,7 +84,8 @@ def _on_circle(run: EpochRun, cfg: Params) -> Measured | NotTested:
                     official=list(official[LATER]) if LATER in official else None)
 
 
-#: The invariance rule's bounds (ours): every clock's R_h², the largest over the smallest core, the spread of median |λ|.
+#: The invariance rule's bounds (ours): every clock's R_h², the largest over the smallest core, and the spread of the
+#: models' median ``|λ|``.
 INV_R2, INV_SIZE, INV_SPREAD = 0.9, 1.5, 0.1
 _AGREE = (Comparison("largest / smallest core dim", "<=", INV_SIZE, over=ONE),
           Comparison("spread of the median |λ| (OLS)", "<=", INV_SPREAD, over=ONE))
