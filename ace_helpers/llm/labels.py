@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ace_helpers.llm.loading import OFFLINE_MODELS
@@ -27,3 +28,9 @@ def model_labels(names: list[str]) -> list[str]:
             label, k = f"{model_label(name)}-{k}", k + 1
         out.append(label)
     return out
+
+
+def model_slug(name: str) -> str:
+    """``name`` (a model's label, or a pair ``"a~b"``) as a part of a claim id: lower case, runs of other characters as
+    ``_`` (``"qwen2.5-0.5b"`` -> ``"qwen2_5_0_5b"``)."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "model"

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -15,7 +13,7 @@ from ace_helpers.chapters.ace_vs_alternatives import llm_rules
 from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import REPRODUCED, ClaimRow, Claims, KnownGaps
-from ace_helpers.repro.rules import INTERVAL, ONE, Comparison, Measure, Measured, NotTested, Rule, Spec, judge_all, verdict_of
+from ace_helpers.repro.rules import INTERVAL, ONE, Comparison, Measured, NotTested, Rule, Spec, judge_all, per_part, verdict_of
 from ace_helpers.repro.tables import markdown_table
 
 METHODS = ("ace", "pca", "jacobian", "probe", "class_means", "random", "das")
@@ -99,16 +97,8 @@ def ns_table_rows(res: dict[str, Any]) -> dict[str, dict[str, int | None]]:
     return {t: res[t]["ns_rank"] for t in TASKS if res.get(t) is not None}
 
 
-def per_task(fn: Callable[[dict[str, Any], str, Params], "Measured | NotTested | None"]) -> Measure:
-    """A rule's ``measure`` from ``fn(s, task, cfg)`` on one task's results ``s``: one measurement per task that ran,
-    its ``key`` the task."""
-
-    @functools.wraps(fn)
-    def measure(res: Mapping[str, Any], cfg: Params) -> list[Measured | NotTested] | None:
-        out = [(task, fn(res[task], task, cfg)) for task in TASKS if res.get(task) is not None]
-        return [dataclasses.replace(m, key=task) for task, m in out if m is not None] or None
-
-    return measure
+#: A rule's ``measure`` from ``fn(s, task, cfg)`` on each task's results ``s`` that ran: its ``key`` the task.
+per_task = per_part(lambda res: ((task, res[task], {}) for task in TASKS if res.get(task) is not None))
 
 
 def _ns(s: dict[str, Any]) -> tuple[dict[str, int | None], float, str]:

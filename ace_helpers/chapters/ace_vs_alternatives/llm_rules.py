@@ -8,15 +8,29 @@ Each rule of :data:`SPECS` is read by :func:`~ace_helpers.repro.rules.judge_all`
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ace_helpers.chapters.ace_vs_alternatives.llm import FLIP_MAX, KEEP_TOL, METHODS, REMOVE_TOL, rate_interval
+from ace_helpers.llm.labels import model_slug
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import NOT_REPRODUCED, ClaimRow, Claims
-from ace_helpers.repro.rules import EQUAL, EVERY, INTERVAL, ONE, Combine, Comparison, Measured, NotTested, Rule, Spec, judge_all
+from ace_helpers.repro.rules import (
+    EQUAL,
+    EVERY,
+    INTERVAL,
+    ONE,
+    Combine,
+    Comparison,
+    Measure,
+    Measured,
+    NotTested,
+    Rule,
+    Spec,
+    judge_all,
+    per_part,
+)
 
 WHERE = "ours (beyond the paper)"
 PAPER = ("not tested against other methods (the paper finds one necessary and sufficient axis for agreement "
@@ -67,11 +81,6 @@ class LlmRun:
         return {n: s for n, s in self.sections.items() if "unavailable" not in s}
 
 
-def slug(name: str) -> str:
-    """A model's part of an id: lower case, runs of other characters as ``_``."""
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "model"
-
-
 def claim_specs(name: str) -> list[tuple[str, str]]:
     """(claim, rule) of each per-model claim for model ``name``, in :data:`CLAIM_NAMES` order (from :data:`SPECS`)."""
     m = Measured({}, context={"name": name})
@@ -86,27 +95,24 @@ def _placeholder(rule: Rule, m: Measured) -> Measured:
 def claim_ids(name: str) -> list[str]:
     """The ids of model ``name``'s claims (:func:`claim_specs` order): the paper's ``sva.one_dim`` for the first
     (combined over models into one headline), ``ours.ace_vs_alternatives.llm_<model>_<claim>`` for the rest."""
-    return [ONE_DIM, *(f"ours.ace_vs_alternatives.llm_{slug(name)}_{c}" for c in CLAIM_NAMES[1:])]
+    return [ONE_DIM, *(f"ours.ace_vs_alternatives.llm_{model_slug(name)}_{c}" for c in CLAIM_NAMES[1:])]
 
 
-def per_model(skip_absent: bool) -> Callable[[Callable[..., Measured]], Callable[[LlmRun, Params], list[Any] | None]]:
+def per_model(skip_absent: bool) -> Callable[[Callable[..., Measured]], Measure]:
     """A rule's ``measure`` from ``fn(s)`` on one model's section ``s``: one measurement per model the run asked for,
     its ``key`` the model's id part and ``{name}`` its label; a model that did not run is not tested (left out where
     ``skip_absent``: the paper's row is listed once for all models)."""
 
-    def wrap(fn: Callable[..., Measured]) -> Callable[[LlmRun, Params], list[Any] | None]:
+    def wrap(fn: Callable[..., Measured]) -> Measure:
+        @per_part(lambda run: ((model_slug(name), (run, name), {"name": name}) for name in run.models))
         @functools.wraps(fn)
-        def measure(run: LlmRun, cfg: Params) -> list[Any] | None:
-            out: list[Any] = []
-            for name in run.models:
-                context = {"name": name}
-                if name in run.ran():
-                    m = fn(run.ran()[name])
-                    out.append(replace(m, key=slug(name), context={**m.context, **context}))
-                elif not skip_absent:
-                    why = run.sections.get(name, {}).get("unavailable") or "LLM_MODELS does not list it at this preset (off at ci)"
-                    out.append(NotTested(why, key=slug(name), context=context))
-            return out or None
+        def measure(item: tuple[LlmRun, str], key: str, cfg: Params) -> Measured | NotTested | None:
+            run, name = item
+            if name in run.ran():
+                return fn(run.ran()[name])
+            if skip_absent:
+                return None
+            return NotTested(run.sections.get(name, {}).get("unavailable") or "LLM_MODELS does not list it at this preset (off at ci)")
 
         return measure
 

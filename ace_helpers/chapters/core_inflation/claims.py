@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.core_inflation.fork import effective_harmonics, has_spectra
-from ace_helpers.chapters.core_inflation.readings import window_states
+from ace_helpers.chapters.core_inflation.fork import has_spectra
+from ace_helpers.chapters.core_inflation.readings import Facts, window_quartiles
 from ace_helpers.chapters.core_inflation.rules import (  # noqa: F401 - the chapter's bounds, re-exported
     DIM_MIN,
     MIN_GROWTH,
@@ -25,7 +25,7 @@ from ace_helpers.chapters.core_inflation.rules import (  # noqa: F401 - the chap
     sufficient_dims,
 )
 from ace_helpers.chapters.modadd import config
-from ace_helpers.chapters.modadd.analysis import GrokRun, grok_epoch, per_model_at
+from ace_helpers.chapters.modadd.analysis import GrokRun, per_model_at
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive
 from ace_helpers.repro.rules import judge_all
@@ -110,39 +110,31 @@ def _gap(cfg: Params, key: str, full_run: bool, horizon: int) -> str | None:
     return why
 
 
-def chapter_numbers(run: GrokRun, cfg: Params) -> dict[str, Any]:
-    """The measured values the chapter's prose and ``results.json`` quote (``claims.numbers``)."""
-    wd, nowd, p = run.wd, run.nowd, cfg["P"]
-    grok = grok_epoch(wd.epochs, wd["test_acc"])
-    top = p // 2 + 1
+def chapter_numbers(f: Facts) -> dict[str, Any]:
+    """The measured values the chapter's prose and ``results.json`` quote (``claims.numbers``), from a run's facts."""
+    wd, nowd = f.wd, f.nowd
     nums: dict[str, Any] = {
-        "grok_epoch": grok, "core_dim_last": wd["core_dim"][:, -1].tolist(), "modes_ols_last": wd["rotational_modes_ols"][:, -1].tolist(),
+        "grok_epoch": f.grok, "core_dim_last": wd["core_dim"][:, -1].tolist(), "modes_ols_last": wd["rotational_modes_ols"][:, -1].tolist(),
         "nowd_core_dim_last": nowd["core_dim"][:, -1].tolist(), "nowd_modes_ols_last": nowd["rotational_modes_ols"][:, -1].tolist(),
-        "core_dim_window_median": window_states(wd["core_dim"], wd.epochs, DIM_MIN)[1],
+        "core_dim_window_median": window_quartiles(wd, "core_dim", DIM_MIN, "core dim")[1],
     }  # fmt: skip
-    if grok is None or grok > cfg["FORK_EPOCH"]:
+    if not f.before_fork:
         return nums
-    g_dim = per_model_at(wd, "core_dim", grok)
-    nums["core_dim_growth_since_grok"] = (wd["core_dim"][:, -1] - g_dim).tolist()
-    shared = np.intersect1d(wd.epochs, nowd.epochs)
-    e_end = int(shared[-1]) if shared.size else int(nowd.epochs[-1])
+    nums["core_dim_growth_since_grok"] = f.growth().tolist()
     for field, short in (("core_dim", "dim"), ("rotational_modes_ols", "modes")):
-        at_grok = np.maximum(per_model_at(wd, field, grok), 1)
-        nums[f"nowd_{short}_ratio_to_grok_at_end"] = {"epoch": e_end, "ratio": (per_model_at(nowd, field, e_end) / at_grok).tolist()}
-        nums[f"nowd_{short}_max_ratio_to_grok"] = (nowd[field].max(axis=1) / at_grok).tolist()
+        nums[f"nowd_{short}_ratio_to_grok_at_end"] = {"epoch": f.e_end, "ratio": f.nowd_ratio(field).tolist()}
+        nums[f"nowd_{short}_max_ratio_to_grok"] = (nowd[field].max(axis=1) / np.maximum(per_model_at(wd, field, f.grok), 1)).tolist()
     nums["nowd_energy_rank_max_ratio_to_fork"] = (nowd["energy_rank"] / nowd["energy_rank"][:, :1]).max(axis=1).tolist()
-    if shared.size:
+    if f.shared:
         for field, name in (("energy_rank", "energy_rank_wd_minus_nowd"), ("rotational_modes_ols", "modes_ols_wd_minus_nowd")):
-            nums[name] = {"epoch": e_end, "diff": (per_model_at(wd, field, e_end) - per_model_at(nowd, field, e_end)).tolist()}
-    if shared.size and has_spectra(wd) and has_spectra(nowd):
+            nums[name] = {"epoch": f.e_end, "diff": f.contrast(field).tolist()}
+    if f.shared and has_spectra(wd) and has_spectra(nowd):
         for field, name in (("emb_spectrum", "embedding"), ("unemb_spectrum", "unembedding")):
-            nums[f"effective_harmonics_{name}"] = {
-                "epoch": e_end, "wd": effective_harmonics(wd[field][:, wd.index(e_end)]).tolist(),
-                "nowd": effective_harmonics(nowd[field][:, nowd.index(e_end)]).tolist(), "of": p // 2}  # fmt: skip
-    suff = wd["suff_dim"][:, wd.epochs >= grok]
-    nums["suff_dim_post_grok_max_over_min"] = (suff.max(axis=1) / np.maximum(suff.min(axis=1), 1)).tolist()
-    nums["redundancy_gap_growth_since_grok"] = ((wd["core_dim"] - wd["suff_dim"])[:, -1] - (g_dim - per_model_at(wd, "suff_dim", grok))).tolist()
-    nums["modes_ols_window_median"] = window_states(wd["rotational_modes_ols"], wd.epochs, top - 3)[1]
+            h_wd, h_off = f.harmonics(field)
+            nums[f"effective_harmonics_{name}"] = {"epoch": f.e_end, "wd": h_wd.tolist(), "nowd": h_off.tolist(), "of": f.p // 2}
+    nums["suff_dim_post_grok_max_over_min"] = f.suff_spread().tolist()
+    nums["redundancy_gap_growth_since_grok"] = f.gap_growth().tolist()
+    nums["modes_ols_window_median"] = window_quartiles(wd, "rotational_modes_ols", f.p // 2 + 1 - 3, "OLS mode count")[1]
     return nums
 
 
@@ -156,7 +148,7 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
     """
     f = facts(InflationRun(run, last_epoch), cfg)
     claims = judge_all(SPECS, InflationRun(run, last_epoch), cfg, lambda key: _gap(cfg, key, f.full_run, f.horizon))
-    claims.numbers = chapter_numbers(run, cfg)
+    claims.numbers = chapter_numbers(f)
     return claims
 
 

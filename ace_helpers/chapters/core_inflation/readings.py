@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.chapters.modadd import config
-from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun, grok_epoch
+from ace_helpers.chapters.core_inflation.fork import effective_harmonics
+from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun, grok_epoch, per_model_at
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.rules import Measured, NotTested
 
@@ -26,16 +27,6 @@ WINDOW = 0.25
 def window_mask(epochs: np.ndarray) -> np.ndarray:
     """(C,) mask of the checkpoints in the last :data:`WINDOW` share of the run."""
     return np.asarray(epochs) >= (1 - WINDOW) * float(np.max(epochs))
-
-
-def window_states(values: np.ndarray, epochs: np.ndarray, threshold: float) -> tuple[list[str], list[float]]:
-    """Per model, whether ``values`` (M, C) over the last :data:`WINDOW` share of the run is ≥ ``threshold``: ``"hold"``
-    when its lower quartile is, ``"fail"`` when its upper quartile is not, else ``"undecided"`` (the threshold lies
-    within the window's own spread); with each model's window median."""
-    w = np.asarray(values, dtype=float)[:, window_mask(epochs)]
-    q25, med, q75 = np.percentile(w, [25, 50, 75], axis=1)
-    states = ["hold" if lo >= threshold else "fail" if hi < threshold else "undecided" for lo, hi in zip(q25, q75)]
-    return states, med.tolist()
 
 
 def span(values: Any, digits: int = 1) -> str:
@@ -66,13 +57,41 @@ class Facts:
     full_run: bool
     e_end: int
     shared: bool
+    fork: int
 
     @property
     def before_fork(self) -> bool:
         """Whether every model grokked by the fork (the WD-off comparisons need it)."""
         return self.grok is not None and self.grok <= self.fork
 
-    fork: int = 0
+    # what the rules and the chapter's numbers read, per model (M,); every one needs a grok epoch
+    def growth(self) -> np.ndarray:
+        """The core dim's growth from grokking to the last checkpoint."""
+        return self.wd["core_dim"][:, -1] - per_model_at(self.wd, "core_dim", self.grok)
+
+    def nowd_ratio(self, field: str) -> np.ndarray:
+        """The WD-off arm's ``field`` at the last shared epoch ÷ the WD arm's at grokking (at least 1)."""
+        return per_model_at(self.nowd, field, self.e_end) / np.maximum(per_model_at(self.wd, field, self.grok), 1)
+
+    def contrast(self, field: str) -> np.ndarray:
+        """The WD arm's ``field`` minus the WD-off arm's, at the last shared epoch."""
+        return per_model_at(self.wd, field, self.e_end) - per_model_at(self.nowd, field, self.e_end)
+
+    def harmonics(self, field: str) -> tuple[np.ndarray, np.ndarray]:
+        """The effective number of harmonics of a weight's spectrum ``field``, with and without weight decay, at the last
+        shared epoch."""
+        return (effective_harmonics(self.wd[field][:, self.wd.index(self.e_end)]),
+                effective_harmonics(self.nowd[field][:, self.nowd.index(self.e_end)]))
+
+    def suff_spread(self) -> np.ndarray:
+        """Max ÷ min of the sufficient dim over the post-grokking checkpoints."""
+        suff = self.wd["suff_dim"][:, self.wd.epochs >= self.grok]
+        return suff.max(axis=1) / np.maximum(suff.min(axis=1), 1)
+
+    def gap_growth(self) -> np.ndarray:
+        """The growth of (necessary − sufficient dim) from grokking to the last checkpoint."""
+        at_grok = per_model_at(self.wd, "core_dim", self.grok) - per_model_at(self.wd, "suff_dim", self.grok)
+        return (self.wd["core_dim"] - self.wd["suff_dim"])[:, -1] - at_grok
 
 
 def facts(r: InflationRun, cfg: Params) -> Facts:
@@ -83,7 +102,7 @@ def facts(r: InflationRun, cfg: Params) -> Facts:
     paper_task = config.paper_task(cfg)
     return Facts(cfg["P"], wd, nowd, grok_epoch(wd.epochs, wd["test_acc"]), int(wd.epochs[-1]), horizon, paper_task,
                  paper_task and horizon >= 20000, int(shared[-1]) if shared.size else int(nowd.epochs[-1]),
-                 bool(shared.size), fork=int(cfg["FORK_EPOCH"]))
+                 bool(shared.size), int(cfg["FORK_EPOCH"]))
 
 
 Fn = Callable[[Facts, Params], "Measured | None"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.core_inflation.fork import effective_harmonics, has_spectra
+from ace_helpers.chapters.core_inflation.fork import has_spectra
 from ace_helpers.chapters.core_inflation.readings import (  # noqa: F401 - InflationRun, the rules' input, re-exported
     Facts,
     InflationRun,
@@ -86,7 +86,7 @@ def _groks_before_fork(f, cfg):
 @late
 @after_grok
 def _growth(f, cfg):
-    growth = (f.wd["core_dim"][:, -1] - per_model_at(f.wd, "core_dim", f.grok)).tolist()
+    growth = f.growth().tolist()
     return Measured({"core dim growth since grokking": growth}, ours=growth, context={"last": f.last})
 
 
@@ -94,8 +94,7 @@ def _nowd_ratio(field: str):
     @late
     @after_grok
     def measure(f, cfg):
-        at_grok = np.maximum(per_model_at(f.wd, field, f.grok), 1)
-        end = (per_model_at(f.nowd, field, f.e_end) / at_grok).tolist()
+        end = f.nowd_ratio(field).tolist()
         return Measured({"WD-off value at the last shared epoch ÷ at grokking": end}, ours=[round(float(r), 3) for r in end],
                         context={"e_end": f.e_end, "span": span(end)})
 
@@ -116,7 +115,7 @@ def _contrast(field: str):
     def measure(f, cfg):
         if not f.shared:
             return None
-        diff = (per_model_at(f.wd, field, f.e_end) - per_model_at(f.nowd, field, f.e_end)).tolist()
+        diff = f.contrast(field).tolist()
         return Measured({"WD − WD-off at the last shared epoch": diff}, ours=diff, context={"e_end": f.e_end})
 
     measure.__qualname__ = f"contrast[{field}]"
@@ -128,11 +127,8 @@ def _contrast(field: str):
 def _redistribution(f, cfg):
     if not (f.shared and has_spectra(f.wd) and has_spectra(f.nowd)):
         return None
-    half, q = f.p // 2, {}
-    for field, name in (("emb_spectrum", "embedding"), ("unemb_spectrum", "unembedding")):
-        h_wd = effective_harmonics(f.wd[field][:, f.wd.index(f.e_end)])
-        h_off = effective_harmonics(f.nowd[field][:, f.nowd.index(f.e_end)])
-        q[name] = (h_wd, h_off)
+    half = f.p // 2
+    q = {name: f.harmonics(field) for field, name in (("emb_spectrum", "embedding"), ("unemb_spectrum", "unembedding"))}
     ok = {n: bool(((h >= REDIST_SHARE * half) & (h >= REDIST_FACTOR * off)).all()) for n, (h, off) in q.items()}
     held = [n for n in ok if ok[n]]
     smaller = np.minimum(q["embedding"][0], q["unembedding"][0])
@@ -149,12 +145,10 @@ def _redistribution(f, cfg):
 @always
 @after_grok
 def _sufficient_flat(f, cfg):
-    post = f.wd.epochs >= f.grok
-    suff = f.wd["suff_dim"][:, post]
-    spread = (suff.max(axis=1) / np.maximum(suff.min(axis=1), 1)).tolist()
+    spread = f.suff_spread().tolist()
     why = ""
     if f.full_run and "keep_curve" in f.wd.arrays:  # the cause of a miss at 20 000 epochs, with the diagnosis row's reading
-        loose = sufficient_dims(f.wd, 0.01)[:, post]
+        loose = sufficient_dims(f.wd, 0.01)[:, f.wd.epochs >= f.grok]
         grows = bool((loose.max(axis=1) / np.maximum(loose.min(axis=1), 1) > 1.5).all())
         why = (f"the sufficient dim grows {span(spread)}× after grokking in our {cfg['PRECISION']} {cfg['TRAINER']} run, "
                f"{'at' if grows else 'but not at'} a 1 % keep tolerance too")
@@ -184,8 +178,7 @@ def _loose_tolerance(f, cfg):
 @late
 @after_grok
 def _redundancy(f, cfg):
-    gap = f.wd["core_dim"] - f.wd["suff_dim"]
-    growth = (gap[:, -1] - (per_model_at(f.wd, "core_dim", f.grok) - per_model_at(f.wd, "suff_dim", f.grok))).tolist()
+    growth = f.gap_growth().tolist()
     return Measured({"growth of (necessary − sufficient dim) since grokking": growth}, ours=growth, context={"last": f.last})
 
 

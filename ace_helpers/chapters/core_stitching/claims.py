@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from math import comb
 from typing import Any
 
@@ -33,7 +32,7 @@ from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 
 from ace_helpers.chapters.toy_models.views import FREQ_POWER
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import NOT_REPRODUCED, ClaimRow, Claims, not_tested_table  # noqa: F401 - for the notebook
-from ace_helpers.repro.rules import EQUAL, ONE, Comparison, Measured, Rule, judge_all
+from ace_helpers.repro.rules import EQUAL, ONE, Comparison, Measure, Measured, Rule, judge_all, per_part
 
 
 # -------------------- claims (from the results dict only, so a stored results.json checks the same)
@@ -80,18 +79,15 @@ def jaccard_baseline(freqs: list[list[int]], p: int, observed: float) -> dict[st
             "p_shared": float(probs[values >= observed - 1e-12].sum())}
 
 
-def _task(tasks: tuple[str, ...]):
+def _task(tasks: tuple[str, ...]) -> Callable[[Callable[[dict[str, Any], Params], Measured | None]], Measure]:
     """A rule's ``measure`` from ``fn(s, cfg)`` on each task's section ``s`` that ran (of ``tasks``): its ``key`` the
-    task and ``{label}`` its name in the claims ("Markov", "mod-add")."""
+    task and ``{label}`` its name in the claims ("Markov", "mod-add") (:func:`~ace_helpers.repro.rules.per_part`)."""
 
-    def wrap(fn):
+    def wrap(fn: Callable[[dict[str, Any], Params], Measured | None]) -> Measure:
+        @per_part(lambda res: ((task, res[task], {"label": LABELS[task]}) for task in tasks if res.get(task) is not None))
         @functools.wraps(fn)
-        def measure(res: Mapping[str, Any], cfg: Params) -> list[Measured] | None:
-            out = []
-            for task in tasks:
-                if res.get(task) is not None and (m := fn(res[task], cfg)) is not None:
-                    out.append(dataclasses.replace(m, key=task, context={**m.context, "label": LABELS[task]}))
-            return out or None
+        def measure(s: dict[str, Any], task: str, cfg: Params) -> Measured | None:
+            return fn(s, cfg)
 
         return measure
 
@@ -140,8 +136,8 @@ def _random_fails(s, cfg):
 @_task(BOTH)
 def _unmapped_fails(s, cfg):
     unm = [s["swap"]["unmapped"][g]["agree"] for g in REGIMES]
-    m = _fails(max(unm), s["floor"]["agree"], unm)
-    return dataclasses.replace(m, value=unm, quantities={"the larger agreement, same and another input": max(unm), LINE: halfway(s["floor"]["agree"])})
+    return Measured({"the larger agreement, same and another input": max(unm), LINE: halfway(s["floor"]["agree"])},
+                    ours=unm, value=unm)
 
 
 @_task(MARKOV)

@@ -9,10 +9,11 @@ verdicts.  A weaker form that still means something is reported as ``partly``; c
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ace_helpers.chapters.llm_agreement.combined import combined_cause, model_slug
+from ace_helpers.chapters.llm_agreement.combined import combined_cause
 from ace_helpers.chapters.llm_agreement.flip_demo import DEMO_P, RULE_SPEC as FLIP_DEMO  # noqa: F401 - DEMO_P re-exported
 from ace_helpers.chapters.llm_agreement.gaps import GAP_CAUSES, KNOWN_GAPS  # noqa: F401 - re-exported
 from ace_helpers.chapters.llm_agreement.model_rules import (
@@ -26,10 +27,10 @@ from ace_helpers.chapters.llm_agreement.model_rules import (
     fmt,
     fmt_p,
 )
-from ace_helpers.llm.labels import model_labels
+from ace_helpers.llm.labels import model_labels, model_slug
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
-from ace_helpers.repro.rules import ONE, Combine, Comparison, Measured, Rule, Spec, judge_all
+from ace_helpers.repro.rules import ONE, Combine, Comparison, Measure, Measured, Rule, Spec, judge_all, per_part
 
 ALIGN_PAPER = "sign-aligned Spearman correlation of the per-prompt core coordinates of two models: up to 0.93"
 ALIGN_WHERE = "Table 6 (subject–verb agreement core alignment)"
@@ -42,19 +43,16 @@ def _pairs(run: ModelRun) -> list[str]:
     return [f"{a}~{b}" for i, a in enumerate(run.models) for b in run.models[i + 1 :] if f"{a}~{b}" in stored]
 
 
-def per_pair(fn: Callable[[Callable[[str], Any]], Measured]) -> Callable[[ModelRun, Params], list[Measured] | None]:
+def per_pair(fn: Callable[[Callable[[str], Any]], Measured]) -> Measure:
     """A rule's ``measure`` from ``fn(get)`` for one pair (``get(field)`` reads ``pairwise_<field>[pair]``): one
     measurement per pair, its ``key`` the pair's id part and ``{a}``, ``{b}`` its models."""
 
-    def measure(run: ModelRun, cfg: Params) -> list[Measured] | None:
-        out = []
-        for pair in _pairs(run):
-            m = fn(lambda f, pair=pair: run.results[f"pairwise_{f}"].get(pair))
-            a, b = pair.split("~")
-            out.append(Measured(m.quantities, m.ours, {**m.context, "a": a, "b": b}, model_slug(pair), value=m.value))
-        return out or None
+    @per_part(lambda run: ((model_slug(pair), (run, pair), dict(zip("ab", pair.split("~")))) for pair in _pairs(run)))
+    @functools.wraps(fn)
+    def measure(item: tuple[ModelRun, str], key: str, cfg: Params) -> Measured:
+        run, pair = item
+        return fn(lambda f: run.results[f"pairwise_{f}"].get(pair))
 
-    measure.__wrapped__ = fn  # type: ignore[attr-defined]  # the rule's fingerprint reads fn's source
     return measure
 
 

@@ -1,12 +1,11 @@
 """Chapter 5's per-model helpers: :class:`ModelRun`, what the chapter's rules read (the flat results and the models);
 :func:`wilson_interval`, the Wilson score interval of a share of ``n`` binary outcomes (the generation rate: the share
-of scored generations whose verb number changes); :func:`model_slug`, a model's part of our own rows' ids; and
-:func:`combined_cause`, the measured cause of a row combined over the models."""
+of scored generations whose verb number changes); and :func:`combined_cause`, the measured cause of a row combined
+over the models."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,11 +45,6 @@ class ModelRun:
 
 #: The prefix of the chapter's own claim ids.
 OURS_PREFIX = "ours.llm_agreement."
-
-
-def model_slug(name: str) -> str:
-    """``name`` (a model, or a pair ``"a~b"``) as an id part: lower case, runs of other characters as ``_``."""
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "model"
 
 
 def combined_cause(row: Any, parts: Sequence[Any], unit: str, words: int = 20) -> None:

@@ -13,16 +13,16 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.llm_agreement.combined import OURS_PREFIX, WILSON_METHOD, ModelRun, model_slug, wilson_interval
+from ace_helpers.chapters.llm_agreement.combined import OURS_PREFIX, WILSON_METHOD, ModelRun, wilson_interval
 from ace_helpers.chapters.llm_agreement.pipeline import OFFICIAL_RULE
+from ace_helpers.llm.labels import model_slug
 from ace_helpers.method.stats import r2_interval
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.rules import INTERVAL, ONE, Comparison, Measured, NotTested, Rule
+from ace_helpers.repro.rules import INTERVAL, ONE, Comparison, Measure, Measured, NotTested, Rule, per_part
 
 PANEL = "SVA figure"  # the paper's subject–verb agreement figure: A layer sweep, B knob, C flip demo
 CODE = "code release joshseth/cores, SVA_uni.py"
@@ -66,19 +66,16 @@ def fmt_p(x: Any) -> str:
 PerModel = Callable[[Callable[[str], Any], Params, Mapping[str, Any], str], "Measured | NotTested | None"]
 
 
-def per_model(fn: PerModel) -> Callable[[ModelRun, Params], list[Measured | NotTested] | None]:
+def per_model(fn: PerModel) -> Measure:
     """A rule's ``measure`` from ``fn(get, cfg, results, name)`` for model ``name``: one measurement (or
     :class:`~ace_helpers.repro.rules.NotTested`) per model of the run (a model ``fn`` returns None for is left out),
-    its ``key`` the model's id part and ``{name}`` its label."""
+    its ``key`` the model's id part and ``{name}`` its label (:func:`~ace_helpers.repro.rules.per_part`)."""
 
+    @per_part(lambda run: ((model_slug(name), (run, name), {"name": name}) for name in run.models))
     @functools.wraps(fn)
-    def measure(run: ModelRun, cfg: Params) -> list[Measured | NotTested] | None:
-        out: list[Measured | NotTested] = []
-        for name in run.models:
-            m = fn(run.getter(name), cfg, run.results, name)
-            if m is not None:
-                out.append(replace(m, key=model_slug(name), context={**m.context, "name": name}))
-        return out or None
+    def measure(item: tuple[ModelRun, str], key: str, cfg: Params) -> Measured | NotTested | None:
+        run, name = item
+        return fn(run.getter(name), cfg, run.results, name)
 
     return measure
 

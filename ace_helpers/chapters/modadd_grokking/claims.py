@@ -29,7 +29,7 @@ from ace_helpers.chapters.modadd.stats import (
 )
 from ace_helpers.chapters.modadd_grokking.keep_remove import OURS, keep_remove_claims
 from ace_helpers.chapters.modadd_grokking.known_gaps import measured_gap
-from ace_helpers.chapters.modadd_grokking.paper_epochs import official_shares, paper_epoch_claims
+from ace_helpers.chapters.modadd_grokking.paper_epochs import INV_R2, INV_SIZE, INV_SPREAD, official_shares, paper_epoch_claims
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims
 from ace_helpers.repro.verdicts import bootstrap_interval
@@ -152,7 +152,7 @@ _AFTER_GROK_ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("at grokking: removing the 0.99-energy core drops accuracy to ≤ 2/p", "core removed → chance", "Fig. 1B",
      "remove-acc at the energy rank ≤ 2/p", "modadd.necessary"),
     ("one checkpoint after grokking: the models' clocks, core sizes and spectra agree", "cores invariant", "title, Fig. 1C",
-     "every R_h² ≥ 0.9, core sizes within 1.5×, median |λ| within 0.1", "modadd.invariant"),
+     f"every R_h² ≥ {INV_R2}, core sizes within {INV_SIZE}×, median |λ| within {INV_SPREAD}", "modadd.invariant"),
     ("from grokking on: necessary dim ≤ 2 × energy rank", "core removed → chance", "Fig. 1B, Fig. 2B", "ratio ≤ 2",
      OURS + "necessary_within_twice_energy_rank"),
 )  # fmt: skip
