@@ -321,6 +321,5 @@ def rules_of(specs: Sequence[Spec]) -> list[Rule]:
 
 
 __all__ = [
-    "EQUAL", "EVERY", "INTERVAL", "NOISE_Z", "ONE", "OVER", "TEST_OPS", "WITHIN", "Combine", "Measured", "NotTested", "Rule",
-    "Spec", "Comparison", "compare", "judge", "judge_all", "per_part", "rules_of", "verdict_of",
+    "Combine", "Measured", "NotTested", "Rule", "Spec", "judge", "judge_all", "per_part", "rules_of", "verdict_of",
 ]
