@@ -23,6 +23,8 @@ from ace_helpers.chapters.core_stitching.claims import SPECS as STITCHING
 from ace_helpers.chapters.core_stitching.paper_rows import SPECS as STITCHING_PAPER
 from ace_helpers.chapters.llm_agreement.claims import SPECS as LLM_AGREEMENT
 from ace_helpers.chapters.markov_cores.claims import SPECS as MARKOV
+from ace_helpers.chapters.modadd_grokking.circle_rules import SPECS as MODADD_CIRCLE
+from ace_helpers.chapters.modadd_grokking.grok_rules import SPECS as MODADD_GROK
 from ace_helpers.chapters.modadd_grokking.keep_remove import SPECS as MODADD_KEEP_REMOVE
 from ace_helpers.chapters.modadd_grokking.paper_epochs import SPECS as MODADD_EPOCHS
 from ace_helpers.repro.artifacts import git_commit, project_root
@@ -31,10 +33,10 @@ from ace_helpers.repro.rules_ledger import LEDGER, load, record_change, register
 
 
 def tables() -> dict[str, list[Rule]]:
-    """``{notebook stem: its rules}`` for every chapter whose claims are (so far: whose rules judged where the paper
-    looks are) a spec table."""
+    """``{notebook stem: its rules}`` for every chapter whose claims are a spec table."""
     return {"00_ace_planted_system": rules_of(PLANTED), "01_markov_cores": rules_of(MARKOV),
-            "02_modadd_grokking": rules_of(MODADD_EPOCHS) + rules_of(MODADD_KEEP_REMOVE), "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE),
+            "02_modadd_grokking": rules_of(MODADD_GROK) + rules_of(MODADD_CIRCLE) + rules_of(MODADD_EPOCHS)
+            + rules_of(MODADD_KEEP_REMOVE), "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE),
             "05_llm_agreement": rules_of(LLM_AGREEMENT),
             "06_ace_vs_alternatives": rules_of(ALTERNATIVES) + rules_of(ALTERNATIVES_LLM),
             "07_core_stitching": rules_of(STITCHING) + rules_of(STITCHING_PAPER)}

@@ -67,6 +67,9 @@ class Measured:
     per_seed: Any = None
     #: How this measurement's interval was computed, where it is not the rule's ``method``.
     method: str = ""
+    #: The measured cause's class where the measurement decides it (say, ``"paper"`` when the code release's own rerun
+    #: fails the claim too), instead of the rule's ``cause_class``.
+    cause_class: str = ""
 
     def quantity(self, name: str) -> Any:
         if name not in self.quantities:
@@ -267,7 +270,9 @@ def judge(claims: Claims, rule: Rule, m: Measured, known_gap: str | None = None)
     row = claims.rows[-1]
     row.inconclusive, row.op, row.official = verdict == INCONCLUSIVE, first.op, as_numbers(m.official)
     if verdict != REPRODUCED and rule.cause and rule.fill(rule.cause, m):
-        row.cause, row.cause_class = rule.fill(rule.cause, m), rule.cause_class
+        row.cause, row.cause_class = rule.fill(rule.cause, m), m.cause_class or rule.cause_class
+        if row.cause_class not in CAUSE_CLASSES:
+            raise ValueError(f"rule {rule.id!r}: measured cause_class {row.cause_class!r}; allowed: {CAUSE_CLASSES}")
         if len(row.cause.split()) > CAUSE_WORDS:
             raise ValueError(f"rule {rule.id!r}: its cause has {len(row.cause.split())} words, at most {CAUSE_WORDS}")
     return verdict
@@ -293,13 +298,23 @@ def judge_all(specs: Sequence[Spec], results: Mapping[str, Any], cfg: Any, gap: 
             continue
         for m in [measured] if isinstance(measured, (Measured, NotTested)) else measured:
             if isinstance(m, NotTested):
-                names = _Loose(key=m.key, **m.context, **_written(spec))
-                claims.not_tested.append(ClaimRow(m.claim or spec.claim.format_map(names), spec.paper, m.ours, m.why,
-                                                  where=spec.where, rule=spec.prose.format_map(names),
-                                                  id=spec.id.format_map(names), explains=spec.explains))
+                claims.not_tested.append(_untested_row(spec, m))
             else:
                 judge(claims, spec, m, gap(spec.fill(spec.gap, m)) if spec.gap else None)
     return claims
+
+
+def untested(specs: Sequence[Spec], why: str, ours: str = "—") -> list[ClaimRow]:
+    """The rows of every rule of ``specs`` that a run cannot test at all, for the same reason ``why`` (a run that never
+    groks cannot test the claims about "after grokking")."""
+    return [_untested_row(rule, NotTested(why, ours)) for rule in rules_of(specs)]
+
+
+def _untested_row(rule: Rule, m: NotTested) -> ClaimRow:
+    """The not-tested row of ``rule`` (its texts filled as far as they can be without a measurement)."""
+    names = _Loose(key=m.key, **m.context, **_written(rule))
+    return ClaimRow(m.claim or rule.claim.format_map(names), rule.paper, m.ours, m.why, where=rule.where,
+                    rule=rule.prose.format_map(names), id=rule.id.format_map(names), explains=rule.explains)
 
 
 def _written(rule: Rule) -> dict[str, str]:
@@ -321,5 +336,5 @@ def rules_of(specs: Sequence[Spec]) -> list[Rule]:
 
 
 __all__ = [
-    "Combine", "Measured", "NotTested", "Rule", "Spec", "judge", "judge_all", "per_part", "rules_of", "verdict_of",
+    "Combine", "Measured", "NotTested", "Rule", "Spec", "judge", "judge_all", "per_part", "rules_of", "untested", "verdict_of",
 ]

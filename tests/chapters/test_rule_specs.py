@@ -24,6 +24,9 @@ from ace_helpers.chapters.core_inflation.rules import InflationRun
 from ace_helpers.chapters.llm_agreement.combined import ModelRun
 from ace_helpers.chapters.modadd.analysis import ArmResult, grok_epoch
 from ace_helpers.chapters.modadd.long_run import stored_long_run
+from ace_helpers.chapters.modadd_grokking.circle_rules import SPECS as CIRCLE
+from ace_helpers.chapters.modadd_grokking.grok_rules import SPECS as GROK
+from ace_helpers.chapters.modadd_grokking.grok_rules import GrokClaimsRun
 from ace_helpers.chapters.modadd_grokking.keep_remove import SPECS as KEEP_REMOVE
 from ace_helpers.chapters.modadd_grokking.keep_remove import KeepRemoveRun
 from ace_helpers.chapters.modadd_grokking.paper_epochs import EpochRun, official_shares
@@ -72,6 +75,13 @@ def _inputs(stem, rule=None):
             wd = run.wd
             grok = grok_epoch(wd.epochs, wd["test_acc"])
             return [(KeepRemoveRun(wd, wd.index(grok), wd.epochs >= grok), long_cfg)]
+        if rule is not None and any(rule is r for r in (*GROK, *CIRCLE)):
+            # the book run (its diagnoses run: its share dips after grokking), the long run, and the book run's
+            # numbers read off the paper's task (the ci preset's p = 31), which the relaxed variants measure
+            book, ci = modadd_grokking.PARAMS.resolve(PRESET="book"), modadd_grokking.PARAMS.resolve(PRESET="ci")
+            book_run = modadd_grokking.run(book, log=None)
+            return [(GrokClaimsRun(book_run, book, True), book), (GrokClaimsRun(run, long_cfg), long_cfg),
+                    (GrokClaimsRun(book_run, ci), ci)]
         return [(EpochRun(run.wd, official_shares()), long_cfg)]
     out = []
     for path in STORED[stem]:

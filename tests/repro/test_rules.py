@@ -16,6 +16,7 @@ from ace_helpers.repro.rules import (
     NotTested,
     Rule,
     judge_all,
+    untested,
     verdict_of,
 )
 
@@ -144,3 +145,22 @@ def test_the_ledger_catches_a_changed_rule_and_registers_it(tmp_path):
     assert "verdict then reproduced" in rules_ledger.change_note(ledger, "markov.accuracy")
     rules_ledger.save(ledger, tmp_path / "ledger.json")
     assert rules_ledger.load(tmp_path / "ledger.json") == ledger
+
+
+def test_a_measured_cause_class_replaces_the_rules_and_is_checked():
+    """The measurement decides the class where the code release's own rerun fails the claim too ("paper")."""
+    def measure(r, c):
+        return Measured({"acc": r["acc"]}, cause_class=r["class"])
+
+    rule = dataclasses.replace(_rule(Comparison("acc", ">=", 0.7), measure=measure), cause="acc {t0} missed",
+                               cause_class="ours")
+    row = judge_all([rule], {"acc": [0.1, 0.1], "class": "paper"}, None, lambda k: None).rows[0]
+    assert (row.cause, row.cause_class) == ("acc 0.7 missed", "paper")
+    assert judge_all([rule], {"acc": [0.1, 0.1], "class": ""}, None, lambda k: None).rows[0].cause_class == "ours"
+    with pytest.raises(ValueError, match="cause_class 'bad'"):
+        judge_all([rule], {"acc": [0.1, 0.1], "class": "bad"}, None, lambda k: None)
+
+
+def test_rules_a_run_cannot_test_at_all_are_listed_with_the_reason():
+    rows = untested([_rule(Comparison("acc", ">=", 0.7)), Combine("x", "c", "p", "w", "prose", "short")], "no grokking")
+    assert [(r.id, r.why, r.rule) for r in rows] == [("markov.accuracy", "no grokking", "prose 0.7")]
