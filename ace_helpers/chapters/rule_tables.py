@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from ace_helpers.chapters.ace_planted_system.claims import SPECS as PLANTED
 from ace_helpers.chapters.ace_vs_alternatives.claims import SPECS as ALTERNATIVES
 from ace_helpers.chapters.ace_vs_alternatives.llm_rules import SPECS as ALTERNATIVES_LLM
+from ace_helpers.chapters.core_inflation.claims import CONTINUATION_SPECS as INFLATION_CONTINUATION
 from ace_helpers.chapters.core_inflation.reference_rules import SPECS as INFLATION_REFERENCE
 from ace_helpers.chapters.core_inflation.rules import SPECS as INFLATION
 from ace_helpers.chapters.core_stitching.claims import SPECS as STITCHING
@@ -36,7 +37,8 @@ def tables() -> dict[str, list[Rule]]:
     """``{notebook stem: its rules}`` for every chapter whose claims are a spec table."""
     return {"00_ace_planted_system": rules_of(PLANTED), "01_markov_cores": rules_of(MARKOV),
             "02_modadd_grokking": rules_of(MODADD_GROK) + rules_of(MODADD_CIRCLE) + rules_of(MODADD_EPOCHS)
-            + rules_of(MODADD_KEEP_REMOVE), "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE),
+            + rules_of(MODADD_KEEP_REMOVE), "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE)
+            + rules_of(INFLATION_CONTINUATION),
             "05_llm_agreement": rules_of(LLM_AGREEMENT),
             "06_ace_vs_alternatives": rules_of(ALTERNATIVES) + rules_of(ALTERNATIVES_LLM),
             "07_core_stitching": rules_of(STITCHING) + rules_of(STITCHING_PAPER)}

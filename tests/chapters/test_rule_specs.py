@@ -18,6 +18,8 @@ from ace_helpers.chapters import (
 from ace_helpers.chapters.ace_vs_alternatives.llm import LAYER
 from ace_helpers.chapters.ace_vs_alternatives.llm_rules import LlmRun
 from ace_helpers.chapters.ace_vs_alternatives.llm_rules import SPECS as LLM_SPECS
+from ace_helpers.chapters.core_inflation.claims import CONTINUATION_SPECS as CONTINUATION
+from ace_helpers.chapters.core_inflation.claims import Continuation
 from ace_helpers.chapters.core_inflation.reference_rules import SPECS as REFERENCE
 from ace_helpers.chapters.core_inflation.reference_rules import ReferenceRun
 from ace_helpers.chapters.core_inflation.rules import InflationRun
@@ -55,6 +57,9 @@ def _inputs(stem, rule=None):
         models = tuple(dict.fromkeys([*cfg["LLM_MODELS"], *LAYER]))
         on_llms = rule is not None and any(rule is r for r in rules_of(LLM_SPECS))
         return [(LlmRun(results["llm"], models), cfg)] if on_llms else [(results, cfg)]
+    if stem == "03_core_inflation" and rule is not None and any(rule is r for r in CONTINUATION):
+        # no stored long run continues a stored chapter run bit for bit today: a comparison as same_prefix gives one
+        return [(Continuation("book", [0, 100, 1400], 0.0), core_inflation.PARAMS.resolve(PRESET="book"))]
     if stem == "03_core_inflation" and rule is not None and any(rule is r for r in REFERENCE):
         book = core_inflation.PARAMS.resolve(PRESET="book")
         ref_cfg, ref_run = core_inflation.reference_source(book, core_inflation.run(book, log=None))

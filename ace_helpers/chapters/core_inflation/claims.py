@@ -6,6 +6,7 @@ presets (:data:`KNOWN_GAPS`).  Each row names the paper claim it tests (``inflat
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import GrokRun, per_model_at
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive
-from ace_helpers.repro.rules import judge_all
+from ace_helpers.repro.rules import ONE, Comparison, Measured, Rule, Spec, judge_all
 
 _WD_OFF_GAP = ("without weight decay, removing the energy-rank directions leaves accuracy above the 2/p floor (the "
                "residue table in the chapter), so the necessity scan runs tens of dimensions past the energy rank, "
@@ -152,18 +153,40 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
     return claims
 
 
+@dataclass(frozen=True)
+class Continuation:
+    """A stored long run compared with the chapter's run it continues: the run's ``preset``, the ``shared`` epochs of
+    the weight-decay arm and the ``largest`` difference of any per-checkpoint number there (inf: shapes or NaNs differ)."""
+
+    preset: str
+    shared: list[int]
+    largest: float
+
+
+def _reproduces(c: Continuation, cfg: Params) -> Measured | None:
+    if not c.shared:
+        return None  # the long run is not this run continued: nothing to compare
+    return Measured({"largest difference at the shared checkpoints": c.largest}, ours=f"{c.largest:.1e}", value=c.largest,
+                    context={"preset": c.preset, "last": c.shared[-1]})
+
+
+CONTINUATION_SPECS: tuple[Spec, ...] = (
+    Rule(OURS + "long_run_reproduces_run", "reproduces the {preset} run at the shared checkpoints (epochs ≤ {last}; "
+         "largest difference ≤ {t0})", "–", "ours (reproducibility)", "the stored long run and this chapter's run, both "
+         "arms, at the epochs both stored", (Comparison("largest difference at the shared checkpoints", "<=", 1e-9, over=ONE),),
+         "every stored per-checkpoint number of both arms within {t0} (training segments are seeded by their position)",
+         _reproduces, {"largest difference at the shared checkpoints": 1e-3}),
+)
+
+
 def long_run_claims(
     cfg: Params, long_cfg: Params, lrun: GrokRun, through: Mapping[str, int], comparison: tuple[bool, list[int], float]
 ) -> Claims:
-    """:func:`build_claims` on the stored long run (up to its last stored WD-arm epoch), plus a
-    row checking that it reproduces this chapter's run at their shared checkpoints (when it is this run continued)."""
+    """:func:`build_claims` on the stored long run (up to its last stored WD-arm epoch), plus a row checking that it
+    reproduces this chapter's run at their shared checkpoints (when it is this run continued: ``comparison`` as
+    :func:`ace_helpers.chapters.modadd.long_run.same_prefix` returns it)."""
     long_claims = build_claims(lrun, long_cfg, last_epoch=through["wd"])
-    same, shared, diff = comparison
-    if shared:
-        long_claims.check(f"reproduces the {cfg['PRESET']} run at the shared checkpoints (epochs ≤ {shared[-1]}; "
-                          "largest difference ≤ 1e-9)", "–", f"{diff:.1e}", same, where="ours (reproducibility)",
-                          id=OURS + "long_run_reproduces_run", value=diff, threshold=1e-9, op="<=",
-                          short="every shared per-checkpoint number within 1e-9",
-                          rule="every stored per-checkpoint number of both arms within 1e-9 (training segments are "
-                          "seeded by their position)")  # fmt: skip
+    _, shared, largest = comparison
+    long_claims.rows += judge_all(CONTINUATION_SPECS, Continuation(cfg["PRESET"], list(shared), largest), cfg,
+                                  lambda key: None).rows
     return long_claims
