@@ -22,6 +22,8 @@ from ace_helpers.chapters.core_inflation.reference_rules import SPECS as INFLATI
 from ace_helpers.chapters.core_inflation.rules import SPECS as INFLATION
 from ace_helpers.chapters.core_stitching.claims import SPECS as STITCHING
 from ace_helpers.chapters.core_stitching.paper_rows import SPECS as STITCHING_PAPER
+from ace_helpers.chapters.grokking_scaling_law.claims_limits import LIMIT_SPECS, MARGIN_SPECS, REDUNDANCY_SPECS
+from ace_helpers.chapters.grokking_scaling_law.sweep_rules import JOINT_SPECS, OMEGA_SPECS, P_SPECS
 from ace_helpers.chapters.llm_agreement.claims import SPECS as LLM_AGREEMENT
 from ace_helpers.chapters.markov_cores.claims import SPECS as MARKOV
 from ace_helpers.chapters.modadd_grokking.circle_rules import SPECS as MODADD_CIRCLE
@@ -39,6 +41,8 @@ def tables() -> dict[str, list[Rule]]:
             "02_modadd_grokking": rules_of(MODADD_GROK) + rules_of(MODADD_CIRCLE) + rules_of(MODADD_EPOCHS)
             + rules_of(MODADD_KEEP_REMOVE), "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE)
             + rules_of(INFLATION_CONTINUATION),
+            "04_grokking_scaling_law": rules_of(OMEGA_SPECS + P_SPECS + LIMIT_SPECS + JOINT_SPECS + MARGIN_SPECS
+                                                + REDUNDANCY_SPECS),
             "05_llm_agreement": rules_of(LLM_AGREEMENT),
             "06_ace_vs_alternatives": rules_of(ALTERNATIVES) + rules_of(ALTERNATIVES_LLM),
             "07_core_stitching": rules_of(STITCHING) + rules_of(STITCHING_PAPER)}

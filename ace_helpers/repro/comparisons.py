@@ -83,6 +83,8 @@ class Comparison:
         k, n = sum(compare(v, self.op, bound) for v in vals), len(vals)
         if self.noise is not None and self._within_noise(vals, bound, m):
             return MIXED, k, n
+        if self.over == INTERVAL and self.op == WITHIN and vals[0] < bound[0] and vals[1] > bound[1]:  # type: ignore[index]
+            return MIXED, k, n  # an interval wider than the band on both sides straddles both bounds: it cannot tell
         return (HOLD if k == n else FAIL if k == 0 else MIXED if self.over != ONE else FAIL), k, n
 
     def _within_noise(self, vals: list[float], bound: Any, m: Quantities) -> bool:

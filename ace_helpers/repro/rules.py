@@ -23,6 +23,7 @@ import functools
 import hashlib
 import inspect
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,7 +264,7 @@ def judge(claims: Claims, rule: Rule, m: Measured, known_gap: str | None = None)
         None if verdict == REPRODUCED else known_gap, id=rule.fill(rule.id, m),
         where=rule.where, rule=rule.fill(rule.prose, m), partly=verdict == PARTLY, explains=rule.explains,
         value=m.value, per_seed=per_seed if m.per_seed is None else m.per_seed,
-        interval=first.values(m) if first.over == INTERVAL else None, method=m.method or rule.method or BOOTSTRAP_METHOD,
+        interval=_interval(first, m), method=m.method or rule.method or BOOTSTRAP_METHOD,
         threshold=list(bound) if isinstance(bound, tuple) else bound, op=first.op if first.op in OPS else None,
         short=rule.fill(rule.short_text(), m), headline=rule.headline,
     )
@@ -276,6 +277,15 @@ def judge(claims: Claims, rule: Rule, m: Measured, known_gap: str | None = None)
         if len(row.cause.split()) > CAUSE_WORDS:
             raise ValueError(f"rule {rule.id!r}: its cause has {len(row.cause.split())} words, at most {CAUSE_WORDS}")
     return verdict
+
+
+def _interval(test: Comparison, m: Measured) -> list[float] | None:
+    """The interval a test reads, for the record (None where it reads none, or where no estimate could be made: a fit
+    that failed measures ``[nan, nan]``, which fails the test)."""
+    if test.over != INTERVAL:
+        return None
+    vals = test.values(m)
+    return vals if all(math.isfinite(v) for v in vals) else None
 
 
 def judge_all(specs: Sequence[Spec], results: Mapping[str, Any], cfg: Any, gap: Callable[[str], str | None]) -> Claims:

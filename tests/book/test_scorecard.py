@@ -158,10 +158,9 @@ def rebuild(stem: str, result: dict) -> list[dict]:
     if stem == "04_grokking_scaling_law":
         runs = mod.records_from_dicts(result["runs"])
         fits = mod.fit_sweeps([r for r in runs if r.sweep == "omega"], [r for r in runs if r.sweep == "p"])
-        claims = mod.fit_claims(fits, cfg)
-        claims.not_tested = mod.not_tested(fits)
-        mod.check_margin_ode(claims, mod.margin_fits_from_rows(result["margin_ode"]))
-        mod.check_redundancy(claims, mod.redundancy_from_rows(result["redundancy"]))
+        stored_run = mod.ScalingRun(None, fits)  # the fits; the margin and redundancy runs come from the results file
+        claims = mod.build_claims(stored_run, cfg, mod.margin_fits_from_rows(result["margin_ode"]),
+                                  mod.redundancy_from_rows(result["redundancy"]))
         promoted = {r["id"] for r in result["claims"] if r["section"] != section and r["kind"] == "paper" and r["headline"]}
         return mod.own_as_evidence(claims.records(section), promoted)
     if stem in ("02_modadd_grokking", "03_core_inflation"):

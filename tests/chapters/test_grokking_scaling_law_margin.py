@@ -65,12 +65,11 @@ def _trace(omega: float, rate: float, lr: float = 1e-3, noise: float = 0.0, seed
 def test_the_fit_recovers_a_planted_decay_and_the_rule_fails_on_wrong_dynamics() -> None:
     right = fit_margin_ode(_trace(2.0, 2.0))
     assert right.omega_fit == pytest.approx(2.0, rel=0.05) and right.c == pytest.approx(0.5, rel=0.05) and right.r2 > 0.99
-    from ace_helpers.chapters.grokking_scaling_law.claims_limits import check_margin_ode
+    from ace_helpers.chapters.grokking_scaling_law.claims_limits import MARGIN_SPECS
+    from ace_helpers.repro.rules import judge_all
 
     def verdict(fits) -> str:
-        c = Claims()
-        check_margin_ode(c, fits)
-        return c.rows[0].verdict
+        return judge_all(MARGIN_SPECS, fits, None, lambda key: None).rows[0].verdict
 
     assert verdict([right, fit_margin_ode(_trace(1.0, 1.0, seed=1))]) == "reproduced"
     # a margin that decays 5x faster than the weight decay sets, in every run: not reproduced

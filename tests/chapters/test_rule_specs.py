@@ -11,6 +11,7 @@ from ace_helpers.chapters import (
     ace_vs_alternatives,
     core_inflation,
     core_stitching,
+    grokking_scaling_law,
     llm_agreement,
     markov_cores,
     modadd_grokking,
@@ -19,6 +20,7 @@ from ace_helpers.chapters.ace_vs_alternatives.llm import LAYER
 from ace_helpers.chapters.ace_vs_alternatives.llm_rules import LlmRun
 from ace_helpers.chapters.ace_vs_alternatives.llm_rules import SPECS as LLM_SPECS
 from ace_helpers.chapters.core_inflation.claims import CONTINUATION_SPECS as CONTINUATION
+from ace_helpers.chapters.grokking_scaling_law.claims_limits import MARGIN_SPECS, REDUNDANCY_SPECS
 from ace_helpers.chapters.core_inflation.claims import Continuation
 from ace_helpers.chapters.core_inflation.reference_rules import SPECS as REFERENCE
 from ace_helpers.chapters.core_inflation.reference_rules import ReferenceRun
@@ -74,6 +76,18 @@ def _inputs(stem, rule=None):
         wd = book_run.wd
         never = replace(book_run, wd=ArmResult(wd.epochs, {**wd.arrays, "test_acc": wd["test_acc"] * 0}))  # never groks
         return [(InflationRun(book_run), book), (InflationRun(run, through["wd"]), long_cfg), *forks, (InflationRun(never), book)]
+    if stem == "04_grokking_scaling_law":
+        results = json.loads((ROOT / "book/results/04_grokking_scaling_law.json").read_text())
+        if rule is not None and any(rule is r for r in MARGIN_SPECS):
+            return [(grokking_scaling_law.margin_fits_from_rows(results["margin_ode"]), None)]
+        if rule is not None and any(rule is r for r in REDUNDANCY_SPECS):
+            return [(grokking_scaling_law.redundancy_from_rows(results["redundancy"]), None)]
+        book, ci = grokking_scaling_law.PARAMS.resolve(PRESET="book"), grokking_scaling_law.PARAMS.resolve(PRESET="ci")
+        runs = grokking_scaling_law.records_from_dicts(results["runs"])
+        fits = grokking_scaling_law.fit_sweeps([r for r in runs if r.sweep == "omega"], [r for r in runs if r.sweep == "p"])
+        paper = grokking_scaling_law.stored_paper_sweeps(book)  # the paper-settings sweeps: one ω in the p sweep
+        paper_fits = grokking_scaling_law.fit_sweeps(paper.runs["omega"], paper.runs["p"], paper.cfg["OMEGA_P"])
+        return [(fits, book), (fits, ci), (paper_fits, paper.cfg)]
     if stem == "02_modadd_grokking":
         long_cfg, run, _ = stored_long_run(modadd_grokking.PARAMS.resolve(PRESET="book"))
         if rule is not None and any(rule is r for r in KEEP_REMOVE):

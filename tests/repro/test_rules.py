@@ -164,3 +164,16 @@ def test_a_measured_cause_class_replaces_the_rules_and_is_checked():
 def test_rules_a_run_cannot_test_at_all_are_listed_with_the_reason():
     rows = untested([_rule(Comparison("acc", ">=", 0.7)), Combine("x", "c", "p", "w", "prose", "short")], "no grokking")
     assert [(r.id, r.why, r.rule) for r in rows] == [("markov.accuracy", "no grokking", "prose 0.7")]
+
+
+def test_a_window_read_on_an_interval():
+    """Inside the window: holds; straddling one bound, or wider than the window on both sides: inconclusive; wholly
+    outside: fails; a fit that could not be made ([nan, nan]) fails and records no interval."""
+    rule = _rule(Comparison("acc", WITHIN, (-1.25, -0.8), over=INTERVAL),
+                 measure=lambda r, c: Measured({"acc": r["acc"]}, value=-1.0))
+    cases = {(-1.1, -0.9): "reproduced", (-1.1, -0.7): "inconclusive", (-1.4, -0.6): "inconclusive",
+             (-0.7, -0.5): "not reproduced", (float("nan"), float("nan")): "not reproduced"}
+    for interval, verdict in cases.items():
+        row = judge_all([rule], {"acc": list(interval)}, None, lambda k: None).rows[0]
+        assert row.verdict == verdict, interval
+    assert row.interval is None and row.threshold == [-1.25, -0.8] and row.op == "in"

@@ -55,12 +55,7 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     p_sweep_rows,
     setting_rows,
 )
-from ace_helpers.chapters.grokking_scaling_law.claims_limits import (
-    check_margin_ode,
-    check_redundancy,
-    margin_ode_untested,
-    redundancy_untested,
-)
+from ace_helpers.chapters.grokking_scaling_law.claims_limits import MARGIN_SPECS, REDUNDANCY_SPECS
 from ace_helpers.chapters.grokking_scaling_law.jobs import default_store, grok_jobs
 from ace_helpers.chapters.grokking_scaling_law.margin_ode import MarginTrace, OdeFit, fit_margin_ode, trace_margins
 from ace_helpers.chapters.grokking_scaling_law.redundancy import MAX_STEPS as REDUNDANCY_MAX_STEPS
@@ -98,6 +93,7 @@ from ace_helpers.method.devices import device_key, device_kind, resolve_device
 from ace_helpers.repro.artifacts import load_artifact, project_root, save_artifact
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
+from ace_helpers.repro.rules import judge_all
 from ace_helpers.repro.sweeps import stored
 
 __all__ = [
@@ -252,17 +248,11 @@ def build_claims(res: ScalingRun, cfg: Params, margin: list[OdeFit] | None = Non
     the margin-ODE fits (default: the run's own, ``ScalingRun.margin``), else ``scaling.margin_ode`` is not tested;
     ``redundancy``: the redundancy runs (default: ``ScalingRun.redundancy``), else ``scaling.redundancy_cause`` is not tested."""
     claims = fit_claims(res.fits, cfg)
-    claims.not_tested = not_tested(res.fits)
-    margin = res.margin if margin is None else margin
-    if margin:
-        check_margin_ode(claims, margin)
-    else:
-        claims.not_tested.append(margin_ode_untested("the margin-ODE runs were not made in this run (build_claims without margin fits)"))
-    redundancy = res.redundancy if redundancy is None else redundancy
-    if redundancy:
-        check_redundancy(claims, redundancy)
-    else:
-        claims.not_tested.append(redundancy_untested("the redundancy runs were not made in this run (build_claims without them)"))
+    for specs, runs in ((MARGIN_SPECS, res.margin if margin is None else margin),
+                        (REDUNDANCY_SPECS, res.redundancy if redundancy is None else redundancy)):
+        more = judge_all(specs, list(runs), cfg, lambda gap: gap or None)  # their known gaps are measured texts
+        claims.rows += more.rows
+        claims.not_tested += more.not_tested
     return claims
 
 

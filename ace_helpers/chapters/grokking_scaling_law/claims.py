@@ -18,22 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.grokking_scaling_law.claims_limits import (
-    check_omega_sweep_Omega,
-    check_p_limit,
-    p_limit_untested,
-)
+from ace_helpers.chapters.grokking_scaling_law.claims_limits import LIMIT_SPECS
 from ace_helpers.chapters.grokking_scaling_law.intervals import (
-    SEED_BOOTSTRAP,
-    WINDOW,
     LogVsPower,
     law_r2,
     log_r2,
     log_vs_power,
     seed_bootstrap,
-    step_interval,
-    window_bound,
-    within_error,
 )
 from ace_helpers.chapters.grokking_scaling_law.law_checks import (
     LARGE_P,
@@ -43,6 +34,19 @@ from ace_helpers.chapters.grokking_scaling_law.law_checks import (
     omega_from_sweep,
 )
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, setting_stats, uncensored
+from ace_helpers.chapters.grokking_scaling_law.sweep_rules import (  # noqa: F401 - the chapter's texts
+    CODE,
+    FIG_A,
+    FIG_B,
+    ID,
+    JOINT_SPECS,
+    OMEGA_SPECS,
+    P_SPECS,
+    T_CI,
+    THEORY,
+    for_seeds,
+    means_of,
+)
 from ace_helpers.method.fits import (
     LogLawFit,
     OmegaLawFit,
@@ -54,17 +58,9 @@ from ace_helpers.method.fits import (
 )
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps, seed_sensitive
+from ace_helpers.repro.rules import Spec, judge_all
 
-FIG_A = "grokking-time figure, panel A 'Grok Time vs. Weight Decay'"
-FIG_B = "grokking-time figure, panel B 'Grok Time vs. Redundancy'"
-CODE = "code release joshseth/cores, grok_sweep.py"
-THEORY = "grokking-time theory (margin ODE dm/dt = −ω·m + c·ω·‖ψ‖²)"
 OURS, DIAGNOSIS = "ours (beyond the paper)", "ours (diagnosis)"
-#: The prefix of the chapter's own claim ids, and how a fitted exponent's interval is computed.
-ID, T_CI = "ours.grokking_scaling_law.", "t interval of the fitted exponent (95 %)"
-
-#: R² thresholds (ours: the paper prints R² on both panels, the values were not retrievable).
-R2_MIN, R2_MIN_ONE_SEED = 0.8, 0.6
 
 #: Measured at each preset's own run; formatted with the run's numbers (:func:`gap_numbers`).
 KNOWN_GAPS = KnownGaps({
@@ -161,24 +157,16 @@ def fit_sweeps(omega_runs: Sequence[GrokRecord], p_runs: Sequence[GrokRecord], o
     )
 
 
-def _means(stats: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(settings, mean τ_grok) over the settings with at least one uncensored run."""
-    if not stats:
-        return np.zeros(0), np.zeros(0)
-    ok = stats["n"] > 0
-    return stats["x"][ok], stats["mean"][ok]
-
-
 def _secant(fits: SweepFits) -> float | None:
     """The fitted log law's mean log-log slope between the smallest and the largest prime."""
-    xs, _ = _means(fits.p_stats.get(fits.omega_p, {}))
+    xs, _ = means_of(fits.p_stats.get(fits.omega_p, {}))
     lf = fits.p_log
     return _try(log_law_secant, float(xs.min()), float(xs.max()), lf.p_crit) if lf is not None and len(xs) > 1 else None
 
 
 def gap_numbers(fits: SweepFits) -> dict[str, Any]:
     """The measured numbers a known gap's text quotes (``{}`` where a fit is missing)."""
-    xs, _ = _means(fits.p_stats.get(fits.omega_p, {}))
+    xs, _ = means_of(fits.p_stats.get(fits.omega_p, {}))
     lf, secant, lv = fits.p_log, _secant(fits), fits.log_vs_power
     if lf is None or secant is None or len(xs) < 2:
         return {}
@@ -199,150 +187,31 @@ def _gap(cfg: Params, key: str, numbers: dict[str, Any]) -> str | None:
         return None
 
 
-def _in(b: float | None, window: tuple[float, float] = WINDOW) -> bool:
-    return b is not None and window[0] <= b <= window[1]
-
-
-def _exp(fit: PowerLawFit | None) -> str:
-    return f"{fit.exponent:.3g} [{fit.ci[0]:.3g}, {fit.ci[1]:.3g}]" if fit else "n/a (too few uncensored runs)"
-
-
-def _fewer(cfg: Params, fraction: str) -> str:
-    """The run's seeds per setting and train fraction (knob ``fraction``) against the paper's."""
-    return f"{cfg['N_SEEDS']} seed{'s' if cfg['N_SEEDS'] > 1 else ''} per setting (paper 12), train fraction {cfg[fraction]} (paper 0.5)"
-
-
-def _exponent(fit: PowerLawFit | OmegaLawFit | None, one: bool) -> dict[str, Any]:
-    """The verdict keywords of a fitted exponent (a power law's, or b of the Ω law) and its 95 % interval:
-    in :data:`WINDOW` (one seed per setting, ``one``: below 0), judged on the interval (:func:`~.intervals.window_bound`)."""
-    if fit is None:
-        return {}
-    b, ci = (fit.exponent, fit.ci) if isinstance(fit, PowerLawFit) else (fit.b, fit.b_ci)
-    threshold, op = (0.0, "<") if one else window_bound(ci, WINDOW)
-    return {"value": b, "interval": list(ci), "threshold": threshold, "op": op, "method": T_CI}
-
-
 SWEEPS = ("omega", "p")
 
 
-def _omega_claims(claims: Claims, fits: SweepFits, cfg: Params, win: str, loose: str, r2_rule: str) -> None:
-    """The ω sweep's rows: the exponent (headline of scaling.omega), its R² and the monotone fall of the means."""
-    one, numbers = cfg["N_SEEDS"] == 1, gap_numbers(fits)
-    r2_min = R2_MIN_ONE_SEED if one else R2_MIN
-    w = fits.omega
-    claims.check("ω exponent b of τ_grok ∝ ω^b", "τ ∝ ω^−1.02 (theory ω^−1)", _exp(w),
-                 w is not None and (w.exponent < 0 if one else _in(w.exponent)), where=f"{FIG_A}; fit as in {CODE}",
-                 rule=f"OLS slope of log τ_grok on log ω over every uncensored run (the code fits per-ω means; runs give "
-                      f"a CI from the seeds) {win}; {_fewer(cfg, 'TRAIN_FRACTION')}{loose}; judged on the exponent's 95 % CI: inconclusive "
-                      f"where it straddles a bound", id="scaling.omega",
-                 short="ω exponent's 95 % CI below 0" if one else f"ω exponent's 95 % CI inside {list(WINDOW)}",
-                 **_exponent(w, one))  # fmt: skip
-    r2_ci = fits.omega_r2_ci
-    claims.check("R² of the ω power law", "printed on panel A (value not retrievable)", w.r2 if w else "n/a",
-                 w is not None and w.r2 >= r2_min, where=f"{FIG_A}; {CODE}", rule=r2_rule, id="scaling.omega",
-                 headline=False, short=f"R² (log space) ≥ {r2_min} over its bootstrap interval",
-                 **({"interval": r2_ci, "threshold": r2_min, "op": ">=", "method": SEED_BOOTSTRAP} if w and r2_ci else {}))
-    _, means = _means(fits.omega_stats)
-    steps = step_interval(means, cfg["EVAL_EVERY"])
-    strict = len(means) >= 2 and bool(np.all(np.diff(means) < 0))
-    claims.check("mean delay falls monotonically with ω", "τ_grok falls over ω = 0.3 … 3 (means ± sd on panel A)",
-                 [round(float(m)) for m in means], strict, None if strict else _gap(cfg, "omega_monotone", numbers),
-                 where=FIG_A, id="scaling.omega", headline=False, value=[float(m) for m in means],
-                 short=f"every next per-ω mean lower by ≥ EVAL_EVERY = {cfg['EVAL_EVERY']} steps; a smaller step is a tie",
-                 rule=f"per-ω mean τ_grok (uncensored runs) lower at every next ω; a step smaller than the τ resolution "
-                      f"EVAL_EVERY = {cfg['EVAL_EVERY']} steps is a tie: inconclusive where the decisive (largest) step d "
-                      f"is one, |d| < EVAL_EVERY; not reproduced where some mean rises by EVAL_EVERY or more",
-                 **({"interval": steps, "threshold": 0.0, "op": "<",
-                     "method": "largest step d between consecutive means as (d − EVAL_EVERY, d + EVAL_EVERY)"} if steps else {}))  # fmt: skip
-
-
-def _p_claims(claims: Claims, fits: SweepFits, cfg: Params, win: str, r2_rule: str) -> None:
-    """The p sweep's rows: τ falls with p, the log law's R² (headline of scaling.log_law), the log law
-    against a power law (ours), the p exponent over the large primes (headline of scaling.p) and its diagnosis."""
-    one, numbers = cfg["N_SEEDS"] == 1, gap_numbers(fits)
-    r2_min = R2_MIN_ONE_SEED if one else R2_MIN
-    xs, means = _means(fits.p_stats.get(fits.omega_p, {}))
-    pp = fits.p_pow
-    falls = pp is not None and pp.exponent < 0
-    claims.check("τ_grok decreases with p (means over seeds)", "τ falls with the modulus p (panel B)",
-                 [round(float(m)) for m in means], len(means) >= 2 and bool(np.all(np.diff(means) < 0)) and falls,
-                 _gap(cfg, "p_decreasing", numbers), where=FIG_B, id="scaling.log_law", headline=False,
-                 partly=falls and within_error(fits.p_stats.get(fits.omega_p, {})), value=[float(m) for m in means],
-                 short="every next per-p mean lower, and the fitted power of p < 0",
-                 rule="per-p mean τ_grok at ω = OMEGA_P lower at every next prime, and the fitted power of p < 0; "
-                      "partly: every rise of the mean smaller than its standard error over the seeds (not resolved)")  # fmt: skip
-    lf, r2_ci = fits.p_log, fits.p_r2_ci
-    ok = lf is not None and lf.r2 >= r2_min
-    claims.check("R² of −Ω·log(1 − p_crit/p)", "printed on panel B (value not retrievable)", lf.r2 if lf else "n/a",
-                 ok, None if ok else _gap(cfg, "p_log_r2", numbers), where=f"{FIG_B}; curve_fit with 0 < p_crit < min p as in {CODE}",
-                 rule=r2_rule.replace("in log space ", ""), id="scaling.log_law", short=f"R² ≥ {r2_min} over its bootstrap interval",
-                 **({"interval": r2_ci, "threshold": r2_min, "op": ">=", "method": SEED_BOOTSTRAP} if lf and r2_ci else {}))  # fmt: skip
-    lv = fits.log_vs_power
-    claims.check("the log law fits τ(p) better than a power law (ΔAIC)", "τ(p) = −Ω·log(1 − p_crit/p) describes panel B",
-                 f"ΔAIC = AIC(power) − AIC(log law) = {lv.delta_aic:.2f} [{lv.interval[0]:.2f}, {lv.interval[1]:.2f}]: "
-                 f"{'the log law' if lv.delta_aic > 0 else f'the power law p^{lv.b:.2f}'} wins" if lv else "n/a",
-                 lv is not None and lv.delta_aic > 0, None if lv is not None and lv.delta_aic > 0 else _gap(cfg, "log_vs_power", numbers),
-                 where=OURS, id=ID + "log_vs_power", short="ΔAIC(power − log law) > 0 over its bootstrap interval",
-                 rule="Gaussian AIC of the log law against its rival, a power law τ = a·p^b, both least squares in τ over "
-                      "the uncensored runs at ω = OMEGA_P with two parameters (so ΔAIC = ΔBIC = n·log(SSE_power/SSE_log)); "
-                      "the log law wins when ΔAIC > 0; inconclusive where the interval straddles 0",
-                 **({"value": lv.delta_aic, "interval": lv.interval, "threshold": 0.0, "op": ">", "method": SEED_BOOTSTRAP} if lv else {}))  # fmt: skip
-    if fits.large is not None:  # else not tested (:func:`not_tested`)
-        check_p_limit(claims, fits.large, _fewer(cfg, "TRAIN_FRACTION_P"))
+def sweep_specs(cfg: Params, sweeps: Sequence[str] = SWEEPS) -> tuple[Spec, ...]:
+    """The rules of ``sweeps`` (``"omega"``, ``"p"``), with the variants of ``cfg``'s seeds per setting."""
+    specs = (OMEGA_SPECS if "omega" in sweeps else ()) + ((*P_SPECS, *LIMIT_SPECS, *JOINT_SPECS) if "p" in sweeps else ())
+    return for_seeds(specs, cfg)
 
 
 def fit_claims(fits: SweepFits, cfg: Params, sweeps: Sequence[str] = SWEEPS) -> Claims:
-    """The claims of one set of sweep fits (the chapter's run, or the stored paper-settings runs).
+    """The claims of one set of sweep fits (the chapter's run, or the stored paper-settings runs): the rules of
+    :mod:`.sweep_rules` and :mod:`.claims_limits` judged on ``fits``, with the claims they cannot test (``p ≫ p_crit``
+    without two large primes, Ω ∝ 1/ω without a second weight decay or an ω sweep) in ``not_tested``.
 
-    With one seed per setting (``N_SEEDS = 1``) the seed scatter dominates: the exponent windows
-    of the ω sweep and of Ω become "exponent < 0" and the R² thresholds fall from 0.8 to 0.6,
-    as each rule says.  Each pooled estimate is judged on its interval (an exponent's t interval,
-    an R² or ΔAIC's :func:`~.intervals.seed_bootstrap` interval), and is inconclusive where the
-    interval straddles its threshold.  A fit that could not be made fails its claims.  ``sweeps``:
-    the sweeps whose claims are checked (``"omega"``, ``"p"``; default both).
+    With one seed per setting (``N_SEEDS = 1``) the exponent windows of the ω sweep and of Ω become "exponent < 0" and
+    the R² thresholds fall from 0.8 to 0.6, as each rule says.  ``sweeps``: the sweeps whose claims are judged.
     """
-    one = cfg["N_SEEDS"] == 1
-    win = f"in [{WINDOW[0]}, {WINDOW[1]}] (the theory's −1 within a factor 1.25; the paper's −1.02 is inside)"
-    loose = "; with one seed per setting only b < 0 (one run per setting: the seed scatter swamps the window)"
-    r2_rule = (f"R² in log space over the uncensored runs ≥ {R2_MIN} (ours: the paper's value was not retrievable; the code's R² "
-               f"is of the per-setting means, which average the seed scatter away); {R2_MIN_ONE_SEED} with one seed per "
-               "setting, where nothing is averaged; judged on the percentile-bootstrap interval over the seeds within "
-               "each setting: inconclusive where it straddles the threshold")  # fmt: skip
-    claims = Claims()
-    if "omega" in sweeps:
-        _omega_claims(claims, fits, cfg, win, loose, r2_rule)
-    if "p" in sweeps:
-        _p_claims(claims, fits, cfg, win, r2_rule)
-        if len(fits.p_stats) > 1:
-            ol = fits.omega_law
-            claims.check("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)",
-                         f"{ol.b:.3g} [{ol.b_ci[0]:.3g}, {ol.b_ci[1]:.3g}] (p_crit = {ol.p_crit:.3g}, ω = "
-                         f"{sorted(fits.p_stats)})" if ol else "n/a (too few uncensored runs)",
-                         ol is not None and (ol.b < 0 if one else _in(ol.b)), where=THEORY, id="scaling.Omega",
-                         short="Ω exponent's 95 % CI below 0" if one else f"Ω exponent's 95 % CI inside {list(WINDOW)}",
-                         rule=f"fit of log τ = log A + b·log ω + log(−log(1 − p_crit/p)) over every uncensored p-sweep run "
-                              f"(ω = OMEGA_P and EXTRA_OMEGAS_P; one p_crit, as the theory's p_crit does not depend on ω): b "
-                              f"{win}; ours: the paper's p sweep is at ω = 1 only; {_fewer(cfg, 'TRAIN_FRACTION_P')}{loose}; judged on b's 95 % "
-                              f"CI: inconclusive where it straddles a bound",
-                         **_exponent(ol, one))  # fmt: skip
-        elif fits.omega_Omega is not None:  # one p-sweep ω: Ω from the ω sweep, with the p sweep's p_crit
-            check_omega_sweep_Omega(claims, fits.omega_Omega, _fewer(cfg, "TRAIN_FRACTION"))
-    return claims
+    numbers = gap_numbers(fits)
+    return judge_all(sweep_specs(cfg, sweeps), fits, cfg, lambda key: _gap(cfg, key, numbers))
 
 
-def not_tested(fits: SweepFits) -> list[ClaimRow]:
+def not_tested(fits: SweepFits, cfg: Params) -> list[ClaimRow]:
     """The claims a run cannot test: τ ∝ 1/p for p ≫ p_crit needs two primes ≥ :data:`~.law_checks.LARGE_P`;
     Ω ∝ 1/ω needs the p sweep at two weight decays or more, or an ω sweep beside a p sweep's p_crit."""
-    rows = []
-    if fits.large is None:
-        primes = [int(x) for x in _means(fits.p_stats.get(fits.omega_p, {}))[0]]
-        rows.append(p_limit_untested(primes, LARGE_P))
-    if len(fits.p_stats) <= 1 and fits.omega_Omega is None:
-        rows.append(ClaimRow("Ω ∝ ω^b in the log law, b near −1", "Ω ∝ 1/ω, hence τ ∝ 1/(ω·p)", "—",
-                             "the p sweep runs at one weight decay (EXTRA_OMEGAS_P is empty) and no ω sweep beside it "
-                             "can be fitted", THEORY, "needs the p sweep at ≥ 2 weight decays (EXTRA_OMEGAS_P), or an ω "
-                             "sweep and the p sweep's p_crit", id="scaling.Omega"))  # fmt: skip
-    return rows
+    return fit_claims(fits, cfg).not_tested
 
 
 def untested_sweep(fits: SweepFits, cfg: Params, sweep: str, why: str) -> list[ClaimRow]:

@@ -19,7 +19,6 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     SweepFits,
     fit_claims,
     fit_sweeps,
-    not_tested,
     untested_sweep,
 )
 from ace_helpers.chapters.grokking_scaling_law.jobs import default_store, grok_jobs
@@ -145,14 +144,15 @@ def paper_claims(stored: StoredSweeps) -> tuple[Claims, list[ClaimRow], SweepFit
     untested: list[ClaimRow] = []
     for sweep in SWEEPS:
         cfg = stored.cfg.replace(N_SEEDS=max(1, stored.seeds(sweep)[0]))  # each sweep's rules name its own seeds
+        judged = fit_claims(fits, cfg, sweeps=(sweep,))
         if sweep in present:
-            claims.rows += fit_claims(fits, cfg, sweeps=(sweep,)).rows
+            claims.rows += judged.rows
         else:
             lo, _ = stored.seeds(sweep)
             why = (f"the paper-settings {sweep} sweep is not stored far enough yet: {len(stored.runs[sweep])} runs, "
                    f"{lo} seeds at its least-covered setting (tested from {MIN_SEEDS[sweep]} seeds per setting)")  # fmt: skip
             untested += untested_sweep(fits, cfg, sweep, why)
-    untested += not_tested(fits)
+        untested += judged.not_tested  # what neither sweep can test (p ≫ p_crit, Ω ∝ 1/ω)
     return claims, untested, fits
 
 
