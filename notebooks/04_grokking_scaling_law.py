@@ -316,7 +316,8 @@ print(f"joint fit: Omega ~ omega^{ol.b:.2f} [{ol.b_ci[0]:.2f}, {ol.b_ci[1]:.2f}]
 # [−m, ‖ψ‖²] from τ_mem on (time in units of lr·step, in which AdamW decays the weights at rate ω) gives
 # each run's ω̂, to be compared with its weight decay. This can show whether the margin's dynamics have the
 # ODE's form with the weight decay as its rate; it cannot show the ODE's derivation, nor that our proxy is
-# the paper's ψ, whose definition we could not retrieve.
+# the paper's ψ: the paper's grokking-time theory states the ODE without defining ψ or c. So the paper's
+# claim is recorded as *not tested as stated*, and this fit is our own row beside it.
 #
 # ```{fold} Show the margin fits per run
 # ```
