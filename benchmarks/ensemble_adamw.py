@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from ace_helpers.chapters.modadd.config import model_config
-from ace_helpers.chapters.toy_models.markov import toy_config
+from ace_helpers.chapters.markov_run.run import toy_config
 from ace_helpers.repro.artifacts import write_report
 from ace_helpers.repro.machine import machine_line
 from ace_helpers.repro.thread_pools import set_threads

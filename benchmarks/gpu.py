@@ -53,7 +53,7 @@ from pathlib import Path
 
 import torch
 
-from ace_helpers.chapters.toy_models.markov import model_seeds, train_models
+from ace_helpers.chapters.markov_run.run import model_seeds, train_models
 from ace_helpers.method.devices import describe_device, resolve_device
 from ace_helpers.repro.artifacts import atomic_write_bytes, write_report
 from ace_helpers.repro.machine import machine_line

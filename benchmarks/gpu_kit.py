@@ -42,7 +42,7 @@ from ace_helpers.repro.official import check_official, copy_official
 #: what the benchmark's steps import: the chapters' trainers and runs, the sweep command, the language-model
 #: chapter's library (the ``tests`` step) and pytest, and the notebook kernel that the ``variants`` step runs the
 #: chapters in (papermill, the kernel, the notebooks' display libraries)
-STEP_MODULES = ("ace_helpers.chapters.toy_models.markov", "ace_helpers.chapters.modadd.__main__",
+STEP_MODULES = ("ace_helpers.chapters.markov_run.run", "ace_helpers.chapters.modadd.__main__",
                 "ace_helpers.chapters.sweep", "ace_helpers.variants", "ace_helpers.chapters.llm_agreement")  # fmt: skip
 TEST_DISTS = ("pytest",)
 NOTEBOOK_DISTS = ("papermill", "ipykernel", "myst-nb", "jupytext", "nbformat", "matplotlib-inline")

@@ -12,7 +12,7 @@ import torch
 
 from ace_helpers.chapters import core_stitching as chapter
 from ace_helpers.chapters.modadd import grokked
-from ace_helpers.chapters.toy_models import markov
+from ace_helpers.chapters.markov_run import run as markov
 from ace_helpers.method import stitching as st
 from ace_helpers.method.core import Core
 from ace_helpers.repro.artifacts import to_plain

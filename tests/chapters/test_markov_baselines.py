@@ -1,5 +1,5 @@
 """Tests of chapter 1's baselines: the one-hot-state oracle subspace, the consensus (GCCA) subspace, and the
-claim rows and tables that read them (ace_helpers.chapters.toy_models.markov_baselines / markov_consensus,
+claim rows and tables that read them (ace_helpers.chapters.markov_cores.baselines / markov_consensus,
 ace_helpers.chapters.markov_cores.baseline_claims / baseline_tables).  Tiny synthetic data: seconds."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import torch
 
 from ace_helpers.chapters.markov_cores import baseline_claims as bc
 from ace_helpers.chapters.markov_cores import baseline_tables as bt
-from ace_helpers.chapters.toy_models import markov_baselines as mb
-from ace_helpers.chapters.toy_models import markov_consensus as mc
-from ace_helpers.chapters.toy_models.markov import toy_config
+from ace_helpers.chapters.markov_cores import baselines as mb
+from ace_helpers.chapters.markov_cores import consensus as mc
+from ace_helpers.chapters.markov_run.run import toy_config
 from ace_helpers.method import compare
 from ace_helpers.repro.rules import judge_all
 from ace_helpers.repro.report import Claims

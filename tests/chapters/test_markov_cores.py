@@ -8,8 +8,8 @@ import torch
 
 from ace_helpers.chapters import markov_cores as markov
 from ace_helpers.chapters.markov_cores import figures as mplots
-from ace_helpers.chapters.toy_models import markov as markov_pipeline
-from ace_helpers.chapters.toy_models import markov_jobs
+from ace_helpers.chapters.markov_run import run as markov_pipeline
+from ace_helpers.chapters.markov_run import jobs as markov_jobs
 from ace_helpers.toys.models import ToyTransformer, build_model
 from ace_helpers.toys.tasks.markov import (
     PAPER_CHAIN,

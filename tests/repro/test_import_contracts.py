@@ -5,6 +5,9 @@ of their modules (an import inside a function is there for load time only, and s
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -86,3 +89,15 @@ def test_the_inner_import_check_sees_one(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text('"""x."""\n\n\ndef f():\n    import json\n    return json\n')
     assert [n for n, _ in _inner_imports(bad)] == [5]
+
+
+def test_a_shared_chapter_package_importing_a_chapter_breaks_a_contract(tmp_path):
+    """The forbidden contract fails in a scratch copy where the shared Markov run imports chapter 1."""
+    shutil.copytree(PACKAGE, tmp_path / "ace_helpers", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    run = tmp_path / "ace_helpers" / "chapters" / "markov_run" / "run.py"
+    run.write_text(run.read_text() + "\nimport ace_helpers.chapters.markov_cores  # noqa: E402,F401\n")
+    done = subprocess.run([sys.executable, "-c", "import sys; from importlinter import cli; sys.exit(cli.lint_imports("
+                           "config_filename='pyproject.toml'))"], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(tmp_path), "PATH": ""})
+    assert done.returncode != 0 and "The shared chapter packages import no chapter" in done.stdout + done.stderr

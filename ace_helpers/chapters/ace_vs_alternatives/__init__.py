@@ -53,10 +53,10 @@ from ace_helpers.chapters.ace_vs_alternatives.claims import (  # noqa: F401 - th
     ns_table_rows,
 )
 from ace_helpers.chapters.modadd import grokked
-from ace_helpers.chapters.toy_models import knobs as stitching_knobs
-from ace_helpers.chapters.toy_models import markov
-from ace_helpers.chapters.toy_models import views as toy_views
-from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.toy_views import knobs as stitching_knobs
+from ace_helpers.chapters.markov_run import run as markov
+from ace_helpers.chapters.toy_views import views as toy_views
+from ace_helpers.chapters.markov_run.jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.method import checks
 from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.compare import projector_overlap

@@ -10,7 +10,7 @@ import numpy as np
 
 from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part
 from ace_helpers.chapters.ace_vs_alternatives import llm_rules
-from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.markov_run.jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import REPRODUCED, ClaimRow, Claims, KnownGaps
 from ace_helpers.repro.rules import INTERVAL, ONE, Comparison, Measured, NotTested, Rule, Spec, judge_all, per_part, verdict_of

@@ -63,10 +63,10 @@ from ace_helpers.chapters.core_stitching.claims import (  # noqa: F401 - the cha
 from ace_helpers.chapters.core_stitching.invariance import invariance_pairs
 from ace_helpers.chapters.core_stitching.merging import merge_paths
 from ace_helpers.chapters.modadd.grokked import train_modadd
-from ace_helpers.chapters.toy_models import markov
-from ace_helpers.chapters.toy_models.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
-from ace_helpers.chapters.toy_models.markov_jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
-from ace_helpers.chapters.toy_models.views import FREQ_POWER, View, key_frequencies, markov_view, modadd_view
+from ace_helpers.chapters.markov_run import run as markov
+from ace_helpers.chapters.toy_views.knobs import MEMORY_LIMIT, PRESETS, check, memory_estimate  # noqa: F401
+from ace_helpers.chapters.markov_run.jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
+from ace_helpers.chapters.toy_views.views import FREQ_POWER, View, key_frequencies, markov_view, modadd_view
 from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.stitching import (  # fmt: skip
     Chart,

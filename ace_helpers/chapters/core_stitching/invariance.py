@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ace_helpers.chapters.toy_models.views import View
+from ace_helpers.chapters.toy_views.views import View
 from ace_helpers.method.specificity import specificity_table
 
 #: Random subspace pairs per model pair (the 95th percentile of their mean CCA is read).

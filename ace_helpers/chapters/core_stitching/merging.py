@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from ace_helpers.chapters.toy_models.views import View
+from ace_helpers.chapters.toy_views.views import View
 from ace_helpers.method.merging import blend, interpolate_weights
 from ace_helpers.method.stitching import Chart, core_chart, fit_linear_map, full_chart, stitched_predictions
 

@@ -2,7 +2,7 @@
 
 The chapter protocol: :data:`PARAMS` (the knobs), :func:`run` (the flat results below) and
 :func:`build_claims` (:mod:`.claims`, known gaps in :data:`KNOWN_GAPS`); the pipeline of one chain
-(:mod:`ace_helpers.chapters.toy_models.markov`, :func:`run_chains`) is re-exported here.  Steps (the paper's first
+(:mod:`ace_helpers.chapters.markov_run.run`, :func:`run_chains`) is re-exported here.  Steps (the paper's first
 experiment): sample sequences from a chain ``T``; train ``N_SEEDS`` one-layer toy transformers
 as one vectorised ensemble (:func:`ace_helpers.toys.ensemble_runs.train_seeds`); capture the layer output
 at every position through ``nnsight.NNsight``; run ACE with the tail's Jacobian; ablate the core
@@ -57,11 +57,11 @@ true_eigs              the chain's n − 1 non-unit eigenvalues, [re, im]
 core_eigs              per seed: eigenvalues of the fitted core operator, [re, im]
 eig_max_error          per seed: max ``|true − fitted|`` after optimal matching from the true set
 eig_rel_error          per seed, per true eigenvalue (``true_eigs`` order): ``|λ̂ − λ| / |λ|`` of the
-                       matched fitted eigenvalue (:func:`.pipeline.relative_eig_errors`)
+                       matched fitted eigenvalue (:func:`ace_helpers.chapters.markov_run.spectra.relative_eig_errors`)
 eig_rel_error_state    the same for the operator fitted to each core coordinate's current-state
-                       mean (:func:`.pipeline.state_mean_coords`)
+                       mean (:func:`ace_helpers.chapters.markov_run.spectra.state_mean_coords`)
 eig_rel_floor          per true eigenvalue: the test steps' own sampling floor (the eigenvalues of
-                       the transition matrix counted on them, :func:`.pipeline.sampling_floor`)
+                       the transition matrix counted on them, :func:`ace_helpers.chapters.markov_run.spectra.sampling_floor`)
 coord_state_r2         per seed, per core coordinate: share of its variance set by the current state
 r2                     per seed: R² of the one-step core dynamics fit
 r2_oracle              oracle R² of the chain (:func:`ace_helpers.toys.tasks.markov.oracle_r2`)
@@ -92,8 +92,8 @@ from __future__ import annotations
 from typing import Any
 
 from ace_helpers.chapters.markov_cores.claims import KNOWN_GAPS, build_claims, eigen_summary, r2_ratios
-from ace_helpers.chapters.toy_models.markov_baselines import baseline_results
-from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter's pipeline
+from ace_helpers.chapters.markov_cores.baselines import baseline_results
+from ace_helpers.chapters.markov_run.run import (  # noqa: F401 - the chapter's pipeline
     ABLATIONS,
     ALL_VARIANTS,
     ANALYSIS_BATCH,
@@ -119,7 +119,7 @@ from ace_helpers.chapters.toy_models.markov import (  # noqa: F401 - the chapter
     toy_config,
     train_models,
 )
-from ace_helpers.chapters.toy_models.markov_jobs import hook_site, run_chains  # noqa: F401 - the chapter's run
+from ace_helpers.chapters.markov_run.jobs import hook_site, run_chains  # noqa: F401 - the chapter's run
 from ace_helpers.method.checks import check_choice, check_int, check_list, check_range
 from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.repro.params import ChapterParams, Params
@@ -266,7 +266,7 @@ PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 
 def run(cfg: Params, *, workers: int | None = None) -> dict[str, Any]:
     """The chapter's flat results (keys above): the main chain with its baselines
-    (:func:`~ace_helpers.chapters.toy_models.markov_baselines.baseline_results`: random, PCA and one-hot-state
+    (:func:`~ace_helpers.chapters.markov_cores.baselines.baseline_results`: random, PCA and one-hot-state
     oracle subspaces, and the consensus subspace), then each of
     ``EXTRA_CHAINS`` (:func:`run_chains`, which also returns the runs themselves).  Every seed of every chain
     trains and is analysed in one of ``workers`` processes (default: the CPU cores on a CPU run); the

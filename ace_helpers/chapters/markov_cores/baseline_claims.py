@@ -4,7 +4,7 @@ consensus (GCCA) subspace.
 * :data:`CCA_BASELINES`: the cores' CCA against random subspaces of the same dimension, and against the seeds'
   PCA subspaces.
 * :data:`ORACLE`: each seed's one-hot-state oracle subspace (the class-mean subspace of the current state,
-  :func:`~ace_helpers.chapters.toy_models.markov_baselines.state_oracle_basis`) against the core: whether the core
+  :func:`~ace_helpers.chapters.markov_cores.baselines.state_oracle_basis`) against the core: whether the core
   *is* that subspace, and whether the oracle subspaces align across seeds as well as the cores do (then CCA ≈ 1
   follows from both seeds holding the current state linearly, not from anything particular to the core).
 * :data:`CONSENSUS`: the paper-claim row ``markov.consensus``, judged seed by seed.

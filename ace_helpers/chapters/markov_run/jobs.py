@@ -21,7 +21,7 @@ import nnsight
 import numpy as np
 import torch
 
-from ace_helpers.chapters.toy_models.markov import (
+from ace_helpers.chapters.markov_run.run import (
     ALL_VARIANTS,
     EXTRA_KEYS,
     HOOK,

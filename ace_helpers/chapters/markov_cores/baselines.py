@@ -22,6 +22,8 @@ import nnsight
 import numpy as np
 import torch
 
+from ace_helpers.chapters.markov_cores.consensus import consensus_results
+from ace_helpers.chapters.markov_run.run import capture_states
 from ace_helpers.method import compare
 from ace_helpers.method.checks import check_int
 from ace_helpers.toys.models import ToyTransformer, build_model
@@ -80,8 +82,6 @@ def state_oracle_basis(h: np.ndarray, states: np.ndarray, rank: int) -> np.ndarr
 
 def layer_states(models: Sequence[ToyTransformer], inputs: torch.Tensor) -> list[np.ndarray]:
     """Each model's layer output for ``inputs`` (N, T) at every position, as float64 rows (N·T, D)."""
-    from ace_helpers.chapters.toy_models.markov import capture_states  # load time: avoids an import cycle
-
     hs = []
     for model in models:
         model.eval()
@@ -134,14 +134,13 @@ def init_weight_cosine(models: Sequence[ToyTransformer], seeds: Sequence[int], p
 
 
 def baseline_results(run: Any, key: tuple[str, str] | None = None) -> dict[str, Any]:
-    """The baselines of one chain's run (a :class:`~ace_helpers.chapters.toy_models.markov.ChainRun`), as
+    """The baselines of one chain's run (a :class:`~ace_helpers.chapters.markov_run.run.ChainRun`), as
     flat ``results.json`` keys: ``init_weight_cosine``; per seed pair, at the core dimension n − 1,
     ``pca_overlap``, ``oracle_overlap``, ``pca_cca``, ``oracle_cca``, ``random_cca``; per seed
     ``core_oracle_overlap`` (the cores of variant ``key``, default the run's first: the chosen one);
     ``random_overlap_q05/q50/q95``; and the code release's consensus (GCCA) baseline,
-    ``consensus_*`` (:func:`~ace_helpers.chapters.toy_models.markov_consensus.consensus_results`).
+    ``consensus_*`` (:func:`~ace_helpers.chapters.markov_cores.consensus.consensus_results`).
     The layer output is captured once and shared by both."""
-    from ace_helpers.chapters.toy_models.markov_consensus import consensus_results  # load time: one job per module
 
     rank, dim = run.n_states - 1, run.train.models[0].config.d_model
     key = run.variants[0] if key is None else key

@@ -24,7 +24,7 @@ from typing import Any
 import nnsight
 import numpy as np
 
-from ace_helpers.chapters.toy_models.markov import ANALYSIS_BATCH, HOOK
+from ace_helpers.chapters.markov_run.run import ANALYSIS_BATCH, HOOK
 from ace_helpers.method import interventions
 from ace_helpers.method.checks import check_range
 from ace_helpers.method.core import Core, energy_rank_of

@@ -2,7 +2,7 @@
 
 :func:`train_models` trains a chain's seeds, :func:`analyse_model` analyses one model, and :func:`chain_results`
 turns one chain's run into the flat ``results.json`` keys listed in :mod:`ace_helpers.chapters.markov_cores`; the
-whole chapter's run, in worker processes, is :func:`ace_helpers.chapters.toy_models.markov_jobs.run_chains`.
+whole chapter's run, in worker processes, is :func:`ace_helpers.chapters.markov_run.jobs.run_chains`.
 The eigenvalue check reads three numbers per true eigenvalue λ of the chain: the relative error
 of the operator fitted to the core coordinates (:func:`relative_eig_errors`), the same for the
 operator fitted to each coordinate's current-state mean (:func:`state_mean_coords`), and the
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ace_helpers.chapters.toy_models.markov_spectra import (  # noqa: F401 - part of the pipeline's API
+from ace_helpers.chapters.markov_run.spectra import (  # noqa: F401 - part of the pipeline's API
     empirical_transition,
     relative_eig_errors,
     sampling_floor,

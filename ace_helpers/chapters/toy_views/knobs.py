@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ace_helpers.chapters.modadd.config import model_config
-from ace_helpers.chapters.toy_models.markov import MAX_STATES
+from ace_helpers.chapters.markov_run.run import MAX_STATES
 from ace_helpers.method import checks
 from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.toys.precision import resolve_precision
