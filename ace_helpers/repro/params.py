@@ -17,6 +17,7 @@ be writable before any compute.  What comes back is a read-only :class:`Params`:
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import os
@@ -207,7 +208,8 @@ class ChapterParams:
             return
         hints = []
         for name in unknown:
-            close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+            close = [name.upper()] if name.upper() in allowed else difflib.get_close_matches(name.upper(), allowed, n=1,
+                                                                                             cutoff=0.6)
             hints.append(f"{name}: no such knob" + (f"; did you mean {close[0]}?" if close else ""))
         raise ValueError(f"unknown knob(s) for {self.notebook}: {'; '.join(hints)} "
                          f"(allowed: {list(self.knobs)} plus PRESET, OUTPUT_DIR)")
@@ -219,7 +221,9 @@ class ChapterParams:
             namespace: a notebook's ``globals()`` (its parameters cell): the chapter's knobs,
                 ``PRESET`` and ``OUTPUT_DIR`` are read from it.  Every UPPER_CASE name in it must
                 be one of those (a misspelt ``papermill -p`` parameter lands there as a new
-                name, which papermill only warns about); other names are ignored.
+                name, which papermill only warns about), and so must every name papermill's
+                injected parameters cell assigns, whatever its case (:func:`injected_parameters`);
+                other names are ignored.
             **knobs: knob values given directly (library and test callers); they win over
                 ``namespace``.  An unknown name raises ``ValueError``.
 
@@ -227,7 +231,8 @@ class ChapterParams:
             ValueError: an unknown knob, a bad value (naming the knob and what is allowed), or
                 an OUTPUT_DIR that cannot be written.
         """
-        self.refuse_unknown([*knobs, *(n for n in namespace or () if KNOB_NAME.fullmatch(n))])
+        injected = injected_parameters(namespace or {})
+        self.refuse_unknown([*knobs, *(n for n in namespace or () if KNOB_NAME.fullmatch(n)), *injected])
         given = {n: namespace.get(n) for n in self.names} if namespace is not None else {}
         given.update(knobs)
         preset = given.get("PRESET") or preset_from_env("book")
@@ -235,6 +240,23 @@ class ChapterParams:
         self.check(values)
         values["OUTPUT_DIR"] = check_output_dir("OUTPUT_DIR", given.get("OUTPUT_DIR"), self.notebook)
         return Params(values, self)
+
+
+def injected_parameters(namespace: Mapping[str, Any]) -> list[str]:
+    """The names papermill's injected parameters cell assigned in a notebook's kernel, read from its input history
+    (IPython's ``In``: a cell whose source starts with papermill's ``# Parameters`` comment), so that ``-p dim 48``
+    is refused by name instead of running at the default.  ``[]`` outside a kernel."""
+    history = namespace.get("In")
+    names: list[str] = []
+    for source in history if isinstance(history, list) else ():
+        if not isinstance(source, str) or not source.lstrip().startswith("# Parameters"):
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        names += [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
+    return names
 
 
 def check_output_dir(name: str, value: Any, notebook: str) -> Path:

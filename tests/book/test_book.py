@@ -170,3 +170,7 @@ def test_a_misspelt_papermill_parameter_stops_the_notebook(tmp_path):
     with pytest.raises(papermill.PapermillExecutionError, match="DIMS: no such knob; did you mean DIM"):
         papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"), parameters={"DIMS": 32, "PRESET": "ci",
                                    "OUTPUT_DIR": str(tmp_path / "results")}, cwd=str(src.parent), progress_bar=False)
+    # a lower-case name (`-p dim 32`) used to run at the preset's value: it is refused by name too
+    with pytest.raises(papermill.PapermillExecutionError, match="dim: no such knob; did you mean DIM"):
+        papermill.execute_notebook(str(src), str(tmp_path / "out2.ipynb"), parameters={"dim": 32, "PRESET": "ci",
+                                   "OUTPUT_DIR": str(tmp_path / "results")}, cwd=str(src.parent), progress_bar=False)

@@ -169,6 +169,13 @@ def test_chapter_params_read_the_parameters_cell(tmp_path):
         chapter.resolve({**cell, "ITEM": [2]})  # a misspelt papermill parameter lands in the cell's namespace
     with pytest.raises(ValueError, match=r"N=0 is not allowed"):
         chapter.resolve(cell, N=0)
+    # papermill's injected cell, in the kernel's input history: a lower-case name is refused too, with the knob meant
+    history = ["", "# Parameters\nn = 4\nPRESET = 'ci'\n"]
+    with pytest.raises(ValueError, match=r"n: no such knob; did you mean N\?"):
+        chapter.resolve({**cell, "In": history, "n": 4})
+    with pytest.raises(ValueError, match=r"items_count: no such knob; did you mean ITEMS\?"):
+        chapter.resolve({**cell, "In": ["# Parameters\nitems_count = 4\n"]})
+    assert chapter.resolve({**cell, "In": ["# Parameters\nN = 4\n", "x = 1"], "N": 4}).N == 4  # a knob, any case
     import pickle
 
     assert dict(pickle.loads(pickle.dumps(cfg))) == dict(cfg)
