@@ -93,6 +93,17 @@ from typing import Any
 
 from ace_helpers.chapters.markov_cores.claims import KNOWN_GAPS, build_claims, eigen_summary, r2_ratios
 from ace_helpers.chapters.markov_cores.baselines import baseline_results
+from ace_helpers.chapters.markov_cores.knobs import (  # noqa: F401 - the chapter's knobs, declared once there
+    CHAIN_3_NONCIRCULANT,
+    CHAIN_5_COMPLEX,
+    KNOBS,
+    MEMORY_LIMIT,
+    NOTEBOOK,
+    PARAMS,
+    PRESETS,
+    check,
+    memory_estimate,
+)
 from ace_helpers.chapters.markov_run.run import (  # noqa: F401 - the chapter's pipeline
     ABLATIONS,
     ALL_VARIANTS,
@@ -120,11 +131,8 @@ from ace_helpers.chapters.markov_run.run import (  # noqa: F401 - the chapter's 
     train_models,
 )
 from ace_helpers.chapters.markov_run.jobs import hook_site, run_chains  # noqa: F401 - the chapter's run
-from ace_helpers.method.checks import check_choice, check_int, check_list, check_range
-from ace_helpers.method.devices import check_device, resolve_device
-from ace_helpers.repro.params import ChapterParams, Params
-from ace_helpers.toys.precision import resolve_precision
-from ace_helpers.toys.tasks.markov import PAPER_CHAIN, state_r2, validate_transition
+from ace_helpers.repro.params import Params
+from ace_helpers.toys.tasks.markov import state_r2
 
 __all__ = [
     "ABLATIONS", "ALL_VARIANTS", "KNOWN_GAPS", "PAPER_ABLATION", "PAPER_TAIL", "PARAMS", "PRESETS", "TAILS", "ChainRun",
@@ -133,135 +141,6 @@ __all__ = [
     "model_seeds", "r2_ratios", "relative_eig_errors", "run", "run_chains", "sampling_floor",
     "state_mean_coords", "state_r2", "tail_jacobian", "toy_config", "train_models",
 ]  # fmt: skip
-
-NOTEBOOK = "01_markov_cores"
-
-#: "Try your own chain" examples (book preset): different sizes and spectra.
-#: 3 states, non-circulant, reversible (real spectrum 0.779, 0.321).
-CHAIN_3_NONCIRCULANT: list[list[float]] = [
-    [0.8, 0.2, 0.0],
-    [0.1, 0.6, 0.3],
-    [0.0, 0.3, 0.7],
-]
-#: 5 states, non-circulant, with complex eigenvalue pairs (a lopsided cycle).
-CHAIN_5_COMPLEX: list[list[float]] = [
-    [0.70, 0.25, 0.00, 0.00, 0.05],
-    [0.00, 0.60, 0.40, 0.00, 0.00],
-    [0.05, 0.00, 0.75, 0.20, 0.00],
-    [0.00, 0.00, 0.00, 0.65, 0.35],
-    [0.30, 0.00, 0.10, 0.00, 0.60],
-]
-
-_COMMON = {
-    "T": PAPER_CHAIN,
-    "D_MODEL": 64,
-    "SEQ_LEN": 32,
-    "ENERGY": 0.999,
-    "TAIL": "centered",
-    "ABLATION": "mean",
-    "SEED": 0,
-    "BATCH_SIZE": 64,
-    "PRECISION": "auto",
-    "DATA_SEED": 0,
-    "TEST_DATA_SEED": 999,
-    "DEVICE": "auto",
-}
-#: Presets: ``book`` = the paper's settings (3 seeds, 3000/3000 sequences, 40 epochs, lr 1e-4);
-#: ``ci`` = 2 seeds, 1000/1000 sequences, 8 epochs (1/15 of the optimizer steps) at 10x the
-#: learning rate; the extra chains get 1 seed each (3 at ``paper``).
-PRESETS: dict[str, dict[str, Any]] = {
-    "ci": {
-        **_COMMON,
-        "N_SEEDS": 2,
-        "EPOCHS": 8,
-        "N_TRAIN": 1000,
-        "N_TEST": 1000,
-        "LR": 1e-3,
-        "EXTRA_CHAINS": [CHAIN_3_NONCIRCULANT, CHAIN_5_COMPLEX],
-        "EXTRA_SEEDS": 1,
-        "EXTRA_EPOCHS": 8,
-    },
-    "book": {
-        **_COMMON,
-        "N_SEEDS": 3,
-        "EPOCHS": 40,
-        "N_TRAIN": 3000,
-        "N_TEST": 3000,
-        "LR": 1e-4,
-        "EXTRA_CHAINS": [CHAIN_3_NONCIRCULANT, CHAIN_5_COMPLEX],
-        "EXTRA_SEEDS": 1,
-        "EXTRA_EPOCHS": 40,
-    },
-}
-PRESETS["paper"] = PRESETS["book"] | {"EXTRA_SEEDS": 3}  # the book preset is the paper's settings
-
-# -------------------- parameters ------------------------------------------------------------
-#: Largest chain (ours): at the paper's sizes (3000 sequences of 31 steps) a 64-state chain sees
-#: ~23 transitions per entry of T.  MEMORY_LIMIT (ours): a quarter of a 32 GiB laptop or CI runner.
-MEMORY_LIMIT = 8 * 2**30
-
-
-def memory_estimate(p: dict[str, Any]) -> dict[str, int]:
-    """Rough bytes of a run's largest parts, from checked knobs: ``tokens`` (N_TRAIN + N_TEST)·SEQ_LEN
-    × 24 (int64 sequences, inputs, targets); ``activations`` N_TEST·(SEQ_LEN − 1)·D_MODEL × 28
-    (float32 capture + 3 float64 copies); ``models`` seeds × (12·D² + 2·n·D + 64·D) parameters × 16
-    (weights, gradients, two AdamW moments)."""
-    n_max, d = max(len(t) for t in [p["T"], *p["EXTRA_CHAINS"]]), p["D_MODEL"]
-    return {"tokens": (p["N_TRAIN"] + p["N_TEST"]) * p["SEQ_LEN"] * 24,
-            "activations": p["N_TEST"] * (p["SEQ_LEN"] - 1) * d * 28,
-            "models": max(p["N_SEEDS"], p["EXTRA_SEEDS"]) * (12 * d * d + 2 * n_max * d + 64 * d) * 16}
-
-
-def _check_chain(name: str, value: Any) -> list[list[float]]:
-    T = validate_transition(value, name)
-    if T.shape[0] > MAX_STATES:
-        raise ValueError(f"{name} has {T.shape[0]} states: the chapter takes chains of 2..{MAX_STATES} states")
-    return T.tolist()
-
-
-def check(p: dict[str, Any]) -> None:
-    """Validate every knob (``ValueError`` naming it); ``T`` and ``EXTRA_CHAINS`` become lists of float rows.
-
-    Every chain is square, non-negative, row-stochastic (rows sum to 1 within 1e-6), irreducible,
-    of 2..MAX_STATES states and at most D_MODEL (the core has n − 1 dimensions, the softmax check
-    reads the n-th); :func:`memory_estimate` must stay under MEMORY_LIMIT.
-    """
-    p["T"] = _check_chain("T", p["T"])
-    p["N_SEEDS"] = check_int("N_SEEDS", p["N_SEEDS"], low=2, high=16)
-    p["EPOCHS"] = check_int("EPOCHS", p["EPOCHS"], low=1)
-    p["EXTRA_EPOCHS"] = check_int("EXTRA_EPOCHS", p["EXTRA_EPOCHS"], low=1)
-    p["D_MODEL"] = check_int("D_MODEL", p["D_MODEL"], low=4, high=4096)
-    if p["D_MODEL"] % 4:
-        raise ValueError(f"D_MODEL={p['D_MODEL']!r} is not allowed: D_MODEL must be divisible by the 4 heads")
-    p["N_TRAIN"] = check_int("N_TRAIN", p["N_TRAIN"], low=1)
-    p["N_TEST"] = check_int("N_TEST", p["N_TEST"], low=2)
-    p["SEQ_LEN"] = check_int("SEQ_LEN", p["SEQ_LEN"], low=3, high=65)
-    p["ENERGY"] = check_range("ENERGY", p["ENERGY"], low=0.0, high=1.0, low_open=True)
-    p["TAIL"] = check_choice("TAIL", p["TAIL"], TAILS)
-    p["ABLATION"] = check_choice("ABLATION", p["ABLATION"], ABLATIONS)
-    p["SEED"] = check_int("SEED", p["SEED"], low=0)
-    p["DATA_SEED"] = check_int("DATA_SEED", p["DATA_SEED"], low=0)
-    p["TEST_DATA_SEED"] = check_int("TEST_DATA_SEED", p["TEST_DATA_SEED"], low=0)
-    p["LR"] = check_range("LR", p["LR"], low=0.0, high=1.0, low_open=True)
-    p["BATCH_SIZE"] = check_int("BATCH_SIZE", p["BATCH_SIZE"], low=1)
-    p["DEVICE"] = check_device("DEVICE", p["DEVICE"])
-    p["PRECISION"] = resolve_precision("PRECISION", p["PRECISION"], resolve_device(p["DEVICE"]))
-    p["EXTRA_CHAINS"] = check_list("EXTRA_CHAINS", p["EXTRA_CHAINS"], _check_chain, min_len=0)
-    p["EXTRA_SEEDS"] = check_int("EXTRA_SEEDS", p["EXTRA_SEEDS"], low=1, high=16)
-    for name, T in [("T", p["T"])] + [(f"EXTRA_CHAINS[{i}]", t) for i, t in enumerate(p["EXTRA_CHAINS"])]:
-        if len(T) > p["D_MODEL"]:
-            raise ValueError(f"{name} has {len(T)} states but D_MODEL={p['D_MODEL']}: D_MODEL must be >= the number of states")
-    need, gib = memory_estimate(p), lambda b: f"{b / 2**30:.3g}"
-    if sum(need.values()) > MEMORY_LIMIT:
-        lower = {"tokens": "N_TRAIN, N_TEST, SEQ_LEN", "activations": "N_TEST, SEQ_LEN, D_MODEL",
-                 "models": "D_MODEL, N_SEEDS, EXTRA_SEEDS"}[max(need, key=need.get)]
-        raise ValueError(f"N_TRAIN={p['N_TRAIN']}, N_TEST={p['N_TEST']}, SEQ_LEN={p['SEQ_LEN']}, D_MODEL={p['D_MODEL']} "
-                         f"would need ~{gib(sum(need.values()))} GiB (" + ", ".join(f"{gib(v)} GiB for the {k}" for k, v in
-                         need.items()) + f"); the limit is {gib(MEMORY_LIMIT)} GiB: lower {lower}")
-
-
-#: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(N_SEEDS=3)`` elsewhere.
-PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 
 
 def run(cfg: Params, *, workers: int | None = None) -> dict[str, Any]:

@@ -1,0 +1,50 @@
+"""Knobs declared once: the presets, the validation and the parameters cell derived from one table."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ace_helpers.method.checks import check_int
+from ace_helpers.repro.knobs import checker, knob, parameters_cell, plain, presets
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _table():
+    return (knob("N", "how many", plain(check_int, low=1), ci=1, book=3),
+            knob("M", "at most N", lambda name, v, k: check_int(name, v, low=0, high=k["N"]), ci=0, book=2, paper=3))
+
+
+def test_presets_validation_and_cell_come_from_the_table():
+    knobs = _table()
+    assert presets(knobs) == {"ci": {"N": 1, "M": 0}, "book": {"N": 3, "M": 2}, "paper": {"N": 3, "M": 3}}
+    check = checker(knobs, after=lambda p: p.update(total=p["N"] + p["M"]))
+    values = {"N": 4, "M": 4}
+    check(values)
+    assert values == {"N": 4, "M": 4, "total": 8}
+    with pytest.raises(ValueError, match="M=5 is not allowed"):
+        check({"N": 4, "M": 5})  # a check that reads a knob checked before it
+    assert parameters_cell(knobs, "99_toy")[1:] == [("N", "how many"), ("M", "at most N"),
+                                                   ("OUTPUT_DIR", "where results.json goes; None: outputs/99_toy")]
+
+
+def test_a_table_that_declares_a_knob_twice_or_a_bad_preset_is_refused():
+    with pytest.raises(ValueError, match=r"knobs declared twice: \['N'\]"):
+        presets(_table() + _table()[:1])
+    with pytest.raises(TypeError, match="allowed: paper"):
+        knob("N", "x", plain(check_int), ci=1, book=1, papr=2)
+    with pytest.raises(ValueError, match="preset='fast'"):
+        _table()[0].value("fast")
+
+
+def _cell(py: Path) -> list[tuple[str, str]]:
+    """(name, comment) of each line of a notebook source's parameters cell."""
+    text = py.read_text().split('# %% tags=["parameters"', 1)[1].split("\n# %%", 1)[0]
+    return [(m[1], m[2]) for m in re.finditer(r"^([A-Z][A-Z0-9_]*) = None  # (.*)$", text, re.MULTILINE)]
+
+
+def test_chapter_1s_parameters_cell_is_its_knob_table():
+    from ace_helpers.chapters.markov_cores import knobs
+
+    assert _cell(ROOT / "notebooks" / "01_markov_cores.py") == knobs.CELL
