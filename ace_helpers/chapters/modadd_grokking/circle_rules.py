@@ -81,7 +81,7 @@ def failure_cells(r: GrokClaimsRun) -> list[tuple[int, int]]:
 
 def diagnosis_numbers(r: GrokClaimsRun) -> dict[str, float]:
     """At the OLS failures: the largest ridge share, the largest share within :data:`WIDE_BAND`·sin(π/p), and the
-    largest |λ| off the circle (for the fit and band diagnoses and the chapter's numbers)."""
+    largest ``|λ|`` off the circle (for the fit and band diagnoses and the chapter's numbers)."""
     cells, p = failure_cells(r), r.cfg["P"]
     off = [_off_circle(r.wd, m, i, p) for m, i in cells]
     return {"diagnosis_ridge_share_at_failures": max(float(r.wd["frac_unit_circle"][m, i]) for m, i in cells),

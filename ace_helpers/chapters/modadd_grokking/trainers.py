@@ -24,6 +24,7 @@ The statistics (each model's own grok checkpoint: the first with test accuracy â
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -154,6 +155,35 @@ def table(comparison: Mapping[str, Any]) -> str:
         rows.append((LABELS[s], *cells, *(f"{t['p']:.3f}" if t else "â€”" for t in tests)))
     head = ("statistic", *(f"{t} ({comparison['models'][t]} models): median (range)" for t in trainers), *(f"p, {p}" for p in pairs))
     return markdown_table(head, rows)
+
+
+def load(root: Path | None = None) -> dict[str, Any] | None:
+    """The stored comparison (:data:`RESULTS`), or None where it has not been made."""
+    path = (root or project_root()) / RESULTS
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def differences(comparison: Mapping[str, Any], alpha: float = 0.05) -> dict[str, list[str]]:
+    """Per pair of trainers, the statistics whose test gives p < ``alpha``, each as ``"label (median a vs b)"``."""
+    out: dict[str, list[str]] = {}
+    for s in STATISTICS:
+        entry = comparison["statistics"][s]
+        for pair, test in entry["tests"].items():
+            a, b = pair.split(" vs ")
+            if test is not None and test["p"] < alpha:
+                out.setdefault(pair, []).append(f"{LABELS[s]} ({entry['median'][a]:.3g} vs {entry['median'][b]:.3g}, "
+                                                f"p = {test['p']:.3f})")
+    return out
+
+
+def summary(comparison: Mapping[str, Any], alpha: float = 0.05) -> str:
+    """One computed paragraph: for every pair of trainers, the statistics that tell them apart at ``alpha``."""
+    found = differences(comparison, alpha)
+    trainers = list(comparison["models"])
+    pairs = [f"{a} vs {b}" for i, a in enumerate(trainers) for b in trainers[i + 1:]]
+    lines = [f"**{pair}**: " + ("; ".join(found[pair]) if pair in found else f"no statistic differs at p < {alpha:g}")
+             for pair in pairs]
+    return "\n\n".join(lines)
 
 
 def gather(root: Path | None = None) -> dict[str, list[dict[str, float]]]:
