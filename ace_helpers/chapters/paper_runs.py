@@ -8,12 +8,16 @@ is what they give.  Nothing is trained.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ace_helpers.chapters import core_inflation as ci
 from ace_helpers.chapters import grokking_scaling_law as gsl
 from ace_helpers.chapters.modadd import config, ensemble_run
+from ace_helpers.chapters.modadd.keys import artifact_dir, run_hash
 from ace_helpers.chapters.modadd.long_run import PAPER_RUNS, how_trained, load_long_run, stored_long_run
 from ace_helpers.repro.artifacts import atomic_write_bytes, project_root
 from ace_helpers.repro.tables import markdown_table
@@ -21,7 +25,27 @@ from ace_helpers.repro.tables import markdown_table
 #: The folder of the committed resume snapshots of chapters 2-3's paper runs.
 SNAPSHOTS = Path("book") / "artifacts" / "modadd_grokking_snapshots"
 
-HEADER = ("run", "parameters", "trained", "stored", "CPU-hours", "shown in", "resume or extend")
+HEADER = ("run", "parameters", "trained", "stored", "CPU-hours", "CPU", "shown in", "resume or extend")
+
+
+def cpu_kinds(manifests: Iterable[Mapping[str, Any]]) -> str:
+    """The machines a run's stored parts were made on, from their manifests: ``"Intel(R) Xeon(R) Processor (amx),
+    reproducible kernels ×36; AMD EPYC (avx512_bf16) ×33; not recorded ×72"`` (most first), or ``"—"``."""
+    kinds: Counter[str] = Counter()
+    for manifest in manifests:
+        machine = manifest.get("machine") or {}
+        if not machine.get("model"):
+            kinds["not recorded"] += 1
+            continue
+        extra = f" ({machine['bf16_kernels']})" if machine.get("bf16_kernels") else ""
+        kernels = ", reproducible kernels" if machine.get("kernels") == "reproducible" else ""
+        kinds[f"{machine['model']}{extra}{kernels}"] += 1
+    return "; ".join(f"{k} ×{n}" for k, n in kinds.most_common()) or "—"
+
+
+def _manifests(folder: Path, pattern: str) -> list[dict[str, Any]]:
+    """The manifests of ``folder`` matching ``pattern`` (a glob of ``*.manifest.json`` names)."""
+    return [json.loads(p.read_text()) for p in sorted(folder.glob(pattern))]
 
 
 def _modadd_rows() -> list[tuple[str, ...]]:
@@ -40,13 +64,16 @@ def _modadd_rows() -> list[tuple[str, ...]]:
                                               ensemble_run.ensemble_snapshot_key(cfg, models), lambda _msg: None)  # fmt: skip
         if snap is not None:
             stored = f"resume snapshot at epoch {snap[0]['epoch']} of {cfg['EPOCHS']}, {len(models)} models, both arms"
-            hours = float(snap[0]["wall_s"]) / 3600
+            hours, cpu = float(snap[0]["wall_s"]) / 3600, "—"
         elif found is not None:
             run, through = found
             state = "finished" if min(through.values()) >= cfg["EPOCHS"] else "stored part"
             stored = (f"{state}: {run.n_models} of {cfg['N_MODELS']} models; WD arm to epoch {through['wd']}, "
                       f"WD-off arm to {through['nowd']}")  # fmt: skip
             hours = sum(run.wall_s) / 3600
+            tag = run_hash(cfg)
+            cpu = cpu_kinds(_manifests(artifact_dir(cfg), f"run_{tag}_m*.manifest.json")
+                            or _manifests(artifact_dir(cfg), f"partial_{tag}_m*.manifest.json"))
         else:
             continue
         is_shown = shown is not None and all(shown[0][k] == cfg[k] for k in ("TRAINER", "PRECISION", "FORK_EPOCH"))
@@ -62,7 +89,7 @@ def _modadd_rows() -> list[tuple[str, ...]]:
                   f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --workers {cfg['N_MODELS']}` (one process per "
                   "model; this run's snapshots were not committed, so its unfinished arms retrain from their start)")  # fmt: skip
         rows.append((f"chapters 2–3, {'all models as one ensemble' if cfg['TRAINER'] == 'ensemble' else 'each model alone'}",
-                     params, how_trained(cfg), stored, f"{hours:.2f}",
+                     params, how_trained(cfg), stored, f"{hours:.2f}", cpu,
                      "chapters 2 and 3 (long-run sections)" if is_shown else
                      "chapter 3 (the fork at the paper's epoch)" if at_paper_fork else "not shown (a more complete run is)",
                      resume))  # fmt: skip
@@ -77,7 +104,7 @@ def _reference_row() -> list[tuple[str, ...]]:
         return []
     return [("chapter 3, dimension-matched reference",
              f"model 0 of the each-model-alone run above, WD arm, activations kept at epochs {ref.data['epochs']}",
-             ci.how_trained(cfg), "finished", f"{ref.manifest['wall_s'] / 3600:.2f}", "chapter 3",
+             ci.how_trained(cfg), "finished", f"{ref.manifest['wall_s'] / 3600:.2f}", cpu_kinds([ref.manifest]), "chapter 3",
              "`python -m ace_helpers.chapters.core_inflation` (retrains it)")]  # fmt: skip
 
 
@@ -100,14 +127,37 @@ def _sweep_rows() -> list[tuple[str, ...]]:
         shown = "chapter 4 (paper settings)" + ("" if paper.tested(sweep) else ", as not tested yet")
         resume = (f"`python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep {sweep}` "
                   "(skips the stored runs; `--workers N` for a local cluster, `--scheduler tcp://HOST:8786` for a running one)")  # fmt: skip
+        folder = gsl.default_store(gsl.NOTEBOOK, "paper")
+        cpu = cpu_kinds(m for m in _manifests(folder, "grok_unit_*.manifest.json")
+                        if m.get("params", {}).get("kwargs", {}).get("sweep") == sweep)
         rows.append((f"chapter 4, {'ω' if sweep == 'omega' else 'p'} sweep", params, paper.trained, stored,
-                     f"{paper.wall_by_sweep.get(sweep, 0.0) / 3600:.2f}", shown, resume))  # fmt: skip
+                     f"{paper.wall_by_sweep.get(sweep, 0.0) / 3600:.2f}", cpu, shown, resume))  # fmt: skip
+    return rows
+
+
+#: Where the code release's own runs are stored (:mod:`ace_helpers.repro.official_runs`).
+OFFICIAL = Path("book") / "artifacts" / "official_modadd"
+
+
+def _official_rows() -> list[tuple[str, ...]]:
+
+    rows = []
+    for manifest in _manifests(project_root() / OFFICIAL, "official_modadd_*.manifest.json"):
+        prm = manifest["params"]
+        rows.append((f"chapter 2, the code release rerun here ({prm['release']} at {prm['commit'][:7]})",
+                     f"its mod-add protocol as released (p = 53, train fraction 0.5, WD 1.0, fork to WD 0 at epoch 900), "
+                     f"{prm['TOTAL_EPOCHS']} epochs, {prm['K_MODELS']} models",
+                     f"the release's own trainer and analysis, {prm['threads']} thread", "finished",
+                     f"{manifest['wall_s'] / 3600:.2f}", cpu_kinds([manifest]), "chapter 2 (the code release's column)",
+                     f"`python -m ace_helpers.repro.official_runs --official CHECKOUT --epochs {prm['TOTAL_EPOCHS']} "
+                     f"--models {prm['K_MODELS']} --work NEW_FOLDER --store {OFFICIAL.as_posix()}` (the release does not "
+                     "resume: it trains from the start)"))  # fmt: skip
     return rows
 
 
 def paper_runs_markdown() -> str:
     """The table of every stored paper-protocol run (markdown)."""
-    return markdown_table(HEADER, [*_modadd_rows(), *_reference_row(), *_sweep_rows()]) + "\n"
+    return markdown_table(HEADER, [*_modadd_rows(), *_reference_row(), *_sweep_rows(), *_official_rows()]) + "\n"
 
 
 def write_paper_runs_table(root: Path | None = None) -> Path:
