@@ -44,7 +44,9 @@ def _cell(py: Path) -> list[tuple[str, str]]:
     return [(m[1], m[2]) for m in re.finditer(r"^([A-Z][A-Z0-9_]*) = None  # (.*)$", text, re.MULTILINE)]
 
 
-def test_chapter_1s_parameters_cell_is_its_knob_table():
-    from ace_helpers.chapters.markov_cores import knobs
+@pytest.mark.parametrize("chapter", ["ace_planted_system", "markov_cores"])
+def test_a_chapters_parameters_cell_is_its_knob_table(chapter):
+    import importlib
 
-    assert _cell(ROOT / "notebooks" / "01_markov_cores.py") == knobs.CELL
+    knobs = importlib.import_module(f"ace_helpers.chapters.{chapter}.knobs")
+    assert _cell(ROOT / "notebooks" / f"{knobs.NOTEBOOK}.py") == knobs.CELL

@@ -23,67 +23,24 @@ import torch
 from torch import nn
 
 from ace_helpers.chapters.ace_planted_system.claims import build_claims  # noqa: F401  (the chapter's face)
-from ace_helpers.method import checks
+from ace_helpers.chapters.ace_planted_system.knobs import (  # noqa: F401 - the chapter's knobs, declared once there
+    KNOBS,
+    MEMORY_LIMIT,
+    PARAMS,
+    PRESETS,
+    check,
+    memory_estimate,
+)
 from ace_helpers.method.baselines import jacobian_directions, pca_directions
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import Core, extract_core
 from ace_helpers.method.interventions import HookSite, accuracy_under
-from ace_helpers.repro.params import ChapterParams, Params
+from ace_helpers.repro.params import Params
 from ace_helpers.toys.tasks.planted import PlantedSystem, planted_system
 
-PRESETS: dict[str, dict[str, Any]] = {
-    "ci": {"N_SAMPLES": 2000, "DIM": 32, "R_CORE": 3, "ACTIVE_STD": 6.0, "RELEVANT_WEIGHT": 20.0, "ENERGY": 0.99, "SEED": 0},
-    "book": {"N_SAMPLES": 8000, "DIM": 32, "R_CORE": 3, "ACTIVE_STD": 6.0, "RELEVANT_WEIGHT": 20.0, "ENERGY": 0.99, "SEED": 0},
-    "paper": {"N_SAMPLES": 8000, "DIM": 32, "R_CORE": 3, "ACTIVE_STD": 6.0, "RELEVANT_WEIGHT": 20.0, "ENERGY": 0.99, "SEED": 0},
-}
 N_CLASSES = 4
 METHODS = ("ace", "pca", "jacobian")
 BLOCKS = ("core", "active_only", "relevant_only")
-
-#: Memory a run may need, at most (ours: a quarter of the 32 GiB of a typical laptop or CI runner).
-MEMORY_LIMIT = 8 * 2**30
-#: (N, D) float64 arrays alive at once: sources, their QR, the activations H, their centred copy,
-#: the float32 tensor and one keep/remove output (counted as float64 to round up).
-ACTIVATION_COPIES = 6
-#: (D, D) float64 arrays: the rotation, Cov, Obs, their product and eigendecomposition.
-GRAMIAN_COPIES = 8
-
-
-def memory_estimate(n_samples: int, dim: int) -> int:
-    """Bytes a run needs, roughly: ``N·D·8·6`` for the activations + ``D²·8·8`` for the Gramians."""
-    return n_samples * dim * 8 * ACTIVATION_COPIES + dim * dim * 8 * GRAMIAN_COPIES
-
-
-def _size(nbytes: float) -> str:
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes / 2**10:.3g} KiB"
-
-
-def check(cfg: dict[str, Any]) -> None:
-    """Validate every knob (``ValueError`` naming it), including the run's memory estimate
-    (:func:`memory_estimate` must stay under :data:`MEMORY_LIMIT`)."""
-    cfg["N_SAMPLES"] = checks.check_int("N_SAMPLES", cfg["N_SAMPLES"], low=100)
-    cfg["DIM"] = checks.check_int("DIM", cfg["DIM"], low=12)
-    need = memory_estimate(cfg["N_SAMPLES"], cfg["DIM"])
-    if need > MEMORY_LIMIT:
-        acts = cfg["N_SAMPLES"] * cfg["DIM"] * 8 * ACTIVATION_COPIES
-        names = "N_SAMPLES" if acts >= need - acts else "DIM"
-        raise ValueError(
-            f"N_SAMPLES={cfg['N_SAMPLES']}, DIM={cfg['DIM']} would need ~{_size(need)} "
-            f"({_size(acts)} for {ACTIVATION_COPIES} copies of the N_SAMPLES × DIM float64 activations, "
-            f"{_size(need - acts)} for the DIM × DIM Gramians); the limit is {_size(MEMORY_LIMIT)}: lower {names}"
-        )
-    cfg["R_CORE"] = checks.check_int("R_CORE", cfg["R_CORE"], low=1, high=cfg["DIM"] // 3)
-    checks.check_range("ACTIVE_STD", cfg["ACTIVE_STD"], low=1.0)
-    checks.check_range("RELEVANT_WEIGHT", cfg["RELEVANT_WEIGHT"], low=1.0)
-    checks.check_range("ENERGY", cfg["ENERGY"], low=0.0, high=1.0, low_open=True)
-    cfg["SEED"] = checks.check_int("SEED", cfg["SEED"], low=0)
-
-
-#: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere.
-PARAMS = ChapterParams("00_ace_planted_system", PRESETS, check)
 
 
 class PlantedReadout(nn.Module):
