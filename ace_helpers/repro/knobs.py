@@ -52,6 +52,18 @@ def knob(name: str, doc: str, check: Check, *, ci: Any, book: Any, **paper: Any)
     return Knob(name, doc, check, ci, book, paper.get("paper"), "paper" not in paper)
 
 
+def restate(base: Knob, doc: str, *, ci: Any, book: Any, **paper: Any) -> Knob:
+    """``base`` (another chapter's knob) with this chapter's comment and preset values: the same name and check, so a
+    knob two chapters share is validated, and refused, the same way in both."""
+    return knob(base.name, doc, base.check, ci=ci, book=book, **paper)
+
+
+def by_name(knobs: Sequence[Knob]) -> dict[str, Knob]:
+    """The table as ``{name: knob}``."""
+    _unique(knobs)
+    return {k.name: k for k in knobs}
+
+
 def plain(fn: Callable[..., Any], **kwargs: Any) -> Check:
     """A knob check from a check of :mod:`ace_helpers.method.checks` (``fn(name, value, **kwargs)``)."""
     return lambda name, value, knobs: fn(name, value, **kwargs)

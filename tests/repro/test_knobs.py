@@ -44,9 +44,20 @@ def _cell(py: Path) -> list[tuple[str, str]]:
     return [(m[1], m[2]) for m in re.finditer(r"^([A-Z][A-Z0-9_]*) = None  # (.*)$", text, re.MULTILINE)]
 
 
-@pytest.mark.parametrize("chapter", ["ace_planted_system", "markov_cores"])
+@pytest.mark.parametrize("chapter", ["ace_planted_system", "markov_cores", "ace_vs_alternatives", "toy_views"])
 def test_a_chapters_parameters_cell_is_its_knob_table(chapter):
     import importlib
 
-    knobs = importlib.import_module(f"ace_helpers.chapters.{chapter}.knobs")
+    knobs = importlib.import_module(f"ace_helpers.chapters.{chapter}.knobs")  # toy_views: chapter 7's knobs
     assert _cell(ROOT / "notebooks" / f"{knobs.NOTEBOOK}.py") == knobs.CELL
+
+
+def test_a_shared_knob_is_checked_the_same_way_in_both_chapters():
+    """Chapter 6 restates chapter 7's toy-model knobs with its own comments and presets, and their checks."""
+    from ace_helpers.chapters.ace_vs_alternatives import knobs as six
+    from ace_helpers.chapters.toy_views import knobs as seven
+
+    shared = {k.name for k in six.KNOBS} & {k.name for k in seven.KNOBS}
+    assert len(shared) == 21  # the Markov and mod-add knobs, PRECISION and DEVICE
+    for name in shared:
+        assert next(k for k in six.KNOBS if k.name == name).check is next(k for k in seven.KNOBS if k.name == name).check

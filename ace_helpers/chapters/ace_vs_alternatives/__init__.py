@@ -53,11 +53,10 @@ from ace_helpers.chapters.ace_vs_alternatives.claims import (  # noqa: F401 - th
     ns_table_rows,
 )
 from ace_helpers.chapters.modadd import grokked
-from ace_helpers.chapters.toy_views import knobs as stitching_knobs
+from ace_helpers.chapters.ace_vs_alternatives.knobs import KNOBS, NOTEBOOK, PARAMS, PRESETS, check  # noqa: F401
 from ace_helpers.chapters.markov_run import run as markov
 from ace_helpers.chapters.toy_views import views as toy_views
 from ace_helpers.chapters.markov_run.jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
-from ace_helpers.method import checks
 from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import extract_core
@@ -71,11 +70,11 @@ from ace_helpers.method.subspaces import (  # fmt: skip
     probe_basis,
     random_basis,
 )
-from ace_helpers.repro.params import ChapterParams, Params
+from ace_helpers.repro.params import Params
 from ace_helpers.llm.provenance import describe_models
 from ace_helpers.repro.departures import departures
 from ace_helpers.repro.report import not_tested_table
-from ace_helpers.toys.tasks.markov import PAPER_CHAIN, chance_accuracy, markov_dataset
+from ace_helpers.toys.tasks.markov import chance_accuracy, markov_dataset
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.tasks.planted import planted_system
 
@@ -87,7 +86,6 @@ def run_departures(cfg: Params) -> list[str]:
     bundled language model is (:func:`~ace_helpers.llm.provenance.describe_models`)."""
     return departures(cfg, describe_models(cfg["LLM_MODELS"]))
 
-NOTEBOOK = "06_ace_vs_alternatives"
 FREQ_POWER = 0.9
 #: Activation rows each learned (DAS) basis is trained on (a seeded subsample; ours, for speed).
 DAS_ROWS = 8000
@@ -96,58 +94,6 @@ GT_BOOT, GT_LEVEL = 200, 0.9
 GT_BOOT_METHOD = (f"normal bootstrap interval, {GT_LEVEL:.0%}: the overlap ± z·sd of its {GT_BOOT} resamples (test pairs "
                   "resampled within each answer class, the ground truth and ACE's basis refitted on each); centred on the "
                   "measured overlap, since resampled class means are noisier and lower every resampled overlap")
-
-_COMMON = {"N_SAMPLES": 4000, "DIM": 32, "R_CORE": 3, "PLANTED_R_MAX": 9, "T": PAPER_CHAIN, "D_MODEL": 64,
-           "SEQ_LEN": 32, "N_TRAIN": 1000, "N_TEST": 1000, "EPOCHS": 8, "LR": 1e-3, "R_MAX": 8, "ENERGY": 0.999,
-           "SEED": 0, "DAS_STEPS": 300, "DAS_LR": 0.02,
-           "P": 31, "TRAIN_FRACTION": 0.6, "MODADD_LR": 3e-3, "MODADD_SEED": 1031, "MODADD_ENERGY": 0.99,
-           "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16,
-           "LLM_MODELS": [], "LLM_N_PROMPTS": 400, "LLM_R_MAX": 4, "LLM_BATCH_SIZE": 50, "PRECISION": "auto",
-           "DEVICE": "auto"}
-#: ``ci``: planted + Markov (chapter 1's ci training), shorter DAS training (150
-#: steps at lr 0.05); ``book``: 3000 Markov training sequences and 20 epochs,
-#: DAS 300 steps at lr 0.02, mod-add (chapter 7's setting: p = 31, trained until test accuracy
-#: 0.99 and 200 steps more) and subject–verb agreement in SmolLM2-135M and Gemma-3-270M (chapter 5's
-#: 400 synthetic prompts, ranks 1..4; off at ci, where loading the models would dominate the tests).
-PRESETS: dict[str, dict[str, Any]] = {
-    "ci": _COMMON | {"DAS_STEPS": 150, "DAS_LR": 0.05, "MODADD": False},
-    "book": _COMMON | {"N_TRAIN": 3000, "EPOCHS": 20, "MODADD": True, "LLM_MODELS": ["smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "qwen2.5-1.5b"]},
-}
-PRESETS["paper"] = PRESETS["book"]
-
-
-def check(p: dict[str, Any]) -> None:
-    """Validate every knob (``ValueError`` naming it): chapter 7's checks for the shared knobs, then ours."""
-    shared = {k: p[k] for k in stitching_knobs.PRESETS["ci"] if k in p}
-    shared |= {k: stitching_knobs.PRESETS["ci"][k] for k in stitching_knobs.PRESETS["ci"] if k not in p}
-    stitching_knobs.check(shared)
-    p.update({k: shared[k] for k in p if k in shared})
-    p["N_SAMPLES"] = checks.check_int("N_SAMPLES", p["N_SAMPLES"], low=200, high=200_000)
-    p["DIM"] = checks.check_int("DIM", p["DIM"], low=12, high=512)
-    p["R_CORE"] = checks.check_int("R_CORE", p["R_CORE"], low=1, high=p["DIM"] // 3)
-    p["PLANTED_R_MAX"] = checks.check_int("PLANTED_R_MAX", p["PLANTED_R_MAX"], low=p["R_CORE"], high=p["DIM"])
-    p["DAS_STEPS"] = checks.check_int("DAS_STEPS", p["DAS_STEPS"], low=1, high=100_000)
-    p["DAS_LR"] = checks.check_range("DAS_LR", p["DAS_LR"], low=0.0, high=1.0, low_open=True)
-    p["LLM_MODELS"] = checks.check_list("LLM_MODELS", p["LLM_MODELS"], _model_name, min_len=0)
-    if len(set(p["LLM_MODELS"])) != len(p["LLM_MODELS"]):
-        raise ValueError(f"LLM_MODELS={p['LLM_MODELS']!r} is not allowed: LLM_MODELS must list distinct names")
-    p["LLM_N_PROMPTS"] = checks.check_int("LLM_N_PROMPTS", p["LLM_N_PROMPTS"], low=20, high=20_000)
-    if p["LLM_N_PROMPTS"] % 2:
-        raise ValueError(f"LLM_N_PROMPTS={p['LLM_N_PROMPTS']!r} is not allowed: LLM_N_PROMPTS must be even")
-    p["LLM_R_MAX"] = checks.check_int("LLM_R_MAX", p["LLM_R_MAX"], low=1, high=32)
-    p["LLM_BATCH_SIZE"] = checks.check_int("LLM_BATCH_SIZE", p["LLM_BATCH_SIZE"], low=1, high=1000)
-
-
-def _model_name(name: str, value: Any) -> str:
-    """A non-empty model name (whether it loads here is decided at run time: an unavailable model is not tested)."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name}={value!r} is not allowed: LLM_MODELS must list model names such as 'smollm2-135m'")
-    return value.strip()
-
-
-#: The chapter's knobs.
-PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
-
 
 # -------------------- one task ----------------------------------------------------------------
 def compare_methods(

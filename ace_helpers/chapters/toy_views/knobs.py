@@ -1,84 +1,136 @@
-"""The knobs of the toy-model stitching experiments (chapter 7), which chapter 6 shares: presets and their check."""
+"""The knobs of the toy-model stitching experiments (chapter 7), declared once (:data:`KNOBS`), which chapter 6 shares:
+the presets, the validation and chapter 7's parameters cell derive from this table (:mod:`ace_helpers.repro.knobs`).
+
+``ci``: Markov as chapter 1's ci run (1000 sequences, 8 epochs, lr 1e-3), no mod-add (its training takes minutes);
+``book``: 3000 training sequences, 20 epochs, and mod-add at chapter 2's ci setting (p = 31, 60 % of the pairs, lr
+3e-3, weight decay 1), each model trained until its test accuracy reaches 0.99 and 200 steps more (chapter 2's book
+models are p = 53).  The paper has no such experiment: its preset is the book's.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.chapters.markov_run.run import MAX_STATES
+from ace_helpers.chapters.modadd.config import model_config
 from ace_helpers.method import checks
 from ace_helpers.method.devices import check_device, resolve_device
+from ace_helpers.repro.knobs import Knob, checker, knob, parameters_cell, plain, presets
 from ace_helpers.toys.precision import resolve_precision
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, validate_transition
 
+NOTEBOOK = "07_core_stitching"
 MEMORY_LIMIT = 8 * 2**30
 
 
-_COMMON = {"T": PAPER_CHAIN, "D_MODEL": 64, "SEQ_LEN": 32, "ENERGY": 0.999, "BATCH_SIZE": 64, "SEED": 0,
-           "DATA_SEED": 0, "TEST_DATA_SEED": 999, "R_MAX": 8, "RIDGE": 1e-6,
-           "P": 31, "TRAIN_FRACTION": 0.6, "MODADD_LR": 3e-3, "MODADD_SEED": 1031, "MODADD_ENERGY": 0.99,
-           "MODADD_MAX_STEPS": 3000, "MODADD_EXTRA_STEPS": 200, "MODADD_R_MAX": 16, "PRECISION": "auto",
-           "DEVICE": "auto"}
+def _chain(name: str, value: Any, knobs: Mapping[str, Any]) -> list[list[float]]:
+    T = validate_transition(value, name).tolist()
+    if len(T) > MAX_STATES:
+        raise ValueError(f"{name} has {len(T)} states: the chapter takes chains of 2..{MAX_STATES} states")
+    return T
 
 
-#: ``ci``: Markov as chapter 1's ci run (1000 sequences, 8 epochs, lr 1e-3), no mod-add (its
-#: training takes minutes); ``book``: 3000 training sequences, 20 epochs, and mod-add at chapter
-#: 2's ci setting (p = 31, 60 % of the pairs, lr 3e-3, weight decay 1), each model trained until
-#: its test accuracy reaches 0.99 and 200 steps more (chapter 2's book models are p = 53).
-PRESETS: dict[str, dict[str, Any]] = {
-    "ci": _COMMON | {"N_TRAIN": 1000, "N_TEST": 1000, "EPOCHS": 8, "LR": 1e-3, "MODADD": False},
-    "book": _COMMON | {"N_TRAIN": 3000, "N_TEST": 2000, "EPOCHS": 20, "LR": 1e-3, "MODADD": True},
-}
-PRESETS["paper"] = PRESETS["book"]  # the paper has no such experiment: its preset is the book's
+def _d_model(name: str, value: Any, knobs: Mapping[str, Any]) -> int:
+    d = checks.check_int(name, value, low=4, high=1024)
+    if d % 4:
+        raise ValueError(f"{name}={d!r} is not allowed: {name} must be divisible by the 4 heads")
+    if len(knobs["T"]) > d:
+        raise ValueError(f"T has {len(knobs['T'])} states but {name}={d}: {name} must be >= the number of states")
+    return d
 
 
-def memory_estimate(p: dict[str, Any]) -> int:
+def _modadd(name: str, value: Any, knobs: Mapping[str, Any]) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is not allowed: {name} must be True or False")
+    return value
+
+
+def _prime(name: str, value: Any, knobs: Mapping[str, Any]) -> int:
+    p = checks.check_prime(name, value, low=5)
+    if p > 211:
+        raise ValueError(f"{name}={p!r} is not allowed: {name} must be a prime in [5, 211] (a bigger p trains for hours here)")
+    return p
+
+
+def _fraction(name: str, value: Any, knobs: Mapping[str, Any]) -> float:
+    f = checks.check_range(name, value, low=0.0, high=1.0, low_open=True, high_open=True)
+    p = knobs["P"]
+    n_train = int(f * p**2)
+    if n_train < p or p**2 - n_train < p:
+        raise ValueError(f"{name}={f!r} leaves {n_train} train and {p**2 - n_train} test pairs for P={p}: each split needs "
+                         "at least P pairs")
+    return f
+
+
+def _seed(name: str, value: Any, knobs: Mapping[str, Any]) -> int:
+    return checks.check_int(name, value, low=0, high=2**31)
+
+
+def _precision(name: str, value: Any, knobs: Mapping[str, Any]) -> str:
+    return resolve_precision(name, value, resolve_device(check_device("DEVICE", knobs["DEVICE"])))
+
+
+_UNIT = plain(checks.check_range, low=0.0, high=1.0, low_open=True)
+KNOBS: tuple[Knob, ...] = (
+    knob("T", "Markov transition matrix as a list of rows; None: the paper's 4-state chain", _chain, ci=PAPER_CHAIN,
+         book=PAPER_CHAIN),
+    knob("D_MODEL", "residual width of the one-layer Markov transformer (paper: 64)", _d_model, ci=64, book=64),
+    knob("SEQ_LEN", "Markov sequence length (the model sees SEQ_LEN − 1 tokens)", plain(checks.check_int, low=3, high=65),
+         ci=32, book=32),
+    knob("N_TRAIN", "Markov training sequences (the stitching maps are fitted on them)", plain(checks.check_int, low=10),
+         ci=1000, book=3000),
+    knob("N_TEST", "Markov held-out sequences (every swap is scored on them)", plain(checks.check_int, low=10),
+         ci=1000, book=2000),
+    knob("EPOCHS", "Markov training epochs", plain(checks.check_int, low=1, high=10_000), ci=8, book=20),
+    knob("LR", "Markov AdamW learning rate", _UNIT, ci=1e-3, book=1e-3),
+    knob("BATCH_SIZE", "Markov mini-batch size", plain(checks.check_int, low=1), ci=64, book=64),
+    knob("ENERGY", "cumulative-energy threshold of the Markov ACE rank rule", _UNIT, ci=0.999, book=0.999),
+    knob("SEED", "Markov model seeds SEED, SEED + 100, SEED + 200; also seeds the random subspaces and the crossed inputs",
+         _seed, ci=0, book=0),
+    knob("DATA_SEED", "numpy RandomState seed of the Markov training sequences", _seed, ci=0, book=0),
+    knob("TEST_DATA_SEED", "numpy RandomState seed of the Markov held-out sequences", _seed, ci=999, book=999),
+    knob("R_MAX", "Markov rank sweep: ranks 1..R_MAX", lambda n, v, k: checks.check_int(n, v, low=1, high=k["D_MODEL"]),
+         ci=8, book=8),
+    knob("RIDGE", "relative ridge of the least-squares maps (1e-6: plain least squares)",
+         plain(checks.check_range, low=0.0, high=1e3), ci=1e-6, book=1e-6),
+    knob("MODADD", "True: also stitch two grokked modular-addition models", _modadd, ci=False, book=True),
+    knob("P", "mod-add modulus (a prime)", _prime, ci=31, book=31),
+    knob("TRAIN_FRACTION", "mod-add share of the p² pairs used for training (and for fitting the maps)", _fraction,
+         ci=0.6, book=0.6),
+    knob("MODADD_LR", "mod-add AdamW learning rate (weight decay 1)", _UNIT, ci=3e-3, book=3e-3),
+    knob("MODADD_SEED", "mod-add model seeds MODADD_SEED and MODADD_SEED + 1000", _seed, ci=1031, book=1031),
+    knob("MODADD_ENERGY", "cumulative-energy threshold of the mod-add ACE rank rule", _UNIT, ci=0.99, book=0.99),
+    knob("MODADD_MAX_STEPS", "mod-add step cap per model", plain(checks.check_int, low=1, high=200_000), ci=3000,
+         book=3000),
+    knob("MODADD_EXTRA_STEPS", "mod-add steps trained after a model's test accuracy first reaches 0.99",
+         plain(checks.check_int, low=0, high=200_000), ci=200, book=200),
+    knob("MODADD_R_MAX", "mod-add rank sweep: ranks 1..MODADD_R_MAX",
+         lambda n, v, k: checks.check_int(n, v, low=1, high=model_config(k["P"]).d_model), ci=16, book=16),
+    knob("PRECISION", 'model training: "auto" (bf16 on a GPU with native bf16, else fp32), "fp32", "bf16"', _precision,
+         ci="auto", book="auto"),
+    knob("DEVICE", 'where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
+         plain(check_device), ci="auto", book="auto"),
+)
+
+
+def memory_estimate(p: Mapping[str, Any]) -> int:
     """Rough bytes: Markov activations of 3 models (train + test rows, float32 + float64 copies, ×3 for
     charts), plus the mod-add dataset and its activations."""
     rows = (p["N_TRAIN"] + p["N_TEST"]) * (p["SEQ_LEN"] - 1)
     return 3 * rows * p["D_MODEL"] * 12 * 3 + p["P"] ** 2 * (96 + 128 * 24)
 
 
-def check(p: dict[str, Any]) -> None:
-    """Validate every knob (``ValueError`` naming it) and the memory estimate."""
-    p["T"] = validate_transition(p["T"], "T").tolist()
-    if len(p["T"]) > MAX_STATES:
-        raise ValueError(f"T has {len(p['T'])} states: the chapter takes chains of 2..{MAX_STATES} states")
-    p["D_MODEL"] = checks.check_int("D_MODEL", p["D_MODEL"], low=4, high=1024)
-    if p["D_MODEL"] % 4:
-        raise ValueError(f"D_MODEL={p['D_MODEL']!r} is not allowed: D_MODEL must be divisible by the 4 heads")
-    if len(p["T"]) > p["D_MODEL"]:
-        raise ValueError(f"T has {len(p['T'])} states but D_MODEL={p['D_MODEL']}: D_MODEL must be >= the number of states")
-    p["SEQ_LEN"] = checks.check_int("SEQ_LEN", p["SEQ_LEN"], low=3, high=65)
-    p["N_TRAIN"] = checks.check_int("N_TRAIN", p["N_TRAIN"], low=10)
-    p["N_TEST"] = checks.check_int("N_TEST", p["N_TEST"], low=10)
-    p["EPOCHS"] = checks.check_int("EPOCHS", p["EPOCHS"], low=1, high=10_000)
-    p["LR"] = checks.check_range("LR", p["LR"], low=0.0, high=1.0, low_open=True)
-    p["BATCH_SIZE"] = checks.check_int("BATCH_SIZE", p["BATCH_SIZE"], low=1)
-    p["ENERGY"] = checks.check_range("ENERGY", p["ENERGY"], low=0.0, high=1.0, low_open=True)
-    for name in ("SEED", "DATA_SEED", "TEST_DATA_SEED", "MODADD_SEED"):
-        p[name] = checks.check_int(name, p[name], low=0, high=2**31)
-    if not isinstance(p["MODADD"], bool):
-        raise ValueError(f"MODADD={p['MODADD']!r} is not allowed: MODADD must be True or False")
-    p["R_MAX"] = checks.check_int("R_MAX", p["R_MAX"], low=1, high=p["D_MODEL"])
-    p["RIDGE"] = checks.check_range("RIDGE", p["RIDGE"], low=0.0, high=1e3)
-    p["P"] = checks.check_prime("P", p["P"], low=5)
-    if p["P"] > 211:
-        raise ValueError(f"P={p['P']!r} is not allowed: P must be a prime in [5, 211] (a bigger p trains for hours here)")
-    p["TRAIN_FRACTION"] = checks.check_range("TRAIN_FRACTION", p["TRAIN_FRACTION"], low=0.0, high=1.0,
-                                             low_open=True, high_open=True)
-    n_train = int(p["TRAIN_FRACTION"] * p["P"] ** 2)
-    if n_train < p["P"] or p["P"] ** 2 - n_train < p["P"]:
-        raise ValueError(f"TRAIN_FRACTION={p['TRAIN_FRACTION']!r} leaves {n_train} train and {p['P'] ** 2 - n_train} test "
-                         f"pairs for P={p['P']}: each split needs at least P pairs")
-    p["MODADD_LR"] = checks.check_range("MODADD_LR", p["MODADD_LR"], low=0.0, high=1.0, low_open=True)
-    p["MODADD_ENERGY"] = checks.check_range("MODADD_ENERGY", p["MODADD_ENERGY"], low=0.0, high=1.0, low_open=True)
-    p["MODADD_MAX_STEPS"] = checks.check_int("MODADD_MAX_STEPS", p["MODADD_MAX_STEPS"], low=1, high=200_000)
-    p["MODADD_EXTRA_STEPS"] = checks.check_int("MODADD_EXTRA_STEPS", p["MODADD_EXTRA_STEPS"], low=0, high=200_000)
-    p["MODADD_R_MAX"] = checks.check_int("MODADD_R_MAX", p["MODADD_R_MAX"], low=1, high=model_config(p["P"]).d_model)
-    p["DEVICE"] = check_device("DEVICE", p["DEVICE"])
-    p["PRECISION"] = resolve_precision("PRECISION", p["PRECISION"], resolve_device(p["DEVICE"]))
+def across(p: dict[str, Any]) -> None:
+    """The check across knobs: :func:`memory_estimate` under :data:`MEMORY_LIMIT`."""
     need = memory_estimate(p)
     if need > MEMORY_LIMIT:
         raise ValueError(f"N_TRAIN={p['N_TRAIN']}, N_TEST={p['N_TEST']}, SEQ_LEN={p['SEQ_LEN']}, D_MODEL={p['D_MODEL']} "
                          f"would need ~{need / 2**30:.3g} GiB; the limit is {MEMORY_LIMIT / 2**30:.3g} GiB: lower N_TRAIN or N_TEST")
+
+
+PRESETS = presets(KNOBS)
+#: Validate every knob (``ValueError`` naming it) and the memory estimate.
+check = checker(KNOBS, across)
+#: The lines of chapter 7's parameters cell (a test holds the notebook to them).
+CELL = parameters_cell(KNOBS, NOTEBOOK)
