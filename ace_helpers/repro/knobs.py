@@ -77,7 +77,9 @@ def presets(knobs: Sequence[Knob]) -> dict[str, dict[str, Any]]:
 
 def checker(knobs: Sequence[Knob], after: Callable[[dict[str, Any]], None] | None = None) -> Callable[[dict[str, Any]], None]:
     """The chapter's validation: each knob's check in table order (its value replaced by the normalised one), then
-    ``after(values)``, the checks across knobs."""
+    ``after(values)``, the checks across knobs.  A chapter wraps it in a module-level ``check`` function, which its
+    :class:`~ace_helpers.repro.params.ChapterParams` holds, so that resolved settings pickle (by reference) for worker
+    processes."""
     _unique(knobs)
 
     def check(values: dict[str, Any]) -> None:

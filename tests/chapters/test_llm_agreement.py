@@ -199,14 +199,14 @@ def test_prompts_file_is_checked_and_read_once(tmp_path):
 def test_sizes_are_estimated_before_compute(monkeypatch):
     """Sizes whose memory estimate exceeds the limit are refused by name, with the estimate and the limit."""
     assert A.PARAMS.resolve(PRESET="ci").is_preset_run() and A.PARAMS.resolve(PRESET="book").is_preset_run()
-    monkeypatch.setattr(A, "_memory_budget", lambda: 5 * 2**29)  # a 5 GiB machine: the ci run (~2.0 GiB per batch) still fits
+    monkeypatch.setattr(A.knobs, "_memory_budget", lambda: 5 * 2**29)  # a 5 GiB machine: the ci run (~2.0 GiB per batch) still fits
     assert A.PARAMS.resolve(PRESET="ci").BATCH_SIZE == 50
     for bad, match in ((dict(N_PROMPTS=20_000, LAYERS="all"), r"N_PROMPTS=20000 would need ~3.9 GiB .*30 layers.*the limit is 2.5 GiB"),
                        (dict(BATCH_SIZE=100), r"BATCH_SIZE=100 would need ~4.0 GiB .*smollm2-135m.*the limit is 2.5 GiB"),
                        (dict(MODELS=["gemma3-270m"], N_PROMPTS=24_000, LAYERS="all"), "N_PROMPTS=24000 .*gemma3-270m.*18 layers")):
         with pytest.raises(ValueError, match=match):
             A.PARAMS.resolve(PRESET="ci", **bad)
-    monkeypatch.setattr(A, "_memory_budget", lambda: 2**40)
+    monkeypatch.setattr(A.knobs, "_memory_budget", lambda: 2**40)
     for bad, match in ((dict(N_PROMPTS=10), "N_PROMPTS=10"), (dict(N_PROMPTS=100_002), "N_PROMPTS"), (dict(BATCH_SIZE=4097), "BATCH_SIZE"),
                        (dict(GEN_TOKENS=513), "GEN_TOKENS"), (dict(LAYERS=[31]), r"LAYERS=\[31\].*layers 1..30")):
         with pytest.raises(ValueError, match=match):

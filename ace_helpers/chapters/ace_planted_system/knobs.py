@@ -73,8 +73,13 @@ KNOBS: tuple[Knob, ...] = (
 )
 
 PRESETS = presets(KNOBS)
-#: Validate every knob (``ValueError`` naming it), including the run's memory estimate.
-check = checker(KNOBS)
+_CHECK = checker(KNOBS)
+
+
+def check(values: dict[str, Any]) -> None:
+    """Validate every knob (``ValueError`` naming it), including the run's memory estimate.  (A module-level
+    function, so that resolved settings pickle for worker processes.)"""
+    _CHECK(values)
 #: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere.
 PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 #: The lines of the notebook's parameters cell (a test holds the notebook to them).

@@ -91,9 +91,14 @@ KNOBS: tuple[Knob, ...] = (
 )
 
 PRESETS = presets(KNOBS)
-#: Validate every knob (``ValueError`` naming it): the shared ones with chapter 7's checks, and chapter 7's memory
-#: estimate (its sizes are this chapter's Markov and mod-add sizes).
-check = checker(KNOBS, toy.across)
+_CHECK = checker(KNOBS, toy.across)
+
+
+def check(values: dict[str, Any]) -> None:
+    """Validate every knob (``ValueError`` naming it): the shared ones with chapter 7's checks, and chapter 7's memory
+    estimate (its sizes are this chapter's Markov and mod-add sizes).  (A module-level function, so that resolved
+    settings pickle for worker processes.)"""
+    _CHECK(values)
 #: The chapter's knobs.
 PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 #: The lines of the notebook's parameters cell (a test holds the notebook to them).

@@ -130,8 +130,13 @@ def across(p: dict[str, Any]) -> None:
 
 
 PRESETS = presets(KNOBS)
-#: Validate every knob (``ValueError`` naming it); ``T`` and ``EXTRA_CHAINS`` become lists of float rows.
-check = checker(KNOBS, across)
+_CHECK = checker(KNOBS, across)
+
+
+def check(values: dict[str, Any]) -> None:
+    """Validate every knob (``ValueError`` naming it); ``T`` and ``EXTRA_CHAINS`` become lists of float rows.  (A
+    module-level function, so that resolved settings pickle for worker processes.)"""
+    _CHECK(values)
 #: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(N_SEEDS=3)`` elsewhere.
 PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 #: The lines of the notebook's parameters cell (a test holds the notebook to them).

@@ -130,7 +130,12 @@ def across(p: dict[str, Any]) -> None:
 
 
 PRESETS = presets(KNOBS)
-#: Validate every knob (``ValueError`` naming it) and the memory estimate.
-check = checker(KNOBS, across)
+_CHECK = checker(KNOBS, across)
+
+
+def check(values: dict[str, Any]) -> None:
+    """Validate every knob (``ValueError`` naming it) and the memory estimate.  (A module-level function, so that
+    resolved settings pickle for worker processes.)"""
+    _CHECK(values)
 #: The lines of chapter 7's parameters cell (a test holds the notebook to them).
 CELL = parameters_cell(KNOBS, NOTEBOOK)
