@@ -1,9 +1,9 @@
 """Chapter 5's knobs, declared once (:data:`KNOBS`): the presets, the validation and the notebook's parameters cell
 derive from this table (:mod:`ace_helpers.repro.knobs`).
 
-MODELS: a name or a list of distinct names, each loadable here without network (:func:`ace_helpers.llm.loading.
-unavailable_reason`: a bundled offline model, a local folder, or a Hub id whose weights are in the local Hugging Face
-cache; with REMOTE any Hub id); REMOTE: bool (True needs ``$NDIF_API_KEY``); N_PROMPTS: even, 20..100 000;
+MODELS: a name or a list of distinct names, each loadable here without network
+(:func:`ace_helpers.llm.loading.unavailable_reason`: a bundled offline model, a local folder, or a Hub id whose weights
+are in the local Hugging Face cache; with REMOTE any Hub id); REMOTE: bool (True needs ``$NDIF_API_KEY``); N_PROMPTS: even, 20..100 000;
 PROMPTS_FILE: None or a UTF-8 .csv / .json file, read here once (the run uses what was read), with at least 4 prompts
 of each number and both numbers in both halves of the seeded split; LAYERS: ``"all"``, ``"every:k"`` (layers k, 2k, …
 of each model, whatever its depth) or 1-based layers (sorted, deduplicated; at most each model's depth); SEED >= 0;
