@@ -19,6 +19,7 @@ from ace_helpers.chapters import grokking_scaling_law as gsl
 from ace_helpers.chapters.modadd import config, ensemble_run
 from ace_helpers.chapters.modadd.keys import artifact_dir, run_hash
 from ace_helpers.chapters.modadd.long_run import PAPER_RUNS, how_trained, load_long_run, stored_long_run
+from ace_helpers.chapters.modadd_grokking import trainers
 from ace_helpers.repro.artifacts import atomic_write_bytes, project_root
 from ace_helpers.repro.tables import markdown_table
 
@@ -155,9 +156,33 @@ def _official_rows() -> list[tuple[str, ...]]:
     return rows
 
 
+def _trainer_rows() -> list[tuple[str, ...]]:
+
+    rows = []
+    for trainer in trainers.OURS:
+        cfg = trainers.run_config(trainer)
+        found = load_long_run(cfg)
+        if found is None:
+            continue
+        run, through = found
+        tag = run_hash(cfg)
+        state = "finished" if min(through.values()) >= cfg["EPOCHS"] else "stored part"
+        rows.append((f"chapter 2, trainers compared ({trainer} trainer)",
+                     f"the book protocol: p = {cfg['P']}, train fraction {cfg['TRAIN_FRACTION']}, {cfg['EPOCHS']} epochs, WD "
+                     f"{cfg['WEIGHT_DECAY']}, fork to WD 0 at epoch {cfg['FORK_EPOCH']}, seeds {cfg['SEED']}+m, lr {cfg['LR']}",
+                     how_trained(cfg), f"{state}: {run.n_models} of {cfg['N_MODELS']} models", f"{sum(run.wall_s) / 3600:.2f}",
+                     cpu_kinds(_manifests(artifact_dir(cfg), f"run_{tag}_m*.manifest.json")),
+                     "chapter 2 (trainers compared)",
+                     f"`python -m ace_helpers.chapters.modadd --preset book --epochs {cfg['EPOCHS']} --n-models "
+                     f"{cfg['N_MODELS']} --trainer {trainer} --precision {cfg['PRECISION']} --artifact-dir "
+                     f"{trainers.STORE.as_posix()}`, then `python -m ace_helpers.chapters.modadd_grokking.trainers`"))  # fmt: skip
+    return rows
+
+
 def paper_runs_markdown() -> str:
     """The table of every stored paper-protocol run (markdown)."""
-    return markdown_table(HEADER, [*_modadd_rows(), *_reference_row(), *_sweep_rows(), *_official_rows()]) + "\n"
+    rows = [*_modadd_rows(), *_reference_row(), *_sweep_rows(), *_trainer_rows(), *_official_rows()]
+    return markdown_table(HEADER, rows) + "\n"
 
 
 def write_paper_runs_table(root: Path | None = None) -> Path:
