@@ -101,3 +101,21 @@ def test_a_shared_chapter_package_importing_a_chapter_breaks_a_contract(tmp_path
                            "config_filename='pyproject.toml'))"], cwd=tmp_path, capture_output=True, text=True,
                           env={"PYTHONPATH": str(tmp_path), "PATH": ""})
     assert done.returncode != 0 and "The shared chapter packages import no chapter" in done.stdout + done.stderr
+
+
+def test_every_importlib_target_resolves():
+    """The modules reached by importlib, which the contracts above cannot see: each notebook's chapter module
+    (the seed check), every job function a stored sweep artifact names (the sweeps resume by it), and the package's
+    lazily imported functions.  A renamed module breaks this test, not a user's resumed run."""
+    import json
+
+    import ace_helpers
+    from ace_helpers.repro import seed_check, sweeps
+
+    stems = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+    assert stems and all(seed_check.chapter_module(stem).PARAMS.notebook == stem for stem in stems)
+    fns = {json.loads(p.read_text()).get("params", {}).get("fn") for p in (ROOT / "book" / "artifacts").rglob("*.manifest.json")}
+    fns.discard(None)
+    assert fns, "no stored job artifact names its function"
+    assert all(callable(sweeps.resolve(fn)) for fn in sorted(fns))
+    assert all(callable(getattr(ace_helpers, name)) for name in ace_helpers._LAZY_FUNCTIONS)
