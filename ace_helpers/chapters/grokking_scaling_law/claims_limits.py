@@ -43,7 +43,8 @@ def _p_limit(fits: Any, cfg: Params) -> Measured | NotTested:
     return Measured({f"slope of log τ_grok on log p over p ≥ {large.p_min} (seed bootstrap)": list(large.interval)},
                     ours=f"{large.slope:.3g} [{lo:.3g}, {hi:.3g}] over p = {list(large.primes)} (p/p_crit = "
                     f"{min(large.primes) / large.p_crit:.2g}–{max(large.primes) / large.p_crit:.2g})", value=large.slope,
-                    context={"p_min": large.p_min, "lo": f"{lo:.2f}", "hi": f"{hi:.2f}",
+                    context={"p_min": large.p_min, "lo": f"{lo:.2f}", "hi": f"{hi:.2f}", "secant": f"{large.secant:.2f}",
+                             "per_prime": large.n // len(large.primes), "ratio": f"{max(large.primes) / large.p_crit:.1f}",
                              "seeds": fewer(cfg, "TRAIN_FRACTION_P")})
 
 
@@ -79,8 +80,8 @@ LIMIT_SPECS: tuple[Spec, ...] = (
          f"ω = OMEGA_P, in {_W} (the theory's −1 within a factor 1.25); judged on its percentile bootstrap over the seeds "
          "within each prime: inconclusive where it straddles a bound; {seeds}", _p_limit,
          {f"slope of log τ_grok on log p over p ≥ {LARGE_P} (seed bootstrap)": [-2.0, -1.6]}, method=SEED_BOOTSTRAP,
-         cause="over p ≥ {p_min} the slope's interval [{lo}, {hi}] reaches past " + _W + ": more seeds per prime would "
-         "settle it", cause_class="samples"),
+         cause="[{lo}, {hi}] straddles the window at {per_prime} seeds per prime; the fitted law's own slope at "
+         "p/p_crit ≤ {ratio}: {secant}", cause_class="samples"),
     Rule(ID + "large_primes_vs_law", "over the large primes τ falls more slowly than the fitted log law predicts there",
          "—", DIAGNOSIS, OBSERVED_P,
          (Comparison("slope − the fitted law's secant over the large primes (seed bootstrap)", ">", 0.0, over=INTERVAL),),
