@@ -37,6 +37,7 @@ from scipy.stats import mannwhitneyu
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult
 from ace_helpers.chapters.modadd.long_run import load_long_run
+from ace_helpers.chapters.modadd.stats import SHARE_MIN
 from ace_helpers.chapters.modadd_grokking.paper_epochs import OFFICIAL_RUN, OFFICIAL_STORE
 from ace_helpers.repro.artifacts import load_artifact, project_root, write_json
 from ace_helpers.repro.tables import markdown_table
@@ -183,9 +184,25 @@ def summary(comparison: Mapping[str, Any], alpha: float = 0.05) -> str:
     found = differences(comparison, alpha)
     trainers = list(comparison["models"])
     pairs = [f"{a} vs {b}" for i, a in enumerate(trainers) for b in trainers[i + 1:]]
-    lines = [f"**{pair}**: " + ("; ".join(found[pair]) if pair in found else f"no statistic differs at p < {alpha:g}")
-             for pair in pairs]
+    lines = []
+    for pair in pairs:
+        if pair in found:
+            lines.append(f"**{pair}**: " + "; ".join(found[pair]))
+            continue
+        tested = [(t["p"], LABELS[s]) for s in STATISTICS if (t := comparison["statistics"][s]["tests"][pair]) is not None]
+        low = min(tested) if tested else None
+        lines.append(f"**{pair}**: no statistic differs at p < {alpha:g}"
+                     + (f" (the smallest p is {low[0]:.3f}, for the {low[1]})" if low else ""))
     return "\n\n".join(lines)
+
+
+def snap_sentence(comparison: Mapping[str, Any], bound: float = SHARE_MIN) -> str:
+    """How many models of each trainer have an OLS share ≥ ``bound`` at their own grok checkpoint, as a sentence."""
+    values = comparison["statistics"]["share_at_grok"]["values"]
+    parts = [f"{sum(v is not None and v >= bound for v in vals)} of {len(vals)} {trainer} models"
+             for trainer, vals in values.items()]
+    return (f"At each model's own grok checkpoint the OLS share on the circle is at least {bound:g} in "
+            + ", ".join(parts[:-1]) + f" and {parts[-1]}.")
 
 
 def gather(root: Path | None = None) -> dict[str, list[dict[str, float]]]:
