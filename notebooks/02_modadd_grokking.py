@@ -365,6 +365,40 @@ print(long_claims.verdict() if long is not None else "no long run stored")
 display(Markdown(variants.comparison_for(cfg, records, chapter.config.PROTOCOL_KNOBS)))
 
 # %% [markdown]
+# ## Trainers compared
+#
+# The ensemble trainer is ours: does it train the models as the code release does? The chapter's book protocol
+# (p = 53, half the pairs for training, AdamW lr 1e-3, weight decay 1) was trained to epoch 2000 three ways and
+# stored: by the ensemble trainer (6 models, fp32), by our loop trainer, which trains each model alone with
+# `torch.optim.AdamW` as the release does (6 models, fp32), and by the code release itself, run unmodified from a
+# scratch copy (3 models). Each statistic is measured per model, at each model's own grok checkpoint (the first with
+# test accuracy ≥ 0.99) or at the paper's clock epochs, and each pair of trainers is compared by a two-sided exact
+# Mann–Whitney U test. With 6 and 3 models the smallest p-value it can give is 0.024: "no difference" means that the
+# samples cannot tell the trainers apart, not that the trainers agree. The release stores the outputs of its own
+# analysis only: its unit-circle share and its necessary rank are computed as ours are, but its R² is of its own fit
+# (its core basis and test split) and it stores no energy rank, so R² and the energy rank are compared between our
+# two trainers only. Nothing is trained here: the table is read from the stored comparison
+# (`python -m ace_helpers.chapters.modadd_grokking.trainers`).
+
+# %% tags=["hide-input"]
+comparison = chapter.trainers.load()
+if comparison is None:
+    print("the trainers' comparison is not stored (python -m ace_helpers.chapters.modadd_grokking.trainers)")
+else:
+    display(Markdown(chapter.trainers.table(comparison)))
+    display(Markdown(chapter.trainers.summary(comparison)))
+    display(Markdown(chapter.trainers.snap_sentence(comparison)))
+
+# %% [markdown]
+# The lines above are the test. The headline runs of chapters 2 and 3 were trained by the ensemble trainer, and they
+# keep it unless one of these statistics tells it apart from the loop trainer or from the code release. With 6, 6 and
+# 3 models the comparison can only rule out large departures, such as a core that bursts after grokking in every
+# model of one trainer and in none of another. The last line bears on the snap claim above: whether our models miss
+# the circle at grokking because of our batched trainer, or also when each model is trained alone. The code release
+# trains its models in one process that shares one random stream between them, for dropout and batch order alike;
+# our two trainers give each model its own.
+
+# %% [markdown]
 # ## Results
 #
 # `results.json` keys (per-checkpoint arrays are nested lists, one row per model, one column per
