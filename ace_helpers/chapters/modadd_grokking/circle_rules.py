@@ -162,26 +162,30 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(spearmanr(x, y)[0]) if np.ptp(x) > 0 and np.ptp(y) > 0 else 0.0
 
 
-def r2_core_rho(r: GrokClaimsRun) -> tuple[float, list[float] | None, int]:
-    """Spearman ρ(R_h², necessary dim) over the post-grokking checkpoints of every model, its 90 % bootstrap interval
-    over (model, checkpoint) pairs (None where ρ is undefined) and the number of pairs."""
-    r2, dim = r.wd["r2_holdout"][:, r.post].ravel(), r.wd["core_dim"][:, r.post].ravel()
-    rho = float(spearmanr(r2, dim)[0]) if np.ptp(r2) > 0 and np.ptp(dim) > 0 else float("nan")
-    if not np.isfinite(rho):
-        return rho, None, r2.size
-    ci = bootstrap_interval(np.arange(r2.size), lambda i: _spearman(r2[i.astype(int)], dim[i.astype(int)]), seed=0)
-    return rho, list(ci), r2.size
+def _r2_and_dims(r: GrokClaimsRun) -> tuple[np.ndarray, np.ndarray]:
+    """R_h² and the necessary dim over the post-grokking checkpoints of every model, (model, checkpoint) pairs flat."""
+    return r.wd["r2_holdout"][:, r.post].ravel(), r.wd["core_dim"][:, r.post].ravel()
+
+
+def r2_core_rho(r: GrokClaimsRun) -> float:
+    """Spearman ρ(R_h², necessary dim) over the post-grokking checkpoints of every model (NaN where either is
+    constant)."""
+    r2, dim = _r2_and_dims(r)
+    return float(spearmanr(r2, dim)[0]) if np.ptp(r2) > 0 and np.ptp(dim) > 0 else float("nan")
 
 
 def _r2_falls(r: GrokClaimsRun, cfg: Params) -> Measured | NotTested | None:
     if r2_stat(r, cfg).all_ok:
         return None
-    rho, ci, n = r2_core_rho(r)
-    text = f"Spearman ρ(R_h², necessary dim) = {rho:.2f} over {n} post-grokking checkpoints"
-    if ci is None:
+    r2, dim = _r2_and_dims(r)
+    rho = r2_core_rho(r)
+    text = f"Spearman ρ(R_h², necessary dim) = {rho:.2f} over {r2.size} post-grokking checkpoints"
+    if not np.isfinite(rho):
         return NotTested("R_h² or the necessary dim is constant (or undefined) after grokking: no ordering to correlate",
                          ours=text)
-    return Measured({"ρ(R_h², necessary dim) (90 %, bootstrap)": ci, "Spearman ρ(R_h², necessary dim)": rho},
+    # its 90 % interval resamples the (model, checkpoint) pairs
+    ci = bootstrap_interval(np.arange(r2.size), lambda i: _spearman(r2[i.astype(int)], dim[i.astype(int)]), seed=0)
+    return Measured({"ρ(R_h², necessary dim) (90 %, bootstrap)": list(ci), "Spearman ρ(R_h², necessary dim)": rho},
                     ours=text, value=rho)
 
 

@@ -95,7 +95,7 @@ def _numbers_after(r: GrokClaimsRun) -> dict[str, Any]:
             nums["diagnosis_late_min_frac_unit_circle_ols"] = late[0]
     nums.update(post_grok_r2_holdout=stat.as_dict(), post_grok_min_r2_holdout=stat.min)
     if not stat.all_ok:
-        nums["diagnosis_rho_r2_holdout_core_dim"] = circle_rules.r2_core_rho(r)[0]
+        nums["diagnosis_rho_r2_holdout_core_dim"] = circle_rules.r2_core_rho(r)
     return nums
 
 
