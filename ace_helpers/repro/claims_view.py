@@ -1,5 +1,6 @@
 """A chapter's claims table as a reader sees it: four short columns (claim, paper, ours, verdict badge), with our rule,
-the paper's place, the measured cause of a failure and the claim's id folded under each claim.
+the paper's place, the measured cause of a failure and the claim's id folded under each claim.  Where the paper's
+code release was rerun here, its own number stands under ours.
 
 The paper's claims (one row per claim and run, the headline rows) are shown open; our own claims, the diagnoses and
 the same claims measured again (per model, per run) sit in folded groups under it, each group's summary carrying its
@@ -15,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ace_helpers.repro.badges import badge, cell, counts_badges
+from ace_helpers.repro.plain import plain_value
 from ace_helpers.repro.report import NOT_TESTED, Claim, ClaimRow, Claims, claims_table
 
 HEADER = ("claim", "paper", "ours", "verdict")
@@ -34,11 +36,18 @@ def _details(parts: Sequence[tuple[str, str]]) -> str:
     return f"<details><summary>rule and details</summary><ul>{items}</ul></details>" if items else ""
 
 
+def _ours_cell(r: Claim) -> str:
+    """Our measured cell, with the code release's own number, rerun here, under it where it was rerun."""
+    if r.official is None:
+        return cell(r.ours)
+    return f'{cell(r.ours)}<br><span class="ace-official">official code, rerun here: {cell(plain_value(r.official))}</span>'
+
+
 def _claim_row(r: Claim) -> str:
     cause = "" if r.passed else (r.known_gap or "")
     details = _details([("our rule", r.rule), ("where the paper says it", r.where), ("measured cause", cause),
                         ("id", f"`{r.id}`" if r.id else "")])
-    return (f"<tr><td>{cell(r.claim)}{details}</td><td>{cell(r.paper)}</td><td>{cell(r.ours)}</td>"
+    return (f"<tr><td>{cell(r.claim)}{details}</td><td>{cell(r.paper)}</td><td>{_ours_cell(r)}</td>"
             f"<td>{badge(r.verdict, unexpected=r.unexpected)}</td></tr>")
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_helpers.repro.badges import ORDER, badge, counts_badges
+from ace_helpers.repro.plain import plain_value
 from ace_helpers.repro.paper_claims import NOT_TESTED_WHY, PAPER_CLAIMS
 from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS
 from ace_helpers.repro.rules_ledger import change_note
@@ -190,7 +191,7 @@ def scorecard_markdown(rows: list[dict[str, Any]], ledger: Mapping[str, Any] | N
                           ("id", f"`{cid}`")])
         why = why_cell(h, ledger) if h["verdict"] != REPRODUCED or change_note(ledger, cid) else ""
         paper.append((PAPER_CLAIMS[cid] + folded, _badge(h), md_cell(why) or "—", h["chapter"][:2] if "chapter" in h else "—",
-                      h["ours"]))
+                      h["ours"], md_cell(plain_value(h.get("official")))))
     stems = sorted({r["chapter"] for r in rows if "chapter" in r})
     per_chapter = []
     for stem in stems:
@@ -198,7 +199,7 @@ def scorecard_markdown(rows: list[dict[str, Any]], ledger: Mapping[str, Any] | N
         per_chapter.append((f"[{stem}](../notebooks/{stem}.ipynb)", counts_line(paper_counts(mine)), counts_line(ours_counts(mine))))
     per_chapter.append(("**all chapters**", f"**{counts_line(paper_counts(rows))}** (of {len(PAPER_CLAIMS)} ids)",
                         f"**{counts_line(ours_counts(rows))}**"))  # fmt: skip
-    out = [markdown_table(("the paper's claim", "verdict", "why", "ch.", "ours"), paper), "",
+    out = [markdown_table(("the paper's claim", "verdict", "why", "ch.", "ours", "official code, rerun here"), paper), "",
            markdown_table(("chapter", "paper claims (headline run)", "our own claims"), per_chapter), "",
            "## Our own claims, chapter by chapter", ""]
     for stem in stems:

@@ -72,3 +72,16 @@ def test_the_claims_view_shows_the_paper_claims_and_folds_ours_diagnoses_and_rep
     summaries = [s.split("</summary>")[0] for s in folded.split("<summary>")[1:] if not s.startswith("rule and details")]
     assert [s.split(" (")[0] for s in summaries] == ["Our own claims", "Diagnoses", "The same claims on each model or run"]
     assert "ace-v-not-reproduced" in summaries[2]  # a failure inside a closed group shows in its summary
+
+
+def test_the_code_releases_number_stands_under_ours_where_it_was_rerun() -> None:
+    from ace_helpers.repro.plain import plain_value
+
+    claims = Claims()
+    claims.check("r2", "paper", 0.99, True, id="markov.r2")
+    claims.check("rank", "paper", 3, True, id="markov.core_rank")
+    claims.rows[0].official = [1.0149, 0.9942]
+    html = ClaimsView(claims)._repr_html_()
+    assert html.count("official code, rerun here") == 1 and "1.015 / 0.9942" in html
+    assert plain_value([[0.02, 0.03], None]) == "0.02 / 0.03; —" and plain_value({"pca": [1.0, 6]}) == "pca 1 / 6"
+    assert plain_value(None) == "—" and "[" not in plain_value([[1.5], 2, [0.25]])

@@ -47,6 +47,30 @@ def test_the_release_runs_with_its_constants_set_and_its_results_are_stored(tmp_
     assert not (release / "experiments").exists()  # the run wrote into the scratch copy only
 
 
+FAKE_MARKOV = '''
+import json, sys
+from pathlib import Path
+assert sys.argv[1:] == ["--only", "run"], sys.argv
+out = Path("experiments/markov_chain/results")
+out.mkdir(parents=True, exist_ok=True)
+(out / "results.json").write_text(json.dumps({"oracle_r2": 0.5, "dynamics": [{"r2_mean": 0.49}]}))
+'''
+
+
+def test_the_release_markov_run_is_stored_as_written(tmp_path: Path) -> None:
+    release = _release(tmp_path / "cores")
+    (release / "markov.py").write_text(FAKE_MARKOV)
+    manifest = official_runs.run_markov(release, tmp_path / "work", tmp_path / "store")
+    stored = load_artifact(tmp_path / "store", "official_markov")
+    assert stored is not None and manifest.is_file()
+    assert stored.data["results"] == {"oracle_r2": 0.5, "dynamics": [{"r2_mean": 0.49}]}
+    assert stored.data["command"].endswith("markov.py --only run")
+    silent = _release(tmp_path / "b")
+    (silent / "markov.py").write_text("pass\n")
+    with pytest.raises(FileNotFoundError, match="did not write"):
+        official_runs.run_markov(silent, tmp_path / "wb", tmp_path / "store")
+
+
 def test_bad_requests_are_refused_before_any_work(tmp_path: Path) -> None:
     release = _release(tmp_path / "cores")
     with pytest.raises(ValueError, match="epochs"):

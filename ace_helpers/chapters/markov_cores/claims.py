@@ -18,6 +18,7 @@ import numpy as np
 from ace_helpers.chapters.markov_cores import baseline_claims as base
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import NOT_REPRODUCED, PARTLY, Claims, KnownGaps, seed_sensitive
+from ace_helpers.chapters.markov_cores.official import attach_official, stored_official
 from ace_helpers.repro.rules import EQUAL, NOISE_Z, ONE, WITHIN, Combine, Measured, Rule, Spec, Comparison, judge_all
 from ace_helpers.toys.tasks.markov import is_paper_chain
 
@@ -356,5 +357,7 @@ SPECS: tuple[Spec, ...] = (
 
 def build_claims(results: Mapping[str, Any], cfg: Params) -> Claims:
     """The chapter's claims: :data:`SPECS` judged on ``results`` (a run's flat results dict), with the known gaps of
-    ``cfg``'s run.  No threshold depends on the preset."""
-    return judge_all(SPECS, results, cfg, lambda key: KNOWN_GAPS.reason(cfg, key))
+    ``cfg``'s run and the code release's own numbers (:mod:`ace_helpers.chapters.markov_cores.official`, where
+    stored).  No threshold depends on the preset."""
+    claims = judge_all(SPECS, results, cfg, lambda key: KNOWN_GAPS.reason(cfg, key))
+    return attach_official(claims, stored_official())
