@@ -110,6 +110,22 @@ def test_a_partial_sweep_runs_the_first_seeds_of_one_sweep_and_its_runs_belong_t
     assert len(tasks) == 6 * 4 and {t.kwargs["sweep"] for t in tasks} == {"omega"} and {t.name for t in tasks} <= full
 
 
+def test_a_second_weight_decay_adds_its_p_sweep_and_keeps_the_first_ones_runs(tmp_path, monkeypatch):
+    import ace_helpers.chapters.grokking_scaling_law.jobs as sweep_cli
+    from ace_helpers.repro.sweeps import SweepReport
+
+    seen: list[list[Job]] = []
+    monkeypatch.setattr(sweep_cli, "run_sweep", lambda tasks, store, **kw: seen.append(list(tasks)) or SweepReport())
+    assert main(["04_grokking_scaling_law", "--preset", "paper", "--in-process", "--n-seeds", "2", "--sweep", "p",
+                 "--extra-omegas-p", "2.0", "--store", str(tmp_path)]) == 0  # fmt: skip
+    (tasks,) = seen
+    first = {t.name for t in grok_jobs(gsl.PARAMS.resolve(PRESET="paper", N_SEEDS=2)) if t.kwargs["sweep"] == "p"}
+    assert len(tasks) == 2 * 7 * 2 and {t.kwargs["omega"] for t in tasks} == {1.0, 2.0}
+    assert first == {t.name for t in tasks if t.kwargs["omega"] == 1.0}  # the stored ω = 1 runs are found, not rerun
+    with pytest.raises(SystemExit):
+        main(["04_grokking_scaling_law", "--preset", "paper", "--extra-omegas-p", "1.0", "--store", str(tmp_path)])
+
+
 def test_the_command_line_stores_runs_under_the_names_the_chapter_reads(tmp_path, monkeypatch):
     """Run as ``python -m``, the module is ``__main__``: its tasks must still name the importable function,
     or the chapter (which imports it) looks for other names than the command stored."""

@@ -12,6 +12,7 @@ Examples::
     dask scheduler &  dask worker tcp://HOST:8786 --nthreads 1 --nworkers 8 &
     python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --scheduler tcp://HOST:8786
     python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --gpus 4   # one worker per GPU
+    python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep p --extra-omegas-p 2.0
 """
 
 from __future__ import annotations
@@ -98,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sweep", choices=("omega", "p", "both"), default="both", help="run one sweep only (default: both)")
     ap.add_argument("--device", default=None, help="where each run trains: auto (CUDA when present, else the CPU), cpu, "
                     "cuda, mps (default: auto); a GPU run is stored beside the CPU runs, keyed by its device kind")
+    ap.add_argument("--extra-omegas-p", type=float, nargs="+", default=None, metavar="OMEGA",
+                    help="further weight decays of the p sweep (EXTRA_OMEGAS_P; default: the preset's), e.g. 2.0 for the "
+                    "p sweep at a second weight decay that the joint law Ω ∝ ω^b needs")
     ap.add_argument("--precision", default=None, help="auto (bf16 on a GPU with native bf16, else fp32), fp32 or bf16 "
                     "(default: the preset's, auto); a run is keyed by the precision it trained in")
     args = ap.parse_args(argv)
@@ -110,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error(str(err))
     try:
         cfg = PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds, DEVICE="cuda" if args.gpus else args.device,
-                             PRECISION=args.precision)  # fmt: skip
+                             PRECISION=args.precision, EXTRA_OMEGAS_P=args.extra_omegas_p)  # fmt: skip
     except ValueError as err:
         ap.error(str(err))
     print(describe_device(cfg["DEVICE"]))
