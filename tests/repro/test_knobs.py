@@ -44,7 +44,8 @@ def _cell(py: Path) -> list[tuple[str, str]]:
     return [(m[1], m[2]) for m in re.finditer(r"^([A-Z][A-Z0-9_]*) = None  # (.*)$", text, re.MULTILINE)]
 
 
-@pytest.mark.parametrize("chapter", ["ace_planted_system", "markov_cores", "llm_agreement", "ace_vs_alternatives", "toy_views"])
+@pytest.mark.parametrize("chapter", ["ace_planted_system", "markov_cores", "grokking_scaling_law", "llm_agreement", "ace_vs_alternatives",
+                                     "toy_views"])
 def test_a_chapters_parameters_cell_is_its_knob_table(chapter):
     import importlib
 
@@ -63,8 +64,8 @@ def test_a_shared_knob_is_checked_the_same_way_in_both_chapters():
         assert next(k for k in six.KNOBS if k.name == name).check is next(k for k in seven.KNOBS if k.name == name).check
 
 
-@pytest.mark.parametrize("chapter", ["ace_planted_system", "markov_cores", "llm_agreement", "ace_vs_alternatives",
-                                     "core_stitching"])
+@pytest.mark.parametrize("chapter", ["ace_planted_system", "markov_cores", "grokking_scaling_law", "llm_agreement",
+                                     "ace_vs_alternatives", "core_stitching"])
 def test_settings_resolved_from_a_knob_table_pickle(chapter):
     """Worker processes receive pickled settings: the chapter's check must pickle by reference."""
     import importlib

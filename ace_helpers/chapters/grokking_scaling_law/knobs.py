@@ -1,16 +1,21 @@
-"""Chapter 4's knobs: presets, the check that validates them, and the memory a sweep needs."""
+"""Chapter 4's knobs, declared once (:data:`KNOBS`): the presets, the validation and the notebook's parameters cell
+derive from this table (:mod:`ace_helpers.repro.knobs`); and the memory a sweep needs."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from ace_helpers.chapters.grokking_scaling_law.runs import SEED0
 from ace_helpers.method.checks import check_int, check_list, check_prime, check_range
 from ace_helpers.method.devices import check_device, resolve_device
+from ace_helpers.repro.knobs import Knob, checker, knob, parameters_cell, plain, presets
 from ace_helpers.repro.params import ChapterParams
 from ace_helpers.toys.precision import resolve_precision
 
 NOTEBOOK = "04_grokking_scaling_law"
 
-#: Knobs of notebooks/04_grokking_scaling_law.  ``BATCH_SIZE_OMEGA`` is the ω sweep's
+#: The knobs of notebooks/04_grokking_scaling_law (:data:`KNOBS`).  ``BATCH_SIZE_OMEGA`` is the ω sweep's
 #: mini-batch; the p sweep is always full batch.  ``TRAIN_FRACTION`` / ``TRAIN_FRACTION_P`` are
 #: the train shares of the p² pairs in the ω / p sweep (paper: 0.5 for both).  ``STOP_MARGIN`` =
 #: steps a run continues after grokking.  ``EXTRA_OMEGAS_P``: further weight decays at which the p
@@ -18,52 +23,75 @@ NOTEBOOK = "04_grokking_scaling_law"
 #: fractions than the paper so that every run groks within a CPU budget (measured on the shared
 #: 2-core machine: at p = 53, ω = 1, batch 512 the delay is ~1900 steps at 0.5, ~600 at 0.7;
 #: full batch at p = 31, 0.5 did not grok within 2500 steps, 0.8 grokked after ~630).
-PRESETS: dict[str, dict] = {
-    "ci": {
-        "OMEGAS": [0.5, 1.0, 3.0],
-        "PRIMES": [31, 43, 53],
-        "N_SEEDS": 1,
-        "SEED": SEED0,
-        "MAX_STEPS": 5000,
-        "EVAL_EVERY": 10,
-        "TRAIN_FRACTION": 0.7,
-        "TRAIN_FRACTION_P": 0.8,
-        "BATCH_SIZE_OMEGA": 512,
-        "STOP_MARGIN": 0,
-        "P_OMEGA": 53,
-        "OMEGA_P": 1.0,
-        "EXTRA_OMEGAS_P": [2.0],
-        "LR": 1e-3,
-        "PRECISION": "auto",
-        "DEVICE": "auto",
-    },
-    "paper": {
-        "OMEGAS": [0.3, 0.5, 1.0, 1.5, 2.0, 3.0],
-        "PRIMES": [31, 43, 53, 61, 79, 89, 101],
-        "N_SEEDS": 12,
-        "SEED": SEED0,
-        # the paper caps the ω sweep at 20,000 epochs (x 3 steps) and the p sweep at 30,000
-        # full-batch epochs; one cap for both here, the larger one
-        "MAX_STEPS": 60000,
-        "EVAL_EVERY": 1,
-        "TRAIN_FRACTION": 0.5,
-        "TRAIN_FRACTION_P": 0.5,
-        "BATCH_SIZE_OMEGA": 512,
-        "STOP_MARGIN": 100,
-        "P_OMEGA": 53,
-        "OMEGA_P": 1.0,
-        "EXTRA_OMEGAS_P": [],
-        "LR": 1e-3,
-        "PRECISION": "auto",
-        "DEVICE": "auto",
-    },
-}
-
-PRESETS["book"] = PRESETS["ci"] | {"OMEGAS": [0.3, 0.5, 1.0, 1.5, 2.0, 3.0], "PRIMES": [31, 43, 53, 61], "N_SEEDS": 2,
-                                   "MAX_STEPS": 6000}  # fmt: skip
-
 #: Ours: MEMORY_LIMIT, a quarter of a 32 GiB laptop or CI runner; MAX_STEP_CAP, ~17x the paper's longest cap (60,000).
 MEMORY_LIMIT, MAX_STEP_CAP = 8 * 2**30, 1_000_000
+
+
+def _weight_decay(name: str, value: Any) -> float:
+    return check_range(name, value, low=0.0, low_open=True, high=100.0)
+
+
+def _distinct(check: Any) -> Any:
+    """A list knob's check that also refuses repeated values."""
+    def run(name: str, value: Any, knobs: Mapping[str, Any]) -> list:
+        out = check(name, value, knobs)
+        if len(set(out)) != len(out):
+            raise ValueError(f"{name}={out!r} is not allowed: {name} must not repeat values")
+        return out
+    return run
+
+
+def _eval_every(name: str, value: Any, knobs: Mapping[str, Any]) -> int:
+    every = check_int(name, value, low=1)
+    if every > knobs["MAX_STEPS"]:
+        raise ValueError(f"{name}={every} is not allowed: {name} must be <= MAX_STEPS ({knobs['MAX_STEPS']})")
+    return every
+
+
+def _extra_omegas(name: str, value: Any, knobs: Mapping[str, Any]) -> list[float]:
+    extra = check_list(name, value, _weight_decay, min_len=0)
+    if len({knobs["OMEGA_P"], *extra}) != 1 + len(extra):
+        raise ValueError(f"{name}={extra!r} is not allowed: it must not repeat values or OMEGA_P ({knobs['OMEGA_P']})")
+    return extra
+
+
+def _precision(name: str, value: Any, knobs: Mapping[str, Any]) -> str:
+    return resolve_precision(name, value, resolve_device(check_device("DEVICE", knobs["DEVICE"])))
+
+
+_BOOK_OMEGAS = [0.3, 0.5, 1.0, 1.5, 2.0, 3.0]
+_FRACTION = plain(check_range, low=0.0, high=1.0, low_open=True, high_open=True)
+
+KNOBS: tuple[Knob, ...] = (
+    knob("OMEGAS", "weight decays ω of the ω sweep",
+         _distinct(lambda n, v, k: check_list(n, v, _weight_decay)), ci=[0.5, 1.0, 3.0], book=_BOOK_OMEGAS, paper=_BOOK_OMEGAS),
+    knob("PRIMES", "moduli p of the p sweep (primes)", _distinct(lambda n, v, k: check_list(n, v, lambda m, x: check_prime(m, x, low=5))),
+         ci=[31, 43, 53], book=[31, 43, 53, 61], paper=[31, 43, 53, 61, 79, 89, 101]),
+    knob("N_SEEDS", "seeds per setting (seeds SEED, SEED + 1, ...)", plain(check_int, low=1, high=100), ci=1, book=2, paper=12),
+    knob("SEED", "first seed of every setting (paper: 42)", plain(check_int, low=0, high=2**31 - 1 - 100), ci=SEED0, book=SEED0),
+    # the paper caps the ω sweep at 20,000 epochs (x 3 steps) and the p sweep at 30,000 full-batch epochs; one cap for
+    # both at the paper preset, the larger one
+    knob("MAX_STEPS", "step cap of every run; runs not grokked by then are censored", plain(check_int, low=1, high=MAX_STEP_CAP),
+         ci=5000, book=6000, paper=60000),
+    knob("EVAL_EVERY", "steps between evaluations: the resolution of τ_mem and τ_test", _eval_every, ci=10, book=10, paper=1),
+    knob("TRAIN_FRACTION", "ω sweep: share of the p² pairs used for training (paper 0.5)", _FRACTION, ci=0.7, book=0.7,
+         paper=0.5),
+    knob("TRAIN_FRACTION_P", "p sweep: share of the p² pairs used for training (paper 0.5)", _FRACTION, ci=0.8, book=0.8,
+         paper=0.5),
+    knob("BATCH_SIZE_OMEGA", "mini-batch of the ω sweep (the p sweep is full batch)", plain(check_int, low=1), ci=512, book=512),
+    knob("STOP_MARGIN", "steps a run keeps training after it grokked",
+         lambda n, v, k: check_int(n, v, low=0, high=k["MAX_STEPS"]), ci=0, book=0, paper=100),
+    knob("P_OMEGA", "modulus of the ω sweep", plain(check_prime, low=5), ci=53, book=53),
+    knob("OMEGA_P", "weight decay of the p sweep", lambda n, v, k: _weight_decay(n, v), ci=1.0, book=1.0),
+    knob("EXTRA_OMEGAS_P", "further weight decays of the p sweep (tests Omega ~ 1/omega; paper none)", _extra_omegas,
+         ci=[2.0], book=[2.0], paper=[]),
+    knob("LR", "AdamW learning rate", plain(check_range, low=0.0, low_open=True, high=1.0), ci=1e-3, book=1e-3),
+    knob("PRECISION", '"auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16"', _precision,
+         ci="auto", book="auto"),
+    knob("DEVICE", 'where the sweeps train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
+         plain(check_device), ci="auto", book="auto"),
+)
+
 
 
 def sweep_memory(p: int, members: int, batch: int) -> int:
@@ -74,36 +102,9 @@ def sweep_memory(p: int, members: int, batch: int) -> int:
     return 72 * p * p + members * (12 * batch * p + 4 * min(4096, p * p) * p + 16 * (256 * p + 200_000))
 
 
-def check(p: dict) -> None:
-    """Validate every knob (``ValueError`` naming it); ``OMEGAS`` become floats, ``PRIMES`` ints.
-
-    Each split of the p² pairs (TRAIN_FRACTION at P_OMEGA, TRAIN_FRACTION_P at every prime) must
-    hold at least p pairs, one per answer; each sweep's :func:`sweep_memory` must be <= MEMORY_LIMIT.
-    """
-    p["OMEGAS"] = check_list("OMEGAS", p["OMEGAS"], lambda n, v: check_range(n, v, low=0.0, low_open=True, high=100.0))
-    p["PRIMES"] = check_list("PRIMES", p["PRIMES"], lambda n, v: check_prime(n, v, low=5))
-    for name in ("OMEGAS", "PRIMES"):
-        if len(set(p[name])) != len(p[name]):
-            raise ValueError(f"{name}={p[name]!r} is not allowed: {name} must not repeat values")
-    p["N_SEEDS"] = check_int("N_SEEDS", p["N_SEEDS"], low=1, high=100)
-    p["SEED"] = check_int("SEED", p["SEED"], low=0, high=2**31 - 1 - 100)
-    p["MAX_STEPS"] = check_int("MAX_STEPS", p["MAX_STEPS"], low=1, high=MAX_STEP_CAP)
-    p["EVAL_EVERY"] = check_int("EVAL_EVERY", p["EVAL_EVERY"], low=1)
-    if p["EVAL_EVERY"] > p["MAX_STEPS"]:
-        raise ValueError(f"EVAL_EVERY={p['EVAL_EVERY']} is not allowed: EVAL_EVERY must be <= MAX_STEPS ({p['MAX_STEPS']})")
-    for name in ("TRAIN_FRACTION", "TRAIN_FRACTION_P"):
-        p[name] = check_range(name, p[name], low=0.0, high=1.0, low_open=True, high_open=True)
-    p["BATCH_SIZE_OMEGA"] = check_int("BATCH_SIZE_OMEGA", p["BATCH_SIZE_OMEGA"], low=1)
-    p["STOP_MARGIN"] = check_int("STOP_MARGIN", p["STOP_MARGIN"], low=0, high=p["MAX_STEPS"])
-    p["P_OMEGA"] = check_prime("P_OMEGA", p["P_OMEGA"], low=5)
-    p["OMEGA_P"] = check_range("OMEGA_P", p["OMEGA_P"], low=0.0, low_open=True, high=100.0)
-    p["EXTRA_OMEGAS_P"] = check_list("EXTRA_OMEGAS_P", p["EXTRA_OMEGAS_P"],
-                                     lambda n, v: check_range(n, v, low=0.0, low_open=True, high=100.0), min_len=0)  # fmt: skip
-    if len({p["OMEGA_P"], *p["EXTRA_OMEGAS_P"]}) != 1 + len(p["EXTRA_OMEGAS_P"]):
-        raise ValueError(f"EXTRA_OMEGAS_P={p['EXTRA_OMEGAS_P']!r} is not allowed: it must not repeat values or OMEGA_P ({p['OMEGA_P']})")
-    p["LR"] = check_range("LR", p["LR"], low=0.0, low_open=True, high=1.0)
-    p["DEVICE"] = check_device("DEVICE", p["DEVICE"])
-    p["PRECISION"] = resolve_precision("PRECISION", p["PRECISION"], resolve_device(p["DEVICE"]))
+def across(p: dict[str, Any]) -> None:
+    """The checks across knobs: each split of the p² pairs (TRAIN_FRACTION at P_OMEGA, TRAIN_FRACTION_P at every prime)
+    must hold at least p pairs, one per answer; each sweep's :func:`sweep_memory` must be <= MEMORY_LIMIT."""
     sweeps = [("TRAIN_FRACTION", "P_OMEGA", p["P_OMEGA"], len(p["OMEGAS"]) * p["N_SEEDS"], p["BATCH_SIZE_OMEGA"])]
     members_p = p["N_SEEDS"] * (1 + len(p["EXTRA_OMEGAS_P"]))
     sweeps += [("TRAIN_FRACTION_P", "PRIMES", q, members_p, None) for q in p["PRIMES"]]
@@ -117,12 +118,25 @@ def check(p: dict) -> None:
             )
         need = sweep_memory(q, members, min(batch or n_train, n_train))
         if need > MEMORY_LIMIT:
-            what = "the OMEGAS × N_SEEDS models of the ω sweep" if batch else "the N_SEEDS × (1 + len(EXTRA_OMEGAS_P)) full-batch models of the p sweep"
+            what = ("the OMEGAS × N_SEEDS models of the ω sweep" if batch
+                    else "the N_SEEDS × (1 + len(EXTRA_OMEGAS_P)) full-batch models of the p sweep")
             raise ValueError(
                 f"{p_name}: p={q} would need ~{need / 2**30:.3g} GiB for {what} ({members} models, vocabulary "
                 f"and p² = {q * q} pairs); the limit is {MEMORY_LIMIT / 2**30:.3g} GiB: lower {p_name} or N_SEEDS"
             )
 
 
+PRESETS = presets(KNOBS)
+_CHECK = checker(KNOBS, across)
+
+
+def check(values: dict[str, Any]) -> None:
+    """Validate every knob (``ValueError`` naming it); ``OMEGAS`` become floats, ``PRIMES`` ints.  (A module-level
+    function, so that resolved settings pickle for worker processes.)"""
+    _CHECK(values)
+
+
 #: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere.
 PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
+#: The lines of the notebook's parameters cell (a test holds the notebook to them).
+CELL = parameters_cell(KNOBS, NOTEBOOK)
