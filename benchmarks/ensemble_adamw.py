@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from ace_helpers.chapters.modadd.config import model_config
+from ace_helpers.chapters.modadd.limits import model_config
 from ace_helpers.chapters.markov_run.run import toy_config
 from ace_helpers.repro.artifacts import write_report
 from ace_helpers.repro.machine import machine_line

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ace_helpers.chapters.modadd.analysis import last_token_activations
-from ace_helpers.chapters.modadd.config import model_config
+from ace_helpers.chapters.modadd.limits import model_config
 from ace_helpers.method.core import extract_core
 from ace_helpers.method.scans import rank_scan
 from ace_helpers.repro.thread_pools import set_threads

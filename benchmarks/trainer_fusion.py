@@ -43,7 +43,7 @@ from collections.abc import Callable
 import torch
 
 from ace_helpers.chapters.markov_cores import toy_config
-from ace_helpers.chapters.modadd.config import model_config
+from ace_helpers.chapters.modadd.limits import model_config
 from ace_helpers.method.devices import describe_device, resolve_device
 from ace_helpers.repro.artifacts import write_report
 from ace_helpers.repro.machine import machine_line

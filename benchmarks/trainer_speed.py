@@ -41,7 +41,7 @@ from torch import nn
 
 from ace_helpers.chapters.grokking_scaling_law import sweep_config
 from ace_helpers.chapters.markov_cores import model_seeds, toy_config, train_models
-from ace_helpers.chapters.modadd.config import model_config
+from ace_helpers.chapters.modadd.limits import model_config
 from ace_helpers.repro.machine import machine_line
 from ace_helpers.toys.ensemble_runs import train_ensemble
 from ace_helpers.toys.ensemble_trainer import EnsembleTrainer

@@ -80,7 +80,7 @@ TRAINER = None  # "ensemble" (default): every model and both arms in one batched
 PRECISION = None  # "auto" (bf16 on a GPU with native bf16, else fp32), "fp32", "bf16" (ensemble trainer only)
 DEVICE = None  # where the ensemble trainer runs: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"
 ARTIFACT_DIR = None  # cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)
-OUTPUT_DIR = None  # where results.json goes; None -> outputs/03_core_inflation
+OUTPUT_DIR = None  # where results.json goes; None: outputs/03_core_inflation
 
 # %% tags=["hide-input", "hide-output"]
 import time

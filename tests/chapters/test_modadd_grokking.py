@@ -9,7 +9,7 @@ import pytest
 import torch
 from sympy import isprime as is_prime
 
-from ace_helpers.chapters.modadd import analysis, config, keys, long_run
+from ace_helpers.chapters.modadd import analysis, config, keys, limits, long_run
 from ace_helpers.chapters.modadd import run as run_mod
 from ace_helpers.chapters.modadd_grokking import PARAMS
 from ace_helpers.method.core import extract_core
@@ -63,14 +63,14 @@ def test_a_modulus_too_large_for_memory_is_refused_before_any_compute():
     # P = 1000003 used to pass the check and fail inside the dataset ("Unable to allocate 7.28 TiB")
     with pytest.raises(ValueError, match=r"P=1000003.*would need ~.*TiB.*the limit is half this machine's memory"):
         PARAMS.resolve(PRESET="ci", P=1000003)
-    est = config.memory_estimate(53, 0.5, 512)
+    est = limits.memory_estimate(53, 0.5, 512)
     assert est["total"] == est["dataset"] + est["model"] + max(est["analysis"], est["batch"])
-    assert config.memory_estimate(307, 0.5, 512)["analysis"] > 16 * 2**30  # cubic in p: the rank scan on the test split
+    assert limits.memory_estimate(307, 0.5, 512)["analysis"] > 16 * 2**30  # cubic in p: the rank scan on the test split
 
 
 def test_the_memory_limit_counts_every_worker_process(monkeypatch):
-    one = config.memory_estimate(53, 0.5, 512)["total"]
-    monkeypatch.setattr(config, "memory_limit", lambda: (int(1.5 * one), "a test limit"))
+    one = limits.memory_estimate(53, 0.5, 512)["total"]
+    monkeypatch.setattr(limits, "memory_limit", lambda: (int(1.5 * one), "a test limit"))
     PARAMS.resolve(PRESET="book", TRAINER="loop", WORKERS=1)  # one process fits
     with pytest.raises(ValueError, match=r"P=53.*per process × 2 processes \(WORKERS\).*the limit is a test limit.*fewer WORKERS"):
         PARAMS.resolve(PRESET="book", TRAINER="loop", WORKERS=2)  # two do not
@@ -129,10 +129,10 @@ def test_artifact_dir_must_be_writable(tmp_path):
 
 
 def test_paper_checkpoint_schedule():
-    s = config.checkpoint_schedule(20000, 100, 2000, 500)
+    s = limits.checkpoint_schedule(20000, 100, 2000, 500)
     assert s[:3] == [0, 100, 200] and 2000 in s and 2100 not in s and s[-1] == 20000
     assert len(s) == 1 + 20 + 36
-    assert config.checkpoint_schedule(250, 100, 2000, 500) == [0, 100, 200, 250]
+    assert limits.checkpoint_schedule(250, 100, 2000, 500) == [0, 100, 200, 250]
     assert config.holdout_classes(53, 0.075) == 4
 
 
@@ -157,7 +157,7 @@ def test_batched_scan_matches_nnsight_run_with_core():
 
     p = 11
     data = modadd_dataset(p, 0.5, seed=0)
-    model = build_model(config.model_config(p), seed=3).eval()
+    model = build_model(limits.model_config(p), seed=3).eval()
     x = data.test_inputs
     with torch.no_grad():
         y = model(x)[:, -1].argmax(-1)  # the model's own answers: base accuracy 1, curves non-trivial

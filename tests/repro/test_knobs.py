@@ -53,6 +53,17 @@ def test_a_chapters_parameters_cell_is_its_knob_table(chapter):
     assert _cell(ROOT / "notebooks" / f"{knobs.NOTEBOOK}.py") == knobs.CELL
 
 
+def test_chapters_2_and_3_share_one_knob_table_with_their_own_comments():
+    from ace_helpers.chapters.core_inflation import knobs as three
+    from ace_helpers.chapters.modadd import config
+    from ace_helpers.repro.knobs import presets
+
+    assert _cell(ROOT / "notebooks" / "02_modadd_grokking.py") == config.CELL
+    assert _cell(ROOT / "notebooks" / "03_core_inflation.py") == three.CELL
+    assert presets(three.KNOBS) == config.PRESETS  # one run: the same presets and checks, other comments
+    assert [k.check for k in three.KNOBS] == [k.check for k in config.KNOB_TABLE]
+
+
 def test_a_shared_knob_is_checked_the_same_way_in_both_chapters():
     """Chapter 6 restates chapter 7's toy-model knobs with its own comments and presets, and their checks."""
     from ace_helpers.chapters.ace_vs_alternatives import knobs as six

@@ -29,7 +29,8 @@ from ace_helpers.chapters.modadd.analysis import (
     row_to_plain,
     stack_rows,
 )
-from ace_helpers.chapters.modadd.config import holdout_classes, model_config, schedule_of, train_device
+from ace_helpers.chapters.modadd.config import holdout_classes, train_device
+from ace_helpers.chapters.modadd.limits import model_config, schedule_of
 from ace_helpers.chapters.modadd.keys import SEGMENT_EPOCHS, model_key, run_hash, segment_seed
 from ace_helpers.repro.artifacts import load_artifact, save_artifact
 from ace_helpers.toys.ensemble_trainer import EnsembleTrainer

@@ -9,7 +9,7 @@ from typing import Any
 import nnsight
 import numpy as np
 
-from ace_helpers.chapters.modadd.config import model_config
+from ace_helpers.chapters.modadd.limits import model_config
 from ace_helpers.method.devices import resolve_device
 from ace_helpers.method.interventions import HookSite
 from ace_helpers.repro.artifacts import cached, project_root

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ace_helpers.chapters.modadd import config
+from ace_helpers.chapters.modadd import config, limits
 from ace_helpers.chapters.modadd.analysis import SCALAR_FIELDS, GrokRun, analyse_activations, last_token_activations
 from ace_helpers.chapters.modadd.keys import model_key, run_hash, snapshot_key, snapshot_name
 from ace_helpers.chapters.modadd.run import train_one_model
@@ -117,7 +117,7 @@ def train_reference(
                                    "segment, in increasing order; delete the folder to start again)")  # fmt: skip
             save_artifact(snap_dir, name, params=key, arrays={k: v for k, v in snap.arrays.items() if k.startswith("model/")})
             state = load_artifact(snap_dir, name, key)
-        model = build_model(config.model_config(p), int(cfg["SEED"]) + model_index)
+        model = build_model(limits.model_config(p), int(cfg["SEED"]) + model_index)
         load_state(model, None, state.arrays, "")
         H = last_token_activations(model, data.test_inputs)
         row, core = analyse_activations(H, model.lm_head.weight, model.lm_head.bias, data.test_answers, p,

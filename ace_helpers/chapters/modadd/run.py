@@ -32,7 +32,8 @@ from ace_helpers.chapters.modadd.analysis import (
     row_to_plain,
     stack_rows,
 )
-from ace_helpers.chapters.modadd.config import holdout_classes, model_config, schedule_of
+from ace_helpers.chapters.modadd.config import holdout_classes
+from ace_helpers.chapters.modadd.limits import model_config, schedule_of
 from ace_helpers.chapters.modadd.ensemble_run import ensemble_snapshot_name, train_models_together
 from ace_helpers.chapters.modadd.keys import (
     SEGMENT_EPOCHS,

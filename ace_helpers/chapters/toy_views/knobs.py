@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_helpers.chapters.markov_run.run import MAX_STATES
-from ace_helpers.chapters.modadd.config import model_config
+from ace_helpers.chapters.modadd.limits import model_config
 from ace_helpers.method import checks
 from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.repro.knobs import Knob, checker, knob, parameters_cell, plain, presets
