@@ -1,6 +1,7 @@
 """The paper's official code release (``joshseth/cores``), which the benchmarks run beside the book.
 
-It is never downloaded: the user gives a checkout (``--official PATH``), which :func:`check_official` checks before
+Its own numbers for a chapter's claims, rerun here (:mod:`ace_helpers.repro.official_runs`), go into the ``official``
+field of the claim rows (:func:`attach_official`).  It is never downloaded: the user gives a checkout (``--official PATH``), which :func:`check_official` checks before
 any work and :func:`copy_official` copies to a scratch folder, so that its results and figures are written there
 and the checkout is left as it was.
 """
@@ -8,8 +9,11 @@ and the checkout is left as it was.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+from ace_helpers.repro.report import Claims
 
 #: the files of the release that the benchmarks run: its Markov-chain and modular-addition scripts and its package
 OFFICIAL_FILES = ("markov.py", "modadd.py", "src/cores/markov.py")
@@ -30,3 +34,13 @@ def copy_official(checkout: Path, dest: Path) -> Path:
     runs (``experiments/``); returns ``dest``."""
     shutil.copytree(checkout, dest, ignore=shutil.ignore_patterns(".git", "experiments"))
     return dest
+
+
+def attach_official(claims: Claims, numbers: Mapping[str, Any] | None) -> Claims:
+    """Write ``numbers`` (claim id → the code release's own number, rerun here, in the shape of the row's ``value``)
+    into the ``official`` field of ``claims``' headline rows with those ids; returns ``claims``.  Rows that repeat a
+    claim per model or per part (``headline`` False) keep None: the release's number is for the claim as a whole."""
+    for row in claims.rows:
+        if numbers and row.headline and row.id in numbers:
+            row.official = numbers[row.id]
+    return claims

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ace_helpers.chapters.markov_cores.official import OFFICIAL_RUN, OFFICIAL_STORE, attach_official, official_numbers, stored_official
+from ace_helpers.chapters.markov_cores.official import OFFICIAL_RUN, OFFICIAL_STORE, official_numbers, stored_official
+from ace_helpers.repro.official import attach_official
 from ace_helpers.repro.artifacts import load_artifact
 from ace_helpers.repro.plain import plain_value
 from ace_helpers.repro.report import Claims

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ace_helpers.chapters.core_inflation import official
 from ace_helpers.chapters.core_inflation.fork import has_spectra
 from ace_helpers.chapters.core_inflation.readings import Facts, window_quartiles
 from ace_helpers.chapters.core_inflation.rules import (  # noqa: F401 - the chapter's bounds, re-exported
@@ -27,6 +28,7 @@ from ace_helpers.chapters.core_inflation.rules import (  # noqa: F401 - the chap
 )
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import GrokRun, per_model_at
+from ace_helpers.repro.official import attach_official
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive
 from ace_helpers.repro.rules import ONE, Comparison, Measured, Rule, Spec, judge_all
@@ -145,12 +147,13 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
 
     The inflation targets are stated for 20 000 epochs at p = 53; ``last_epoch`` is where the run's checkpoints stop
     (default EPOCHS; less for the stored part of an unfinished run).  A run on the paper's task that stops earlier is
-    judged at its last epoch, with the run's length as the cause of a target it misses (:func:`_gap`).
+    judged at its last epoch, with the run's length as the cause of a target it misses (:func:`_gap`).  On the
+    paper's task the weight-decay-off rows carry the code release's own ratios, rerun here (:mod:`.official`).
     """
     f = facts(InflationRun(run, last_epoch), cfg)
     claims = judge_all(SPECS, InflationRun(run, last_epoch), cfg, lambda key: _gap(cfg, key, f.full_run, f.horizon))
     claims.numbers = chapter_numbers(f)
-    return claims
+    return attach_official(claims, official.stored_official() if config.paper_task(cfg) else None)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 :func:`ace_helpers.repro.official_runs.run_markov` stores the release's ``results.json`` (3 models at the paper's
 settings, seed 0) as the artifact ``official_markov``.  :func:`official_numbers` reads, for each claim of the paper
 that this file computes, the release's number in the shape of our record's ``value`` (per seed, per seed pair);
-:func:`attach_official` writes them into the ``official`` field of a run's claim rows, the third column of the
+:func:`~ace_helpers.repro.official.attach_official` writes them into the ``official`` field of a run's claim rows, the third column of the
 claims table and the scorecard.  Claims the release does not compute (the energy rank's softmax tail, the CCA
 baselines, our diagnoses) keep ``official = None``.
 """
@@ -19,7 +19,6 @@ import numpy as np
 
 from ace_helpers.chapters.markov_run.spectra import relative_eig_errors
 from ace_helpers.repro.artifacts import load_artifact, project_root
-from ace_helpers.repro.report import Claims
 
 #: Where the release's Markov run is stored (relative to the project root), and its artifact name.
 OFFICIAL_STORE, OFFICIAL_RUN = Path("book") / "artifacts" / "official_markov", "official_markov"
@@ -72,12 +71,3 @@ def stored_official(root: Path | None = None) -> dict[str, Any] | None:
     """:func:`official_numbers` of the stored release run, or None where it is not stored (or fails its checksums)."""
     found = load_artifact((root or project_root()) / OFFICIAL_STORE, OFFICIAL_RUN)
     return None if found is None else official_numbers(found.data["results"])
-
-
-def attach_official(claims: Claims, numbers: Mapping[str, Any] | None) -> Claims:
-    """Write ``numbers`` (claim id → the release's number) into the ``official`` field of ``claims``' headline rows
-    with those ids; returns ``claims``."""
-    for row in claims.rows:
-        if numbers and row.headline and row.id in numbers:
-            row.official = numbers[row.id]
-    return claims

@@ -13,7 +13,7 @@ from typing import Any
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun
 from ace_helpers.chapters.modadd.stats import SHARE_MIN
-from ace_helpers.chapters.modadd_grokking import circle_rules, grok_rules, keep_remove, paper_epochs
+from ace_helpers.chapters.modadd_grokking import circle_rules, grok_rules, keep_remove, official, paper_epochs
 from ace_helpers.chapters.modadd_grokking.circle_rules import r2_threshold  # noqa: F401 - the chapter's R_h² bound
 from ace_helpers.chapters.modadd_grokking.grok_rules import (  # noqa: F401 - the chapter's constants
     CODE_CLOCKS,
@@ -25,6 +25,7 @@ from ace_helpers.chapters.modadd_grokking.grok_rules import (  # noqa: F401 - th
 from ace_helpers.chapters.modadd_grokking.known_gaps import measured_gap
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
+from ace_helpers.repro.official import attach_official
 from ace_helpers.repro.rules import judge_all, untested
 
 
@@ -42,6 +43,7 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
     it (``True``: look it up; ``None`` or ``False``: none).  Every claim gets a verdict: a run that never groks records
     the claims about "at / after grokking" as not tested.  Off the paper's task (a smaller prime, other data) three
     rules have relaxed variants, each saying so in its text (:func:`~ace_helpers.chapters.modadd.config.paper_task`).
+    On the paper's task the rows carry the code release's own numbers, rerun here (:mod:`.official`).
     """
     paper_task = config.paper_task(cfg)
     r = GrokClaimsRun(run, cfg, long, paper_epochs.official_shares() if paper_task else {})
@@ -63,7 +65,7 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
     at_epochs = paper_epochs.paper_epoch_claims(r.wd, cfg, r.official)  # where the paper looks
     claims.rows += at_epochs.rows
     claims.not_tested += at_epochs.not_tested
-    return claims
+    return attach_official(claims, official.stored_official() if paper_task else None)
 
 
 def _numbers_before(r: GrokClaimsRun) -> dict[str, Any]:
