@@ -390,6 +390,21 @@ else:
     display(Markdown(chapter.trainers.snap_sentence(comparison)))
 
 # %% [markdown]
+# The snap claim asks for a share at grokking; three models cannot tell a trainer whose models miss the circle now and
+# then from one whose models miss it always. Below, the claim judged on every stored model of the headline (ensemble)
+# trainer, at least eight, on a bootstrap interval of the mean share over them, with the code release's three models
+# beside it. Where it has a verdict, this row carries the claim's headline; the rows of the runs above are evidence.
+
+# %% tags=["hide-input"]
+if comparison is not None:
+    records, snap = chapter.snap_models.with_snap_headline(records, comparison)
+    display(ClaimsView(snap, snap.not_tested))
+
+# %% tags=["remove-cell"]
+# NBVAL_CHECK_OUTPUT
+print(snap.verdict() if comparison is not None else "no comparison stored")
+
+# %% [markdown]
 # The lines above are the test. The headline runs of chapters 2 and 3 were trained by the ensemble trainer, and they
 # keep it unless one of these statistics tells it apart from the loop trainer or from the code release. With 6, 6 and
 # 3 models the comparison can only rule out large departures, such as a core that bursts after grokking in every

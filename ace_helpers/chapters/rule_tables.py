@@ -30,6 +30,7 @@ from ace_helpers.chapters.modadd_grokking.circle_rules import SPECS as MODADD_CI
 from ace_helpers.chapters.modadd_grokking.grok_rules import SPECS as MODADD_GROK
 from ace_helpers.chapters.modadd_grokking.keep_remove import SPECS as MODADD_KEEP_REMOVE
 from ace_helpers.chapters.modadd_grokking.paper_epochs import SPECS as MODADD_EPOCHS
+from ace_helpers.chapters.modadd_grokking.snap_models import SPECS as MODADD_SNAP_MODELS
 from ace_helpers.repro.artifacts import git_commit, project_root
 from ace_helpers.repro.rules import Rule, rules_of
 from ace_helpers.repro.rules_ledger import LEDGER, load, record_change, register, save, unregistered
@@ -39,7 +40,7 @@ def tables() -> dict[str, list[Rule]]:
     """``{notebook stem: its rules}`` for every chapter whose claims are a spec table."""
     return {"00_ace_planted_system": rules_of(PLANTED), "01_markov_cores": rules_of(MARKOV),
             "02_modadd_grokking": rules_of(MODADD_GROK) + rules_of(MODADD_CIRCLE) + rules_of(MODADD_EPOCHS)
-            + rules_of(MODADD_KEEP_REMOVE), "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE)
+            + rules_of(MODADD_KEEP_REMOVE) + rules_of(MODADD_SNAP_MODELS), "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE)
             + rules_of(INFLATION_CONTINUATION),
             "04_grokking_scaling_law": rules_of(OMEGA_SPECS + P_SPECS + LIMIT_SPECS + JOINT_SPECS + MARGIN_SPECS
                                                 + REDUNDANCY_SPECS),

@@ -57,7 +57,7 @@ from ace_helpers.chapters.modadd_grokking.claims import (  # noqa: F401 - the ch
     r2_threshold,
     unit_circle_sentence,
 )
-from ace_helpers.chapters.modadd_grokking import trainers  # noqa: F401 - the trainers compared, for the notebook
+from ace_helpers.chapters.modadd_grokking import snap_models, trainers  # noqa: F401 - the trainers compared, for the notebook
 from ace_helpers.chapters.modadd_grokking.keep_remove import KEEP_TOL, keep_at_energy_rank  # noqa: F401
 from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS  # noqa: F401
 from ace_helpers.chapters.modadd_grokking.paper_epochs import IDS as PAPER_EPOCH_IDS  # noqa: F401
