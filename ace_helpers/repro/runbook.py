@@ -37,6 +37,7 @@ from typing import Any
 
 from ace_helpers.method.checks import check_choice, check_int
 from ace_helpers.repro.artifacts import atomic_write_bytes, default_output_dir, project_root, write_json
+from ace_helpers.repro import open_verdicts
 from ace_helpers.repro.coverage import coverage_markdown
 from ace_helpers.repro.kernels import apply
 from ace_helpers.repro.machine import versions
@@ -159,7 +160,8 @@ def stored_book_results(root: Path) -> dict[str, dict]:
 
 def write_scorecard(root: Path) -> Path:
     """Regenerate ``book/scorecard_table.md`` (included by the scorecard page), ``book/findings_table.md`` (the
-    landing page's) and ``book/coverage_table.md`` (the reproducibility page's) from ``book/results/``, and the
+    landing page's), ``book/coverage_table.md`` and ``book/open_verdicts_table.md`` (the reproducibility page's) from
+    ``book/results/``, and the
     records of the paper's claims that no chapter tests, ``book/results/untested/paper_claims.json``."""
 
     rows = scorecard_rows(stored_book_results(root))
@@ -169,6 +171,7 @@ def write_scorecard(root: Path) -> Path:
     atomic_write_bytes(path, scorecard_markdown(rows + untested).encode())
     atomic_write_bytes(root / "book" / "findings_table.md", findings_markdown(rows + untested).encode())
     atomic_write_bytes(root / "book" / "coverage_table.md", coverage_markdown(rows).encode())
+    atomic_write_bytes(root / "book" / "open_verdicts_table.md", open_verdicts.table(rows).encode())
     return path
 
 

@@ -74,6 +74,17 @@ def test_scorecard_page_is_what_the_stored_results_give():
     assert committed == scorecard_markdown(ROWS + UNTESTED), "book/scorecard_table.md is stale: re-run the runbook"
 
 
+def test_every_open_verdict_says_what_would_settle_it_and_its_cost():
+    """Each headline that is inconclusive, or fails for too few samples, has a costed way to settle it, and the
+    reproducibility page's table is what the stored results give."""
+    from ace_helpers.repro import open_verdicts
+
+    assert open_verdicts.missing(ROWS) == [], "open verdicts without a costed way to settle them (repro/open_verdicts.py)"
+    assert all(s.cpu_hours >= 0 and s.basis for s in open_verdicts.SETTLE.values())
+    committed = (ROOT / "book" / "open_verdicts_table.md").read_text()
+    assert committed == open_verdicts.table(ROWS), "book/open_verdicts_table.md is stale: re-run the runbook"
+
+
 def test_every_paper_claim_id_has_exactly_one_headline():
     """Each of the paper's claim ids is carried by one headline row: a chapter's headline run, or the
     stored "not tested" record with its reason; every other row of that id is evidence or a diagnosis."""

@@ -85,3 +85,16 @@ def test_the_code_releases_number_stands_under_ours_where_it_was_rerun() -> None
     assert html.count("official code, rerun here") == 1 and "1.015 / 0.9942" in html
     assert plain_value([[0.02, 0.03], None]) == "0.02 / 0.03; —" and plain_value({"pca": [1.0, 6]}) == "pca 1 / 6"
     assert plain_value(None) == "—" and "[" not in plain_value([[1.5], 2, [0.25]])
+
+
+def test_an_open_verdict_without_a_costed_settlement_is_found_and_marked() -> None:
+    from ace_helpers.repro import open_verdicts
+
+    rows = [{"id": "x.open", "kind": "paper", "headline": True, "verdict": "inconclusive", "chapter": "99", "claim": "c"},
+            {"id": "x.few", "kind": "paper", "headline": True, "verdict": "not reproduced", "cause": "three models",
+             "cause_class": "samples", "chapter": "99", "claim": "c"},
+            {"id": "x.done", "kind": "paper", "headline": True, "verdict": "reproduced", "chapter": "99", "claim": "c"}]
+    assert open_verdicts.missing(rows, {}) == ["x.open", "x.few"]
+    settle = {"x.open": open_verdicts.Settle("more seeds", 1.5, "a measured run")}
+    table = open_verdicts.table(rows, settle)
+    assert "more seeds" in table and "**not costed**" in table and "x.done" not in table and "In all: 1.5 CPU-hours" in table
