@@ -140,7 +140,6 @@ class Core:
         """``(h, Q, μ)`` in one floating dtype: torch stays torch (integer -> default float dtype),
         anything else becomes a numpy float array (integer -> float64)."""
         if hasattr(h, "detach"):
-
             if not (h.is_floating_point() or h.is_complex()):
                 h = h.to(torch.get_default_dtype())
         else:
@@ -150,7 +149,6 @@ class Core:
         if h.ndim == 0 or h.shape[-1] != self.dim:
             raise ValueError(f"activations have shape {tuple(h.shape)}: the last dimension must be the core's D={self.dim}")
         if hasattr(h, "detach"):
-
             q = torch.as_tensor(self.basis, dtype=h.dtype, device=h.device)
             mu = torch.as_tensor(self.mean, dtype=h.dtype, device=h.device)
             return h, q, mu

@@ -53,8 +53,10 @@ def check_device(name: str, value: Any) -> str:
     have = available_devices()
     if value == "cuda":
         if not any(d.startswith("cuda") for d in have):
-            raise ValueError(f"{name}={value!r} is not allowed here: torch sees no CUDA device (torch {torch.__version__}"
-                             f"{', built without CUDA' if torch.version.cuda is None else ''}); this machine has {have}")
+            raise ValueError(
+                f"{name}={value!r} is not allowed here: torch sees no CUDA device (torch {torch.__version__}"
+                f"{', built without CUDA' if torch.version.cuda is None else ''}); this machine has {have}"
+            )
     elif value not in have:
         raise ValueError(f"{name}={value!r} is not allowed here: this machine has {have}")
     return value

@@ -132,9 +132,7 @@ def fit_log_law(p: Sequence[float], tau: Sequence[float]) -> LogLawFit:
     A_inv = float(np.sum(tau * inv) / np.sum(inv * inv))
     p_crit0 = pmin / 2
     omega0 = max(A_inv / p_crit0, 1e-6)
-    popt, pcov = curve_fit(
-        log_law, p, tau, p0=(omega0, p_crit0), bounds=([0.0, 0.0], [np.inf, pmin * (1 - 1e-9)]), maxfev=20000
-    )
+    popt, pcov = curve_fit(log_law, p, tau, p0=(omega0, p_crit0), bounds=([0.0, 0.0], [np.inf, pmin * (1 - 1e-9)]), maxfev=20000)
     pred = log_law(p, *popt)
     n = len(p)
     sse = float(np.sum((tau - pred) ** 2))
@@ -228,15 +226,22 @@ def fit_log_law_omega(p: Sequence[float], omega: Sequence[float], tau: Sequence[
         return log_a + b * w + np.log(-np.log1p(-p_crit / q))
 
     p0 = (float(np.mean(lt - np.log(-np.log1p(-0.5 * pmin / p)))), -1.0, pmin / 2)
-    popt, pcov = curve_fit(model, (p, lw), lt, p0=p0, bounds=([-np.inf, -np.inf, 1e-9], [np.inf, np.inf, pmin * (1 - 1e-9)]),
-                           maxfev=20000)  # fmt: skip
+    popt, pcov = curve_fit(
+        model, (p, lw), lt, p0=p0, bounds=([-np.inf, -np.inf, 1e-9], [np.inf, np.inf, pmin * (1 - 1e-9)]), maxfev=20000
+    )
     resid = lt - model((p, lw), *popt)
     sst = float(np.sum((lt - lt.mean()) ** 2))
     se = np.sqrt(np.clip(np.diag(pcov), 0, np.inf))
     n = len(p)
     t = stats.t.ppf(0.5 + level / 2, n - 3) if n > 3 else float("inf")
     return OmegaLawFit(
-        A=float(math.exp(popt[0])), b=float(popt[1]), b_se=float(se[1]),
-        b_ci=(float(popt[1] - t * se[1]), float(popt[1] + t * se[1])), p_crit=float(popt[2]), p_crit_se=float(se[2]),
-        r2=1.0 - float(np.sum(resid**2)) / sst if sst > 0 else float("nan"), n=n, n_omega=len(np.unique(omega)),
-    )  # fmt: skip
+        A=float(math.exp(popt[0])),
+        b=float(popt[1]),
+        b_se=float(se[1]),
+        b_ci=(float(popt[1] - t * se[1]), float(popt[1] + t * se[1])),
+        p_crit=float(popt[2]),
+        p_crit_se=float(se[2]),
+        r2=1.0 - float(np.sum(resid**2)) / sst if sst > 0 else float("nan"),
+        n=n,
+        n_omega=len(np.unique(omega)),
+    )

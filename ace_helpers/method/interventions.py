@@ -88,9 +88,8 @@ def capture(model: Any, inputs: Any, module: str, *, positions: Positions = None
     (B, P, D) for a list/slice of P positions.
     """
     args, kwargs = _trace_args(inputs)
-    with torch.no_grad():
-        with model.trace(*args, **kwargs, **trace_kwargs):
-            out = _select(_hidden(resolve_module(model, module).output), positions).detach().save()
+    with torch.no_grad(), model.trace(*args, **kwargs, **trace_kwargs):
+        out = _select(_hidden(resolve_module(model, module).output), positions).detach().save()
     return out
 
 
@@ -111,15 +110,14 @@ def run_with_edit(
     server only that comes back, instead of every position's logits.
     """
     args, kwargs = _trace_args(inputs)
-    with torch.no_grad():
-        with model.trace(*args, **kwargs, **trace_kwargs):
-            if fn is not None:
-                envoy = resolve_module(model, module)
-                out = envoy.output
-                hidden = _hidden(out)
-                envoy.output = _with_hidden(out, _replace(hidden, positions, fn(_select(hidden, positions))))
-            logits = _logits(model.output)
-            result = (logits if reduce is None else reduce(logits)).save()
+    with torch.no_grad(), model.trace(*args, **kwargs, **trace_kwargs):
+        if fn is not None:
+            envoy = resolve_module(model, module)
+            out = envoy.output
+            hidden = _hidden(out)
+            envoy.output = _with_hidden(out, _replace(hidden, positions, fn(_select(hidden, positions))))
+        logits = _logits(model.output)
+        result = (logits if reduce is None else reduce(logits)).save()
     return result
 
 
@@ -210,7 +208,7 @@ class HookSite:
 
     def accuracy(self, core: Core | None = None, mode: Mode = "keep") -> float:
         """The task's score with ``core`` kept / removed / flipped at the hook (no core: the clean model)."""
-        logits = run_with_core(self.model, self.inputs, self.hook, core, None if core is None else mode, positions=self.positions,
-                               **self.trace)  # fmt: skip
+        logits = run_with_core(
+            self.model, self.inputs, self.hook, core, None if core is None else mode, positions=self.positions, **self.trace
+        )
         return self.score(logits)
-

@@ -127,7 +127,7 @@ def rotational_modes(eigenvalues: Array, p: int, eps: float | None = None) -> in
     lam = np.asarray(eigenvalues, dtype=np.complex128).reshape(-1)
     lam = lam[near_unit_circle(lam, eps)]
     bins = np.mod(np.rint(np.angle(lam) * p / (2 * np.pi)).astype(int), p)
-    return int(len(set(np.minimum(bins, p - bins).tolist())))
+    return len(set(np.minimum(bins, p - bins).tolist()))
 
 
 def match_eigenvalues(true: Array, fitted: Array) -> tuple[list[tuple[complex, complex]], float]:

@@ -50,8 +50,9 @@ def orthonormalize(a: torch.Tensor) -> torch.Tensor:
         ValueError: ``a`` is not a 2-D floating tensor with at least as many rows as columns.
     """
     if a.dim() != 2 or not a.dtype.is_floating_point or a.shape[1] > a.shape[0] or a.shape[1] < 1:
-        raise ValueError(f"orthonormalize needs a (D, r) floating tensor with 1 <= r <= D, got shape "
-                         f"{tuple(a.shape)} and dtype {a.dtype}")  # fmt: skip
+        raise ValueError(
+            f"orthonormalize needs a (D, r) floating tensor with 1 <= r <= D, got shape {tuple(a.shape)} and dtype {a.dtype}"
+        )
     cols: list[torch.Tensor] = []
     for j in range(a.shape[1]):
         v = a[:, j]

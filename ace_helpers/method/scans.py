@@ -44,9 +44,11 @@ def rank_scan(
             f"rank_scan needs H (N, D), weight (K, D), basis (D, R), targets (N,); got {tuple(h.shape)}, "
             f"{tuple(w.shape)}, {tuple(q.shape)}, {tuple(y.shape)}"
         )
-    b = torch.zeros(w.shape[0], dtype=torch.float64) if bias is None else torch.as_tensor(
-        np.asarray(bias) if not torch.is_tensor(bias) else bias.detach()
-    ).double()
+    b = (
+        torch.zeros(w.shape[0], dtype=torch.float64)
+        if bias is None
+        else torch.as_tensor(np.asarray(bias) if not torch.is_tensor(bias) else bias.detach()).double()
+    )
     n, r_max = h.shape[0], q.shape[1]
     coords = h @ q  # (N, R)
     readout = (w @ q).T  # (R, K): logit change per unit of coordinate i

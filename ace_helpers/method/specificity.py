@@ -64,8 +64,10 @@ def cca_from_cov(cov: JointCov, qa: Any, qb: Any, *, reg: float = 1e-8) -> np.nd
     """
     a, b = _as_float64("Q_A", qa), _as_float64("Q_B", qb)
     if a.ndim != 2 or b.ndim != 2 or a.shape[0] != cov.aa.shape[0] or b.shape[0] != cov.bb.shape[0]:
-        raise ValueError(f"Q_A (D_A, r_A) and Q_B (D_B, r_B) must match the covariance's D_A={cov.aa.shape[0]} and "
-                         f"D_B={cov.bb.shape[0]}; got {a.shape} and {b.shape}")
+        raise ValueError(
+            f"Q_A (D_A, r_A) and Q_B (D_B, r_B) must match the covariance's D_A={cov.aa.shape[0]} and "
+            f"D_B={cov.bb.shape[0]}; got {a.shape} and {b.shape}"
+        )
     return canonical_correlations(a.T @ cov.aa @ a, b.T @ cov.bb @ b, a.T @ cov.ab @ b, reg=reg)
 
 
@@ -85,8 +87,16 @@ def pair_scores(cov: JointCov, qa: np.ndarray, qb: np.ndarray, k: int) -> dict[s
 
 
 def bootstrap_cca(
-    ha: Any, hb: Any, qa: Any, qb: Any, k: int, *, n_boot: int = 200, level: float = 0.9, seed: int = 0,
-) -> tuple[float, float]:  # fmt: skip
+    ha: Any,
+    hb: Any,
+    qa: Any,
+    qb: Any,
+    k: int,
+    *,
+    n_boot: int = 200,
+    level: float = 0.9,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Normal bootstrap interval ``(low, high)`` of the mean top-``k`` CCA of Z_A = H_A Q_A and Z_B = H_B Q_B: the
     measured value ± z·sd of its ``n_boot`` resamples of the N input rows (with replacement, the same rows in both
     views, ``seed``), z the two-sided normal quantile of ``level``.
@@ -114,8 +124,16 @@ def _summary(values: np.ndarray) -> dict[str, float]:
 
 
 def specificity_table(
-    ha: Any, hb: Any, qa: Any, qb: Any, y: Any, *, k: int | None = None, draws: int = 200, seed: int = 0,
-) -> dict[str, Any]:  # fmt: skip
+    ha: Any,
+    hb: Any,
+    qa: Any,
+    qb: Any,
+    y: Any,
+    *,
+    k: int | None = None,
+    draws: int = 200,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The cores' overlap and mean CCA beside the baselines of :data:`BASELINES`, on the same activations.
 
     Args:
@@ -135,8 +153,10 @@ def specificity_table(
     labels = np.asarray(y).reshape(-1)
     cov = JointCov.of(ha, hb)
     if labels.shape[0] != _as_float64("H_A", ha).shape[0] or np.unique(labels).size < 2:
-        raise ValueError(f"y must hold one label per input row ({np.shape(ha)[0]}) and at least 2 classes; "
-                         f"got {labels.shape[0]} labels, {np.unique(labels).size} classes")
+        raise ValueError(
+            f"y must hold one label per input row ({np.shape(ha)[0]}) and at least 2 classes; "
+            f"got {labels.shape[0]} labels, {np.unique(labels).size} classes"
+        )
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 20:
         raise ValueError(f"draws={draws!r} is not allowed: draws must be an integer >= 20 (its 95th percentile is read)")
     ra, rb = a.shape[1], b.shape[1]
@@ -154,6 +174,9 @@ def specificity_table(
         cca.append(mean_top(cca_from_cov(cov, ga, gb), k))
         if a.shape[0] == b.shape[0]:
             overlap.append(float(np.sum((ga.T @ gb) ** 2) / np.sqrt(ra * rb)))
-    out["random"] = {"cca": _summary(np.array(cca)), "overlap": _summary(np.array(overlap)) if overlap else None,
-                     "draws": int(draws)}
+    out["random"] = {
+        "cca": _summary(np.array(cca)),
+        "overlap": _summary(np.array(overlap)) if overlap else None,
+        "draws": int(draws),
+    }
     return out

@@ -117,9 +117,14 @@ def _standardise(x: np.ndarray, rank: bool) -> np.ndarray:
 
 
 def correlation_null(
-    x: np.ndarray, y: np.ndarray, *, rank: bool = False, n_permutations: int = 10000, seed: int = 0,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    rank: bool = False,
+    n_permutations: int = 10000,
+    seed: int = 0,
     strata: np.ndarray | None = None,
-) -> tuple[float, np.ndarray]:  # fmt: skip
+) -> tuple[float, np.ndarray]:
     """(observed correlation of ``x`` and ``y`` (N,), (n_permutations,) null correlations of ``x`` with permuted ``y``).
 
     Pearson, or Spearman with ``rank``; ``y`` is permuted freely, or within each value of

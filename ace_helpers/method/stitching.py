@@ -164,12 +164,14 @@ def stitched_predictions(
             fn = None
         else:
             z = torch.as_tensor(z_new[start : start + batch_size])
-            fn = lambda h, z=z: chart.replace(h, z)  # noqa: E731 - bound per batch
+            fn = lambda h, z=z: chart.replace(h, z)
         preds.append(run_with_edit(model, x, module, fn, positions=positions).argmax(-1))
     return torch.cat(preds)
 
 
-def scores(preds: torch.Tensor, targets: torch.Tensor, reference: torch.Tensor, positions: Positions = None) -> tuple[float, float]:
+def scores(
+    preds: torch.Tensor, targets: torch.Tensor, reference: torch.Tensor, positions: Positions = None
+) -> tuple[float, float]:
     """(accuracy against ``targets``, agreement with ``reference`` predictions), both (N, T), at ``positions``."""
     if positions is not None:
         preds, targets, reference = (t[:, positions] for t in (preds, targets, reference))

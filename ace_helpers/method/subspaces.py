@@ -90,9 +90,16 @@ def random_basis(dim: int, r: int, seed: int) -> np.ndarray:
 
 
 def das_basis(
-    h: Any, weight: Any, bias: Any | None, r: int, *, steps: int = 300, lr: float = 0.02, seed: int = 0,
+    h: Any,
+    weight: Any,
+    bias: Any | None,
+    r: int,
+    *,
+    steps: int = 300,
+    lr: float = 0.02,
+    seed: int = 0,
     max_rows: int = MAX_PROBE_ROWS,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """(D, r) an orthonormal basis trained so that keeping only it (about the mean) keeps the model's answers.
 
     The tail is linear (logits = h Wᵀ + b, W (K, D)); the loss is the cross-entropy of the kept
@@ -137,8 +144,16 @@ def keep_remove_accuracy(h: Any, weight: Any, bias: Any | None, y: Any, q: np.nd
     return out[0], out[1]
 
 
-def minimal_ns_rank(ranks: Sequence[int], keep: Sequence[float | None], remove: Sequence[float | None],
-                    base: float, chance: float, *, keep_tol: float = 0.01, remove_tol: float = 0.05) -> int | None:  # fmt: skip
+def minimal_ns_rank(
+    ranks: Sequence[int],
+    keep: Sequence[float | None],
+    remove: Sequence[float | None],
+    base: float,
+    chance: float,
+    *,
+    keep_tol: float = 0.01,
+    remove_tol: float = 0.05,
+) -> int | None:
     """Smallest rank r with keep ≥ base − keep_tol (sufficient) and remove ≤ chance + remove_tol (necessary); None if none."""
     for r, k, m in zip(ranks, keep, remove):
         if k is not None and m is not None and k >= base - keep_tol and m <= chance + remove_tol:

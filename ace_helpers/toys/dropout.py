@@ -21,8 +21,7 @@ def draws_per_site(n: int, fast: bool) -> int:
     return -(-n // 4) if fast else n
 
 
-def draw(generators: Sequence[torch.Generator], width: int, fast: bool, dtype: torch.dtype,
-         device: torch.device) -> torch.Tensor:
+def draw(generators: Sequence[torch.Generator], width: int, fast: bool, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """(M, width): row ``m`` is the next ``width`` draws of ``generators[m]``, int64 words for ``fast``
     masks (all 64 bits random), else uniform floats in [0, 1) of ``dtype``."""
     draws = torch.empty((len(generators), width), dtype=torch.int64 if fast else dtype, device=device)

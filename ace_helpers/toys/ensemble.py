@@ -174,7 +174,7 @@ class ToyEnsemble(nn.Module):
         return self.tok_emb.shape[0]
 
     @classmethod
-    def from_models(cls, models: Sequence[ToyTransformer]) -> "ToyEnsemble":
+    def from_models(cls, models: Sequence[ToyTransformer]) -> ToyEnsemble:
         """Stack the weights of ``models`` (all with the same :class:`ToyConfig`)."""
         if len(models) == 0:
             raise ValueError("models must be a non-empty sequence of ToyTransformer")
@@ -189,7 +189,7 @@ class ToyEnsemble(nn.Module):
         return cls(config, tensors)
 
     @classmethod
-    def from_seeds(cls, config: ToyConfig, seeds: Sequence[int]) -> "ToyEnsemble":
+    def from_seeds(cls, config: ToyConfig, seeds: Sequence[int]) -> ToyEnsemble:
         """Members initialised exactly like ``build_model(config, seed)`` for each seed."""
         return cls.from_models([build_model(config, int(s)) for s in seeds])
 
@@ -209,7 +209,7 @@ class ToyEnsemble(nn.Module):
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """(M, B, T) long -> (M, B, T, D): token + positional embedding per member."""
-        M, B, T = tokens.shape
+        M, _, T = tokens.shape
         V, D = self.config.vocab, self.config.d_model
         offsets = (torch.arange(M, device=tokens.device) * V)[:, None, None]
         tok = F.embedding(tokens + offsets, self.tok_emb.reshape(M * V, D))
@@ -228,9 +228,9 @@ class ToyEnsemble(nn.Module):
         block = self.layers[0]
         inp = (self.tok_emb[:, None, :, :] + self.pos_emb[:, :T, None, :]).reshape(M, T * V, D)
         table = torch.baddbmm(block.in_b[:, None, :], inp, block.in_w.transpose(1, 2))  # (M, T*V, 3D)
-        offsets = (torch.arange(M, device=tokens.device) * (T * V))[:, None, None] + (
-            torch.arange(T, device=tokens.device) * V
-        )[None, None, :]
+        offsets = (torch.arange(M, device=tokens.device) * (T * V))[:, None, None] + (torch.arange(T, device=tokens.device) * V)[
+            None, None, :
+        ]
         idx = tokens + offsets  # (M, B, T) rows of the flattened table
         q_idx = idx[:, :, -1:] if last_only and len(self.layers) == 1 else idx
 
@@ -322,8 +322,10 @@ class ToyEnsemble(nn.Module):
         if draws is not None:
             dtype = "int64" if fast else "floating-point"
             if draws.shape != (self.n_members, width) or draws.is_floating_point() == fast:
-                raise ValueError(f"draws must be ({self.n_members}, {width}) {dtype} for this pass (draw_dropout makes it), "
-                                 f"got {tuple(draws.shape)} {draws.dtype}")
+                raise ValueError(
+                    f"draws must be ({self.n_members}, {width}) {dtype} for this pass (draw_dropout makes it), "
+                    f"got {tuple(draws.shape)} {draws.dtype}"
+                )
             rng = DrawCursor(draws)
         h = self.embed(tokens)
         n = len(self.layers)
@@ -363,9 +365,7 @@ class ToyEnsemble(nn.Module):
 
 
 @torch.no_grad()
-def ensemble_accuracy(
-    ensemble: ToyEnsemble, inputs: torch.Tensor, answers: torch.Tensor, *, chunk: int = 4096
-) -> np.ndarray:
+def ensemble_accuracy(ensemble: ToyEnsemble, inputs: torch.Tensor, answers: torch.Tensor, *, chunk: int = 4096) -> np.ndarray:
     """(M,) float64 last-token argmax accuracy of every member (eval mode) on shared data.
 
     Args:

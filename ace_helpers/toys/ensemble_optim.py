@@ -72,9 +72,21 @@ class EnsembleAdamW:
             def pick(k: int, members: list[int] = members) -> list[torch.Tensor]:
                 return [state[k][i] for i in members for state in live]
 
-            torch._fused_adamw_(pick(0), pick(1), pick(2), pick(3), [], [steps[i] for i in members for _ in live],
-                                lr=self.lr, beta1=b1, beta2=b2, weight_decay=wd, eps=self.eps, amsgrad=False,
-                                maximize=False)  # fmt: skip
+            torch._fused_adamw_(
+                pick(0),
+                pick(1),
+                pick(2),
+                pick(3),
+                [],
+                [steps[i] for i in members for _ in live],
+                lr=self.lr,
+                beta1=b1,
+                beta2=b2,
+                weight_decay=wd,
+                eps=self.eps,
+                amsgrad=False,
+                maximize=False,
+            )
 
     def select(self, keep: Sequence[int] | torch.Tensor, params: Sequence[nn.Parameter]) -> None:
         """Keep only the members ``keep`` of the optimizer state; ``params`` are the new
@@ -106,8 +118,11 @@ class EnsembleAdamW:
         out = {f"exp_avg/{i}": s.cpu().numpy().copy() for i, s in enumerate(self.exp_avg)}
         out |= {f"exp_avg_sq/{i}": s.cpu().numpy().copy() for i, s in enumerate(self.exp_avg_sq)}
         t = self.member_t if self.member_t is not None else torch.full_like(self.weight_decay, self.t, dtype=torch.float64)
-        return out | {"weight_decay": self.weight_decay.cpu().numpy().copy(), "t": t.cpu().numpy().copy(),
-                      "t_shared": np.array(self.t)}
+        return out | {
+            "weight_decay": self.weight_decay.cpu().numpy().copy(),
+            "t": t.cpu().numpy().copy(),
+            "t_shared": np.array(self.t),
+        }
 
     def load_state_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Load what :meth:`state_arrays` stored (for the same parameters, already loaded, on their device)."""

@@ -23,6 +23,7 @@ from ace_helpers.toys.models import ToyConfig, ToyTransformer, build_model
 from ace_helpers.toys.precision import autocast, check_precision
 from ace_helpers.toys.train import train_lm
 
+
 @dataclass
 class EnsembleRun:
     """What :func:`train_ensemble` did for each member (in the original member order).
@@ -103,7 +104,6 @@ def train_ensemble(
         :class:`EnsembleRun`.
     """
     from tqdm.std import tqdm  # load time (tqdm.std: a plain text bar: no ipywidgets needed in notebooks)
-
 
     check_precision("precision", precision)
     seeds = [int(s) for s in seeds]
@@ -213,7 +213,6 @@ class TrainResult:
     cpu_seconds: float = 0.0  # CPU time of this process (what training costs on a shared machine)
 
 
-
 def train_seeds(
     config: ToyConfig,
     inputs: torch.Tensor,
@@ -261,8 +260,7 @@ def train_seeds(
             state = torch.random.get_rng_state()
             torch.manual_seed(s + DROPOUT_SEED_OFFSET)
             try:
-                log = train_lm(model, inputs, targets, epochs=epochs, batch_size=batch_size, lr=lr,
-                               weight_decay=0.0, seed=s)
+                log = train_lm(model, inputs, targets, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=0.0, seed=s)
             finally:
                 torch.random.set_rng_state(state)
             models.append(model.eval())
@@ -270,10 +268,23 @@ def train_seeds(
         return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)
     steps_per_epoch = -(-inputs.shape[0] // min(int(batch_size), inputs.shape[0]))
     for group in ([s] for s in seeds) if method == "ensemble1" else [seeds]:
-        run = train_ensemble(config, inputs, targets, seeds=group, weight_decays=[0.0] * len(group),
-                             batch_size=batch_size, lr=lr, max_steps=int(epochs) * steps_per_epoch,
-                             eval_every=int(epochs) * steps_per_epoch, keep_models=True, progress=False,
-                             loss_positions="all", precision=precision, fast=precision == "bf16", device=device)
+        run = train_ensemble(
+            config,
+            inputs,
+            targets,
+            seeds=group,
+            weight_decays=[0.0] * len(group),
+            batch_size=batch_size,
+            lr=lr,
+            max_steps=int(epochs) * steps_per_epoch,
+            eval_every=int(epochs) * steps_per_epoch,
+            keep_models=True,
+            progress=False,
+            loss_positions="all",
+            precision=precision,
+            fast=precision == "bf16",
+            device=device,
+        )
         models += run.models
         losses += run.loss
     return TrainResult(models, losses, time.perf_counter() - start, time.process_time() - start_cpu)

@@ -95,7 +95,9 @@ class EnsembleTrainer:
         device: str | torch.device = "cpu",
     ) -> None:
         if len(seeds) == 0 or len(seeds) != len(weight_decays):
-            raise ValueError(f"seeds and weight_decays must be non-empty and of equal length, got {len(seeds)} and {len(weight_decays)}")
+            raise ValueError(
+                f"seeds and weight_decays must be non-empty and of equal length, got {len(seeds)} and {len(weight_decays)}"
+            )
         if loss_positions not in ("last", "all"):
             raise ValueError(f"loss_positions must be 'last' or 'all', got {loss_positions!r}")
         if int(batch_size) < 1:
@@ -157,8 +159,15 @@ class EnsembleTrainer:
         for start in range(0, n, self.batch_size):
             idx = order[:, start : start + self.batch_size]  # (M, b)
             b = idx.shape[1]
-            member_loss = member_losses(self.ensemble, inputs[idx], targets[idx], self.drop_gens,
-                                        loss_positions=self.loss_positions, precision=self.precision, fast=self.fast)
+            member_loss = member_losses(
+                self.ensemble,
+                inputs[idx],
+                targets[idx],
+                self.drop_gens,
+                loss_positions=self.loss_positions,
+                precision=self.precision,
+                fast=self.fast,
+            )
             self.opt.zero_grad()
             member_loss.sum().backward()
             self.opt.step()

@@ -39,9 +39,7 @@ class ToyConfig:
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"ToyConfig.{name} must be a positive int, got {value!r}")
         if self.d_model % self.n_heads:
-            raise ValueError(
-                f"ToyConfig.d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
-            )
+            raise ValueError(f"ToyConfig.d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"ToyConfig.dropout must be in [0, 1), got {self.dropout!r}")
 
@@ -88,9 +86,7 @@ class ToyTransformer(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """(B, T) long -> logits (B, T, vocab)."""
         h = self.embed(tokens)
-        mask = nn.Transformer.generate_square_subsequent_mask(
-            tokens.shape[1], device=tokens.device, dtype=torch.bool
-        )
+        mask = nn.Transformer.generate_square_subsequent_mask(tokens.shape[1], device=tokens.device, dtype=torch.bool)
         for layer in self.layers:
             h = layer(h, src_mask=mask, is_causal=True)
         return self.lm_head(h)

@@ -71,9 +71,7 @@ def train_lm(
         :class:`TrainLog` with the mean loss of every epoch run.
     """
     if inputs.shape != targets.shape or inputs.dim() != 2:
-        raise ValueError(
-            f"inputs and targets must both be (N, T); got {tuple(inputs.shape)} and {tuple(targets.shape)}"
-        )
+        raise ValueError(f"inputs and targets must both be (N, T); got {tuple(inputs.shape)} and {tuple(targets.shape)}")
     if epochs < 0 or batch_size < 1:
         raise ValueError(f"epochs must be >= 0 and batch_size >= 1, got {epochs}, {batch_size}")
     home = next(model.parameters()).device
@@ -124,11 +122,11 @@ def state_arrays(model: nn.Module, opt: torch.optim.Optimizer | None = None, pre
     return arrays
 
 
-def load_state(
-    model: nn.Module, opt: torch.optim.Optimizer | None, arrays: Mapping[str, np.ndarray], prefix: str = ""
-) -> None:
+def load_state(model: nn.Module, opt: torch.optim.Optimizer | None, arrays: Mapping[str, np.ndarray], prefix: str = "") -> None:
     """Load what :func:`state_arrays` stored into ``model`` (and ``opt``, keeping its param groups)."""
-    model.load_state_dict({k[len(prefix) + 6 :]: torch.from_numpy(np.array(v)) for k, v in arrays.items() if k.startswith(prefix + "model/")})
+    model.load_state_dict(
+        {k[len(prefix) + 6 :]: torch.from_numpy(np.array(v)) for k, v in arrays.items() if k.startswith(prefix + "model/")}
+    )
     if opt is not None:
         state: dict[int, dict[str, torch.Tensor]] = {}
         for k, v in arrays.items():

@@ -225,9 +225,7 @@ class MarkovData:
         return int(self.T.shape[0])
 
 
-def markov_dataset(
-    T: Any, n_train: int, n_test: int, seq_len: int, *, train_seed: int = 0, test_seed: int = 999
-) -> MarkovData:
+def markov_dataset(T: Any, n_train: int, n_test: int, seq_len: int, *, train_seed: int = 0, test_seed: int = 999) -> MarkovData:
     """Sample train (``RandomState(train_seed)``) and test (``RandomState(test_seed)``) sequences.
 
     Paper settings: 3000 + 3000 sequences of length 32, seeds 0 and 999.

@@ -55,9 +55,7 @@ def modadd_dataset(p: int, train_fraction: float = 0.5, seed: int = 42) -> ModAd
     order = np.random.RandomState(seed).permutation(len(triples))
     n_train = int(train_fraction * len(triples))
     if n_train < 1 or n_train >= len(triples):
-        raise ValueError(
-            f"TRAIN_FRACTION={train_fraction} leaves an empty train or test split for p={p}"
-        )
+        raise ValueError(f"TRAIN_FRACTION={train_fraction} leaves an empty train or test split for p={p}")
     t = torch.from_numpy(triples[order])
     inputs, targets = t[:, :2], t[:, 1:]
     return ModAddData(

@@ -65,7 +65,12 @@ def planted_system(
     if r_core + r_active + r_relevant > dim:
         raise ValueError(f"r_core + r_active + r_relevant = {r_core + r_active + r_relevant} must be <= dim={dim}")
     check_int("n_classes", n_classes, low=2)
-    for name, v in (("active_std", active_std), ("relevant_weight", relevant_weight), ("relevant_std", relevant_std), ("noise_std", noise_std)):
+    for name, v in (
+        ("active_std", active_std),
+        ("relevant_weight", relevant_weight),
+        ("relevant_std", relevant_std),
+        ("noise_std", noise_std),
+    ):
         check_range(name, v, low=0.0)
     rng = np.random.default_rng(seed)
     rot = special_ortho_group.rvs(dim, random_state=rng)
