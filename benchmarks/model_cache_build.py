@@ -4,7 +4,7 @@ Chapters 5 and 6 read SmolLM2-135M and Gemma-3-270M from float32 safetensors cac
 :func:`ace_helpers.llm.offline_model_path` builds from the packages' GGUF files on first use.
 transformers opens a GGUF file three times for that (tokenizer, config, weights) and parses its
 whole header each time; the library shares one parsed header between the three
-(``ace_helpers.llm.loading._one_gguf_parse``).  This script builds each model's cache both ways into
+(``ace_helpers.llm.offline._one_gguf_parse``).  This script builds each model's cache both ways into
 temporary folders, in interleaved rounds (shared, three parses, shared, ...), checks that both
 builds wrote the same files byte for byte, and prints the best wall time of each and the ratio.
 
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ace_helpers import llm
-from ace_helpers.llm import loading
+from ace_helpers.llm import offline
 from ace_helpers.repro.artifacts import write_report
 from ace_helpers.repro.machine import machine_line
 from ace_helpers.repro.thread_pools import set_threads
@@ -35,15 +35,15 @@ from ace_helpers.repro.thread_pools import set_threads
 def build(name: str, cache: Path, *, shared: bool) -> float:
     """Build ``name``'s cache under ``cache``; ``shared=False`` lets transformers parse the GGUF each time it
     opens it (what a plain ``from_pretrained(gguf_file=...)`` does).  Returns the wall time in seconds."""
-    real = loading._one_gguf_parse
+    real = offline._one_gguf_parse
     if not shared:
-        loading._one_gguf_parse = contextlib.nullcontext
+        offline._one_gguf_parse = contextlib.nullcontext
     try:
         start = time.perf_counter()
         llm.offline_model_path(name, cache=cache)
         return time.perf_counter() - start
     finally:
-        loading._one_gguf_parse = real
+        offline._one_gguf_parse = real
 
 
 def digests(folder: Path) -> dict[str, str]:

@@ -75,18 +75,16 @@ from ace_helpers.llm.layers import (  # noqa: F401
     n_layers,
     torch_module,
 )
-from ace_helpers.llm.remote_jobs import RemoteFailure, RemoteTimeout, remote_timeout, trace_options  # noqa: F401
 from ace_helpers.llm.loading import (  # noqa: F401
-    OFFLINE_MODELS,
-    cache_dir,
     load_model,
     model_config,
-    offline_model_path,
     quiet_loading,
     unavailable_reason,
     wrap,
 )
+from ace_helpers.llm.offline import OFFLINE_MODELS, cache_dir, offline_model_path  # noqa: F401
 from ace_helpers.llm.readout import Metric, Readout, metric_gradients  # noqa: F401
+from ace_helpers.llm.remote_jobs import RemoteFailure, RemoteTimeout, remote_timeout, trace_options  # noqa: F401
 from ace_helpers.llm.tiny import (  # noqa: F401
     tiny_model,
     word_tokenizer,

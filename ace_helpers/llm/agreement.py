@@ -31,6 +31,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 import torch
@@ -130,7 +131,9 @@ def split(prompts: list[str], labels: np.ndarray, seed: int = 0) -> AgreementSpl
     out = AgreementSplit([prompts[i] for i in tr], labels[tr], [prompts[i] for i in te], labels[te])
     for name, lab in (("train", out.train_labels), ("test", out.test_labels)):
         if lab.min() == lab.max():
-            raise ValueError(f"the {name} half has only one number ({'plural' if lab[0] else 'singular'}); add prompts of both numbers")
+            raise ValueError(
+                f"the {name} half has only one number ({'plural' if lab[0] else 'singular'}); add prompts of both numbers"
+            )
     return out
 
 
@@ -167,7 +170,7 @@ class PromptsFile(str):
     prompts: tuple[str, ...]
     labels: tuple[int, ...]
 
-    def __new__(cls, path: str, prompts, labels) -> "PromptsFile":
+    def __new__(cls, path: str, prompts, labels) -> Self:
         self = super().__new__(cls, path)
         self.prompts = tuple(prompts)
         self.labels = tuple(int(v) for v in labels)
@@ -185,7 +188,7 @@ def _decode(path: Path) -> str:
     except UnicodeDecodeError as exc:
         raise ValueError(
             f"PROMPTS_FILE={str(path)!r} is not allowed: it is not UTF-8 text (byte {exc.start} is "
-            f"{data[exc.start:exc.start + 1]!r}: {exc.reason}); save it as UTF-8"
+            f"{data[exc.start : exc.start + 1]!r}: {exc.reason}); save it as UTF-8"
         ) from None
 
 
@@ -277,8 +280,18 @@ def copula_margin(logits, ids: dict[str, int]):
 def vocabulary() -> list[str]:
     """Every word (and punctuation mark) the synthetic set, the demos and the verbs use (for tiny tokenizers)."""
     texts = [
-        *SINGULAR_HEADS, *PLURAL_HEADS, *SINGULAR_ATTRACTORS, *PLURAL_ATTRACTORS, *CONNECTORS, *REL_CHUNKS,
-        *FRONT_PADS, *BACK_PADS, PREFIX, "The There the there in", *VERBS, *(p for p, _ in DEMO_PROMPTS),
+        *SINGULAR_HEADS,
+        *PLURAL_HEADS,
+        *SINGULAR_ATTRACTORS,
+        *PLURAL_ATTRACTORS,
+        *CONNECTORS,
+        *REL_CHUNKS,
+        *FRONT_PADS,
+        *BACK_PADS,
+        PREFIX,
+        "The There the there in",
+        *VERBS,
+        *(p for p, _ in DEMO_PROMPTS),
         *GENERATION_PROMPTS,
     ]
     words: list[str] = []

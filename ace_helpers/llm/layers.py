@@ -30,7 +30,13 @@ def model_dtype(model) -> torch.dtype:
 
 
 _BLOCK_CONTAINERS = ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers", "model.language_model.layers")
-_FINAL_NORMS = ("model.norm", "transformer.ln_f", "gpt_neox.final_layer_norm", "model.decoder.final_layer_norm", "model.language_model.norm")
+_FINAL_NORMS = (
+    "model.norm",
+    "transformer.ln_f",
+    "gpt_neox.final_layer_norm",
+    "model.decoder.final_layer_norm",
+    "model.language_model.norm",
+)
 
 
 def _get(module: torch.nn.Module, path: str):
@@ -53,8 +59,7 @@ def block_paths(model) -> list[str]:
         if isinstance(blocks, torch.nn.ModuleList) and len(blocks) > 0:
             return [f"{container}.{i}" for i in range(len(blocks))]
     raise ValueError(
-        f"model of type {type(torch_model).__name__} has no known decoder-block list: "
-        f"expected one of {list(_BLOCK_CONTAINERS)}"
+        f"model of type {type(torch_model).__name__} has no known decoder-block list: expected one of {list(_BLOCK_CONTAINERS)}"
     )
 
 

@@ -85,8 +85,10 @@ def describe_dtype(value: Any, device: Any = "cpu") -> str:
     where = resolve_device(device)
     value = dtype_knob(value, where)
     if value == "family":
-        return (f"on {where.type}: the paper's dtype per model family (fp16 for GPT-2 and Qwen, bf16 for Llama, "
-                f"Mistral, Gemma and other families; fp16 gradients are loss-scaled by {FP16_GRAD_SCALE:g})")
+        return (
+            f"on {where.type}: the paper's dtype per model family (fp16 for GPT-2 and Qwen, bf16 for Llama, "
+            f"Mistral, Gemma and other families; fp16 gradients are loss-scaled by {FP16_GRAD_SCALE:g})"
+        )
     return f"on {where.type}: every model in {value}"
 
 
@@ -96,5 +98,15 @@ def grad_scale(dtype: torch.dtype) -> float:
     return FP16_GRAD_SCALE if dtype == torch.float16 else 1.0
 
 
-__all__ = ["DTYPE_FORMS", "PAPER_DTYPES", "OTHER_FAMILIES", "FP16_GRAD_SCALE", "check_dtype", "dtype_knob", "resolve_dtype",
-           "cast", "describe_dtype", "grad_scale"]
+__all__ = [
+    "DTYPE_FORMS",
+    "FP16_GRAD_SCALE",
+    "OTHER_FAMILIES",
+    "PAPER_DTYPES",
+    "cast",
+    "check_dtype",
+    "describe_dtype",
+    "dtype_knob",
+    "grad_scale",
+    "resolve_dtype",
+]

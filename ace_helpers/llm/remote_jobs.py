@@ -49,14 +49,17 @@ def remote_timeout() -> float:
     except ValueError:
         value = float("nan")
     if not value > 0 or value == float("inf"):
-        raise ValueError(f"NDIF_TIMEOUT_S={text!r} is not allowed: it must be a positive number of seconds "
-                         f"(unset: {DEFAULT_TIMEOUT_S:g})")
+        raise ValueError(
+            f"NDIF_TIMEOUT_S={text!r} is not allowed: it must be a positive number of seconds (unset: {DEFAULT_TIMEOUT_S:g})"
+        )
     return value
 
 
 def _unreachable(host: str, exc: BaseException) -> RemoteFailure:
-    return RemoteFailure(f"the NDIF server at {host} cannot be reached ({exc}). Check the network and $NDIF_HOST "
-                         "(unset: https://api.ndif.us), or run locally (remote=False)")
+    return RemoteFailure(
+        f"the NDIF server at {host} cannot be reached ({exc}). Check the network and $NDIF_HOST "
+        "(unset: https://api.ndif.us), or run locally (remote=False)"
+    )
 
 
 def _job_failed(host: str, model: str, description: str) -> RemoteFailure:
@@ -65,7 +68,8 @@ def _job_failed(host: str, model: str, description: str) -> RemoteFailure:
     if "deploy" in description.lower() or "not found" in description.lower():
         return RemoteFailure(
             f"the NDIF server at {host} does not serve the model {model!r} ({description}). Use a model it serves "
-            "(ndif.us lists them at https://nnsight.net/status), deploy it on your own server, or run locally (remote=False)")
+            "(ndif.us lists them at https://nnsight.net/status), deploy it on your own server, or run locally (remote=False)"
+        )
     return RemoteFailure(f"the remote job on the NDIF server at {host} failed there: {description}")
 
 
@@ -88,8 +92,9 @@ def _backend_class() -> type:
             blob = self._serialize(tracer)
             header = {"ndif-api-key": self.api_key} if self.api_key else None
             try:
-                socket = websocket.create_connection(f"{self.ws_host}/subscribe", header=header,
-                                                     timeout=min(CONNECT_S, self.timeout_s))
+                socket = websocket.create_connection(
+                    f"{self.ws_host}/subscribe", header=header, timeout=min(CONNECT_S, self.timeout_s)
+                )
             except (OSError, websocket.WebSocketException) as exc:
                 raise _unreachable(self.host, exc) from exc
             deadline, status, job = time.monotonic() + self.timeout_s, "not sent", None
@@ -103,7 +108,8 @@ def _backend_class() -> type:
                         raise RemoteTimeout(
                             f"the NDIF server at {self.host} gave no result within {self.timeout_s:g} s (job {job}, last "
                             f"status {status}): it is queued behind other jobs or runs longer. Set NDIF_TIMEOUT_S to "
-                            "allow more seconds, or try again later")
+                            "allow more seconds, or try again later"
+                        )
                     socket.settimeout(min(left, POLL_S))
                     try:
                         message = socket.recv()
@@ -123,8 +129,9 @@ def _backend_class() -> type:
             except RemoteError as exc:
                 text = str(exc)
                 if "temporarily unavailable" in text.lower() or "503" in text:
-                    raise RemoteFailure(f"the NDIF server at {self.host} is up but not ready to take jobs ({text}). Try "
-                                        "again in a few minutes") from exc
+                    raise RemoteFailure(
+                        f"the NDIF server at {self.host} is up but not ready to take jobs ({text}). Try again in a few minutes"
+                    ) from exc
                 if text.startswith("Failed to send request"):
                     raise _unreachable(self.host, exc) from exc
                 raise _job_failed(self.host, self.name, text) from exc
@@ -132,7 +139,8 @@ def _backend_class() -> type:
                 raise RemoteFailure(
                     f"the NDIF server at {self.host} closed the connection before the job finished (job {job}, last "
                     f"status {status}; {type(exc).__name__}: {exc}): it stopped or restarted mid-request. Check that "
-                    f"{self.host}/ping answers, then run again") from exc
+                    f"{self.host}/ping answers, then run again"
+                ) from exc
             finally:
                 socket.close()
 
@@ -146,10 +154,14 @@ def trace_options(lm: Any, remote: bool | str) -> dict[str, Any]:
         return {}
     if remote == "local":
         return {"remote": "local"}
-    backend = _backend_class()(lm.to_model_key(), host=remote if isinstance(remote, str) else None,
-                               env=lm._remoteable_get_env(), timeout_s=remote_timeout(),
-                               name=str(getattr(lm, "repo_id", None) or lm.to_model_key()))
+    backend = _backend_class()(
+        lm.to_model_key(),
+        host=remote if isinstance(remote, str) else None,
+        env=lm._remoteable_get_env(),
+        timeout_s=remote_timeout(),
+        name=str(getattr(lm, "repo_id", None) or lm.to_model_key()),
+    )
     return {"backend": backend}
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "RemoteTimeout", "RemoteFailure", "remote_timeout", "trace_options"]
+__all__ = ["DEFAULT_TIMEOUT_S", "RemoteFailure", "RemoteTimeout", "remote_timeout", "trace_options"]

@@ -69,16 +69,24 @@ def tiny_model(
         torch.manual_seed(seed)
         special = {"bos_token_id": 2, "eos_token_id": 2, "pad_token_id": 1}
         if arch == "gpt2":
-            config = transformers.GPT2Config(vocab_size=vocab, n_positions=128, n_embd=d_model, n_layer=n_layers,
-                                             n_head=n_heads, **special)  # fmt: skip
+            config = transformers.GPT2Config(
+                vocab_size=vocab, n_positions=128, n_embd=d_model, n_layer=n_layers, n_head=n_heads, **special
+            )
             model = transformers.GPT2LMHeadModel(config)
         else:
             config_cls, model_cls = ARCHS[arch]
             extra = {"head_dim": d_model // n_heads, "sliding_window": 64} if arch == "gemma2" else {}
             config = getattr(transformers, config_cls)(
-                vocab_size=vocab, hidden_size=d_model, intermediate_size=2 * d_model, num_hidden_layers=n_layers,
-                num_attention_heads=n_heads, num_key_value_heads=max(1, n_heads // 2), max_position_embeddings=128,
-                tie_word_embeddings=arch in ("gemma2", "qwen2"), **special, **extra,
+                vocab_size=vocab,
+                hidden_size=d_model,
+                intermediate_size=2 * d_model,
+                num_hidden_layers=n_layers,
+                num_attention_heads=n_heads,
+                num_key_value_heads=max(1, n_heads // 2),
+                max_position_embeddings=128,
+                tie_word_embeddings=arch in ("gemma2", "qwen2"),
+                **special,
+                **extra,
             )
             model = getattr(transformers, model_cls)(config)
     return wrap(model, tok)

@@ -3,7 +3,8 @@
 import pytest
 
 from ace_helpers.llm import provenance
-from ace_helpers.llm.loading import OFFLINE_MODELS, _gguf_source, unavailable_reason
+from ace_helpers.llm.loading import unavailable_reason
+from ace_helpers.llm.offline import OFFLINE_MODELS, _gguf_source
 
 
 @pytest.mark.parametrize("name", sorted(provenance.PROVENANCE))

