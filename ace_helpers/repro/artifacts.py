@@ -134,7 +134,7 @@ def default_output_dir(notebook: str) -> Path:
 def git_commit(cwd: str | os.PathLike | None = None) -> str:
     """Current git commit (with ``-dirty`` when the tree has changes), or ``"unknown"``."""
     try:
-        run = lambda *a: subprocess.run(  # noqa: E731
+        run = lambda *a: subprocess.run(
             ["git", *a], cwd=cwd or project_root(), capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         commit = run("rev-parse", "HEAD")
@@ -198,7 +198,7 @@ def _params_key(params: Mapping[str, Any]) -> str:
     return json.dumps(to_plain(params), sort_keys=True)
 
 
-def params_match(artifact: "Artifact", params: Mapping[str, Any]) -> bool:
+def params_match(artifact: Artifact, params: Mapping[str, Any]) -> bool:
     """Whether a loaded artifact was made with ``params`` (the check :func:`load_artifact` applies)."""
     return _params_key(artifact.manifest["params"]) == _params_key(params)
 
@@ -236,9 +236,7 @@ def save_artifact(
     return write_json(directory / f"{name}.manifest.json", manifest)
 
 
-def load_artifact(
-    directory: str | os.PathLike, name: str, params: Mapping[str, Any] | None = None
-) -> Artifact | None:
+def load_artifact(directory: str | os.PathLike, name: str, params: Mapping[str, Any] | None = None) -> Artifact | None:
     """Load artifact ``name``; ``None`` if missing, corrupt/partial, or made with other ``params``."""
     directory = Path(directory)
     manifest_path = directory / f"{name}.manifest.json"

@@ -59,5 +59,4 @@ def _pretty(text: str) -> str | None:
     return "<br>".join(f"{html.escape(str(k))}: {html.escape(format_value(v))}" for k, v in value.items())
 
 
-
-__all__ = ["ICONS", "ORDER", "badge", "counts_badges", "cell"]
+__all__ = ["ICONS", "ORDER", "badge", "cell", "counts_badges"]

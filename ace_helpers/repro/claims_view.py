@@ -16,8 +16,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ace_helpers.repro.badges import badge, cell, counts_badges
+from ace_helpers.repro.claims_markdown import claims_table
 from ace_helpers.repro.plain import plain_value
-from ace_helpers.repro.report import NOT_TESTED, Claim, ClaimRow, Claims, claims_table
+from ace_helpers.repro.report import NOT_TESTED, Claim, Claims
+from ace_helpers.repro.untested import ClaimRow
 
 HEADER = ("claim", "paper", "ours", "verdict")
 """The columns of the HTML table (the rule and the details sit under the claim)."""
@@ -45,15 +47,25 @@ def _ours_cell(r: Claim) -> str:
 
 def _claim_row(r: Claim) -> str:
     cause = "" if r.passed else (r.known_gap or "")
-    details = _details([("our rule", r.rule), ("where the paper says it", r.where), ("measured cause", cause),
-                        ("id", f"`{r.id}`" if r.id else "")])
-    return (f"<tr><td>{cell(r.claim)}{details}</td><td>{cell(r.paper)}</td><td>{_ours_cell(r)}</td>"
-            f"<td>{badge(r.verdict, unexpected=r.unexpected)}</td></tr>")
+    details = _details(
+        [
+            ("our rule", r.rule),
+            ("where the paper says it", r.where),
+            ("measured cause", cause),
+            ("id", f"`{r.id}`" if r.id else ""),
+        ]
+    )
+    return (
+        f"<tr><td>{cell(r.claim)}{details}</td><td>{cell(r.paper)}</td><td>{_ours_cell(r)}</td>"
+        f"<td>{badge(r.verdict, unexpected=r.unexpected)}</td></tr>"
+    )
 
 
 def _untested_row(r: ClaimRow) -> str:
     details = _details([("why not tested", r.why), ("our rule", r.rule), ("where the paper says it", r.where)])
-    return f"<tr><td>{cell(r.claim)}{details}</td><td>{cell(r.paper)}</td><td>{cell(r.ours)}</td><td>{badge(NOT_TESTED)}</td></tr>"
+    return (
+        f"<tr><td>{cell(r.claim)}{details}</td><td>{cell(r.paper)}</td><td>{cell(r.ours)}</td><td>{badge(NOT_TESTED)}</td></tr>"
+    )
 
 
 def group_of(r: Claim) -> str:
@@ -89,8 +101,10 @@ class ClaimsView:
                 parts.append(_table(rows))
             else:
                 counts = Counter(verdict for _, verdict in groups[key])
-                parts.append(f'<details class="ace-claims-group"><summary>{title} ({len(rows)}): {counts_badges(counts)}</summary>'
-                             f"{_table(rows)}</details>")
+                parts.append(
+                    f'<details class="ace-claims-group"><summary>{title} ({len(rows)}): {counts_badges(counts)}</summary>'
+                    f"{_table(rows)}</details>"
+                )
         return "".join(parts)
 
     def _repr_markdown_(self) -> str:

@@ -15,6 +15,7 @@ class Quantities(Protocol):
 
     def quantity(self, name: str) -> Any: ...
 
+
 #: How a test reads its measured quantity: each per-seed value (k of N), one value, or the interval of an estimate.
 EVERY, ONE, INTERVAL = "every", "value", "interval"
 OVER = (EVERY, ONE, INTERVAL)
@@ -93,8 +94,9 @@ class Comparison:
         ses = [float(x) for x in se] if isinstance(se, (list, tuple)) else [float(se)] * len(vals)
         if len(ses) != len(vals):
             raise ValueError(f"{self.noise!r} has {len(ses)} standard errors for {len(vals)} values of {self.metric!r}")
-        return any(compare(v - NOISE_Z * e, self.op, bound) != compare(v + NOISE_Z * e, self.op, bound)
-                   for v, e in zip(vals, ses))
+        return any(
+            compare(v - NOISE_Z * e, self.op, bound) != compare(v + NOISE_Z * e, self.op, bound) for v, e in zip(vals, ses)
+        )
 
     def text(self, unit: str) -> str:
         """The comparison in words: ``"every seed: test accuracy ≥ Bayes accuracy − 0.005"``."""

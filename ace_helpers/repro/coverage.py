@@ -36,8 +36,20 @@ def coverage_markdown(rows: list[dict[str, Any]]) -> str:
         heads = list(headlines([r for r in rows if r.get("chapter") == stem]).values())
         if not heads:
             continue
-        missed = [f"{badge(h['verdict'])} {md_cell(h['claim'])}" + (f": {md_cell(c)}" if (c := cause_text(h)) else "")
-                  for h in heads if h["verdict"] != REPRODUCED]
+        missed = [
+            f"{badge(h['verdict'])} {md_cell(h['claim'])}" + (f": {md_cell(c)}" if (c := cause_text(h)) else "")
+            for h in heads
+            if h["verdict"] != REPRODUCED
+        ]
         table.append((f"[{stem}](../notebooks/{stem}.ipynb)", _runs(heads), "<br>".join(missed) or "—"))
-    return markdown_table(("chapter", "runs carrying the paper's claims, and how they depart from its protocol",
-                           "not reproduced as the paper states it, and why"), table) + "\n"
+    return (
+        markdown_table(
+            (
+                "chapter",
+                "runs carrying the paper's claims, and how they depart from its protocol",
+                "not reproduced as the paper states it, and why",
+            ),
+            table,
+        )
+        + "\n"
+    )

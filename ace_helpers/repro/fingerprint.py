@@ -109,9 +109,15 @@ def _torch_book() -> dict[str, str]:
     x = torch.randn(100_003, generator=g)
     f = torch.nn.functional
     out["torch rsqrt, tanh, sigmoid, SiLU, sin, cos, pow (100k)"] = digest(
-        torch.rsqrt(x.abs() + 1e-3), torch.tanh(x), torch.sigmoid(x), f.silu(x), torch.sin(x), torch.cos(x),
-        torch.pow(10_000.0, x.clamp(-1, 1)), f.gelu(x, approximate="tanh"),
-    )  # fmt: skip
+        torch.rsqrt(x.abs() + 1e-3),
+        torch.tanh(x),
+        torch.sigmoid(x),
+        f.silu(x),
+        torch.sin(x),
+        torch.cos(x),
+        torch.pow(10_000.0, x.clamp(-1, 1)),
+        f.gelu(x, approximate="tanh"),
+    )
     return out
 
 
@@ -183,8 +189,16 @@ def _ace() -> dict[str, str]:
 
 
 #: Every operation group, in the order they print.
-GROUPS: tuple[Callable[[], dict[str, str]], ...] = (_torch_reference, _numpy_reference, _torch_book, _small_products,
-                                                     _numpy_book, _numpy_loops, _ensemble_step, _ace)
+GROUPS: tuple[Callable[[], dict[str, str]], ...] = (
+    _torch_reference,
+    _numpy_reference,
+    _torch_book,
+    _small_products,
+    _numpy_book,
+    _numpy_loops,
+    _ensemble_step,
+    _ace,
+)
 
 
 def lines() -> list[str]:
@@ -248,14 +262,14 @@ def vendor_of_this_cpu() -> str:
 def compare(mine: list[str], expected: dict[str, str]) -> tuple[int, list[str]]:
     """How many of ``expected``'s operations ``mine`` matches, and a line for each that differs or is missing."""
     have = dict(line.rpartition(": ")[::2] for line in mine)
-    bad = [f"differs: {name}" if name in have else f"missing: {name}" for name, value in expected.items() if have.get(name) != value]
+    bad = [
+        f"differs: {name}" if name in have else f"missing: {name}" for name, value in expected.items() if have.get(name) != value
+    ]
     return len(expected) - len(bad), bad
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print the fingerprint; with ``--compare FILE`` also the comparison, exit 1 if any operation differs."""
-
-
 
     parser = argparse.ArgumentParser(prog="python -m ace_helpers.fingerprint", description=__doc__.splitlines()[0])
     parser.add_argument("--compare", type=Path, default=None, help="a file of expected lines")
@@ -263,8 +277,10 @@ def main(argv: list[str] | None = None) -> int:
     expected = read_expected(args.compare) if args.compare is not None else None
     mine = lines()
     missing = unmeasured(args.compare) if args.compare is not None else []
-    print(f"# {cpu_model()}; {platform.machine()}, torch {torch.__version__} "
-          f"({torch.backends.cpu.get_cpu_capability()} kernels), numpy {np.__version__}; {kernels.describe()}")  # fmt: skip
+    print(
+        f"# {cpu_model()}; {platform.machine()}, torch {torch.__version__} "
+        f"({torch.backends.cpu.get_cpu_capability()} kernels), numpy {np.__version__}; {kernels.describe()}"
+    )
     print("\n".join(mine))
     if expected is None:
         return 0

@@ -75,8 +75,10 @@ def mode(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     value = env.get(MODE_VARIABLE, "").strip() or MODES[0]
     if value not in MODES:
-        raise ValueError(f"{MODE_VARIABLE}={value!r} is not allowed: {MODE_VARIABLE} must be one of {list(MODES)} "
-                         f"(environment variable; unset means 'reproducible')")  # fmt: skip
+        raise ValueError(
+            f"{MODE_VARIABLE}={value!r} is not allowed: {MODE_VARIABLE} must be one of {list(MODES)} "
+            f"(environment variable; unset means 'reproducible')"
+        )
     return value
 
 
@@ -122,10 +124,11 @@ def problems() -> list[str]:
         if capability != "AVX2":
             out.append(f"torch runs its {capability} kernels (it was loaded before ATEN_CPU_CAPABILITY was set)")
     if "numpy" in sys.modules:
-
         for pool in threadpool_info():
             if pool.get("internal_api") == "openblas" and pool.get("architecture") not in (None, "Haswell"):
-                out.append(f"{Path(pool['filepath']).name} runs its {pool['architecture']} kernels (loaded before OPENBLAS_CORETYPE)")
+                out.append(
+                    f"{Path(pool['filepath']).name} runs its {pool['architecture']} kernels (loaded before OPENBLAS_CORETYPE)"
+                )
     return out
 
 
@@ -140,23 +143,29 @@ def in_force() -> str:
 def describe() -> str:
     """One line for a chapter's setup cell: which setting is in force, and what follows for its numbers."""
     if mode() == "native":
-        return (f"kernels: native ({MODE_VARIABLE}=native): the fastest code paths of this CPU; numbers may differ "
-                "in the last bits from the stored ones, and a trained run may differ beyond")  # fmt: skip
+        return (
+            f"kernels: native ({MODE_VARIABLE}=native): the fastest code paths of this CPU; numbers may differ "
+            "in the last bits from the stored ones, and a trained run may differ beyond"
+        )
     missing = problems()
     if missing:
-        return ("kernels: NOT under the reproducible setting (" + "; ".join(missing) + "): numbers may differ in the "
-                "last bits from the stored ones, and a trained run may differ beyond. Start Jupyter or papermill "
-                "through `python -m ace_helpers.kernels -- COMMAND` (make does)")  # fmt: skip
-    return ("kernels: reproducible (AVX2 code paths of torch, MKL (strict), oneDNN, OpenBLAS and numpy; one thread "
-            "per process): fp32 numbers are the same on every CPU of one vendor; between Intel and AMD CPUs MKL's "
-            "small matrix products still differ in the last bits (the book's reproducibility page)")  # fmt: skip
+        return (
+            "kernels: NOT under the reproducible setting (" + "; ".join(missing) + "): numbers may differ in the "
+            "last bits from the stored ones, and a trained run may differ beyond. Start Jupyter or papermill "
+            "through `python -m ace_helpers.kernels -- COMMAND` (make does)"
+        )
+    return (
+        "kernels: reproducible (AVX2 code paths of torch, MKL (strict), oneDNN, OpenBLAS and numpy; one thread "
+        "per process): fp32 numbers are the same on every CPU of one vendor; between Intel and AMD CPUs MKL's "
+        "small matrix products still differ in the last bits (the book's reproducibility page)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point (see the module docstring); returns the exit status."""
 
     args = list(sys.argv[1:] if argv is None else argv)
-    command = args[args.index("--") + 1:] if "--" in args else []
+    command = args[args.index("--") + 1 :] if "--" in args else []
     options = args[: args.index("--")] if "--" in args else args
     parser = argparse.ArgumentParser(prog="python -m ace_helpers.kernels", description=__doc__.splitlines()[0])
     parser.add_argument("--fingerprint", action="store_true", help="hash the chapters' kernels (under the setting)")
@@ -169,7 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command or opts.fingerprint:
         env = environment()
         if opts.fingerprint:
-            command = [sys.executable, "-m", "ace_helpers.repro.fingerprint"] + (["--compare", str(opts.compare)] if opts.compare else [])
+            command = [sys.executable, "-m", "ace_helpers.repro.fingerprint"] + (
+                ["--compare", str(opts.compare)] if opts.compare else []
+            )
         try:
             os.execvpe(command[0], command, env)
         except FileNotFoundError:

@@ -21,7 +21,9 @@ def cpu_model() -> str:
 
 def machine_line() -> str:
     """One line for a benchmark report: the UTC date and time, the CPU model, the CPU count and torch's version."""
-    return f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {cpu_model()}, {os.cpu_count()} CPUs; torch {torch.__version__}"
+    return (
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {cpu_model()}, {os.cpu_count()} CPUs; torch {torch.__version__}"
+    )
 
 
 def machine() -> dict[str, Any]:
@@ -29,9 +31,13 @@ def machine() -> dict[str, Any]:
     ``/proc/cpuinfo``, ``""`` where there is none), ``bf16_kernels`` (``"amx"``,
     ``"avx512_bf16"`` or ``"emulated"``: bf16 results are bitwise reproducible per kind only) and
     ``kernels``, the fp32 kernel setting (:func:`ace_helpers.repro.kernels.in_force`)."""
-    return {"processor": platform.machine(), "cpus": os.cpu_count(), "model": cpu_info().get("model name", ""),
-            "bf16_kernels": bf16_kernels(),
-            "kernels": in_force()}
+    return {
+        "processor": platform.machine(),
+        "cpus": os.cpu_count(),
+        "model": cpu_info().get("model name", ""),
+        "bf16_kernels": bf16_kernels(),
+        "kernels": in_force(),
+    }
 
 
 def versions() -> dict[str, str]:

@@ -24,8 +24,9 @@ def check_official(path: str | Path, needs: Sequence[str] = OFFICIAL_FILES) -> P
     checkout = Path(path).expanduser().resolve()
     missing = [name for name in needs if not (checkout / name).is_file()]
     if missing:
-        raise SystemExit(f"--official {path} is not a checkout of the paper's code release (joshseth/cores): "
-                         f"it lacks {', '.join(missing)}")  # fmt: skip
+        raise SystemExit(
+            f"--official {path} is not a checkout of the paper's code release (joshseth/cores): it lacks {', '.join(missing)}"
+        )
     return checkout
 
 

@@ -64,7 +64,7 @@ def modadd_command(epochs: int, k_models: int) -> list[str]:
 
 def official_commit(checkout: Path) -> str | None:
     """The checkout's git commit, or None when it is not a git checkout."""
-    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
     return done.stdout.strip() if done.returncode == 0 else None
 
 
@@ -103,7 +103,7 @@ def _run_release(official: Path, work: Path, store: Path, command: list[str]) ->
     env = kernels.environment() | threads | {"MPLBACKEND": "Agg", "PYTHONPATH": str(work / "src")}
     start = time.perf_counter()
     with (work / "run.log").open("w") as log:
-        rc = subprocess.run(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     wall = time.perf_counter() - start
     if rc != 0:
         raise RuntimeError(f"the official run failed (exit {rc}); its log: {work / 'run.log'}")
@@ -119,10 +119,18 @@ def run_markov(official: Path, work: Path, store: Path) -> Path:
     written = work / MARKOV_RESULTS
     if not written.is_file():
         raise FileNotFoundError(f"the official run in {work} did not write {MARKOV_RESULTS}")
-    params = {"release": "joshseth/cores", "commit": official_commit(checkout), "script": "markov.py --only run",
-              "kernels": kernels.mode(), "threads": 1}
-    data = {"command": " ".join(command), "note": "the release's own training and analysis, unmodified",
-            "results": json.loads(written.read_text())}
+    params = {
+        "release": "joshseth/cores",
+        "commit": official_commit(checkout),
+        "script": "markov.py --only run",
+        "kernels": kernels.mode(),
+        "threads": 1,
+    }
+    data = {
+        "command": " ".join(command),
+        "note": "the release's own training and analysis, unmodified",
+        "results": json.loads(written.read_text()),
+    }
     return save_artifact(store, "official_markov", params=params, data=data, arrays={}, wall_s=wall)
 
 
@@ -131,18 +139,30 @@ def run_modadd(official: Path, work: Path, store: Path, *, epochs: int, k_models
     log in ``work/run.log``), and store its results in ``store``; returns the artifact's manifest path."""
     command = modadd_command(epochs, k_models)
     checkout, wall = _run_release(official, work, store, command)
-    params = {"release": "joshseth/cores", "commit": official_commit(checkout), "script": "modadd.py (run_modadd.main)",
-              "TOTAL_EPOCHS": epochs, "K_MODELS": k_models, "kernels": kernels.mode(), "threads": 1}  # fmt: skip
+    params = {
+        "release": "joshseth/cores",
+        "commit": official_commit(checkout),
+        "script": "modadd.py (run_modadd.main)",
+        "TOTAL_EPOCHS": epochs,
+        "K_MODELS": k_models,
+        "kernels": kernels.mode(),
+        "threads": 1,
+    }
     data = {"command": " ".join(command), "note": "the release's own training and analysis, unmodified"}
-    return save_artifact(store, f"official_modadd_e{epochs}_k{k_models}", params=params, data=data,
-                         arrays=read_results(work), wall_s=wall)  # fmt: skip
+    return save_artifact(
+        store, f"official_modadd_e{epochs}_k{k_models}", params=params, data=data, arrays=read_results(work), wall_s=wall
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ace_helpers.repro.official_runs", description=__doc__.splitlines()[0])
     parser.add_argument("--official", type=Path, required=True, help="a checkout of joshseth/cores")
-    parser.add_argument("--experiment", choices=("modadd", "markov"), default="modadd",
-                        help="which of the release's experiments (markov: its settings, no --epochs/--models)")
+    parser.add_argument(
+        "--experiment",
+        choices=("modadd", "markov"),
+        default="modadd",
+        help="which of the release's experiments (markov: its settings, no --epochs/--models)",
+    )
     parser.add_argument("--epochs", type=int, default=5000, help="TOTAL_EPOCHS (the release: 20000)")
     parser.add_argument("--models", type=int, default=3, help="K_MODELS (the release: 3)")
     parser.add_argument("--work", type=Path, required=True, help="a new scratch folder for the run")

@@ -33,25 +33,46 @@ _LONG_RUN = "the stored 20 000-epoch run: 0.86 CPU-hours per model (its manifest
 _TRAINERS = "runs already stored: the trainers' comparison, 12 ensemble models to epoch 2000"
 
 SETTLE: dict[str, Settle] = {
-    "markov.necessary": Settle("4× the test sequences (N_TEST = 12 000): the sampling error of the removed-core accuracy "
-                               "halves, and it now sits within 2 s.e. of the bound", 0.3,
-                               "chapter 1 at book: 297 s on 2 workers"),
-    "modadd.r2_jump": Settle("the same rule over the 12 models of the trainers' comparison: the long run's three models "
-                             "straddle R_h² = 0.9 one checkpoint after grokking", 0.0, _TRAINERS),
+    "markov.necessary": Settle(
+        "4× the test sequences (N_TEST = 12 000): the sampling error of the removed-core accuracy "
+        "halves, and it now sits within 2 s.e. of the bound",
+        0.3,
+        "chapter 1 at book: 297 s on 2 workers",
+    ),
+    "modadd.r2_jump": Settle(
+        "the same rule over the 12 models of the trainers' comparison: the long run's three models "
+        "straddle R_h² = 0.9 one checkpoint after grokking",
+        0.0,
+        _TRAINERS,
+    ),
     "modadd.invariant": Settle("as modadd.r2_jump: the same R_h² reading over the 12 stored models", 0.0, _TRAINERS),
     "inflation.grows": Settle("3 more models to epoch 20 000: model 0's late quartiles straddle the bound", 2.6, _LONG_RUN),
-    "inflation.modes": Settle("3 more models to epoch 20 000: model 0's late mode-count quartiles straddle the bound",
-                              2.6, _LONG_RUN),
-    "inflation.no_wd": Settle("3 more 20 000-epoch models of ours; the code release's own weight-decay-off arm, rerun "
-                              "here to epoch 5000, stands beside the claim", 2.6, _LONG_RUN),
+    "inflation.modes": Settle(
+        "3 more models to epoch 20 000: model 0's late mode-count quartiles straddle the bound", 2.6, _LONG_RUN
+    ),
+    "inflation.no_wd": Settle(
+        "3 more 20 000-epoch models of ours; the code release's own weight-decay-off arm, rerun "
+        "here to epoch 5000, stands beside the claim",
+        2.6,
+        _LONG_RUN,
+    ),
     "inflation.no_wd_modes": Settle("as inflation.no_wd", 2.6, _LONG_RUN),
-    "scaling.p": Settle("4× the seeds per prime (48) halve the interval's width; or primes above 101, where p ≫ p_crit",
-                        12.3, "the stored paper-settings p sweep: 84 runs, 4.1 CPU-hours"),
-    "sva.knob": Settle("4× the prompts of the knob fit: gemma3-270m's R² interval straddles the bound", 0.6,
-                       "chapter 5 at book: 738 s for four models"),
-    "sva.generation": Settle("≥ 100 scored generations per model (64 samples per prompt and 6 prompts), judged on the "
-                             "Wilson interval; 8–18 are scored now", 1.0,
-                             "chapter 5 at book: 738 s with 8 samples per prompt and 3 prompts"),
+    "scaling.p": Settle(
+        "4× the seeds per prime (48) halve the interval's width; or primes above 101, where p ≫ p_crit",
+        12.3,
+        "the stored paper-settings p sweep: 84 runs, 4.1 CPU-hours",
+    ),
+    "sva.knob": Settle(
+        "4× the prompts of the knob fit: gemma3-270m's R² interval straddles the bound",
+        0.6,
+        "chapter 5 at book: 738 s for four models",
+    ),
+    "sva.generation": Settle(
+        "≥ 100 scored generations per model (64 samples per prompt and 6 prompts), judged on the "
+        "Wilson interval; 8–18 are scored now",
+        1.0,
+        "chapter 5 at book: 738 s with 8 samples per prompt and 3 prompts",
+    ),
 }
 
 
@@ -71,7 +92,18 @@ def table(rows: list[dict[str, Any]], settle: Mapping[str, Settle] = SETTLE) -> 
     out = []
     for r in open_rows(rows):
         s = settle.get(r["id"])
-        out.append((f"`{r['id']}`", r["verdict"], md_cell(cause_text(r)) or "—", md_cell(s.what) if s else "**not costed**",
-                    f"{s.cpu_hours:g}" if s else "—", md_cell(s.basis) if s else "—"))
+        out.append(
+            (
+                f"`{r['id']}`",
+                r["verdict"],
+                md_cell(cause_text(r)) or "—",
+                md_cell(s.what) if s else "**not costed**",
+                f"{s.cpu_hours:g}" if s else "—",
+                md_cell(s.basis) if s else "—",
+            )
+        )
     head = ("claim", "verdict", "measured cause", "what would settle it", "CPU-hours (estimate)", "scaled from")
-    return markdown_table(head, out) + f"\n\nIn all: {sum(settle[r['id']].cpu_hours for r in open_rows(rows) if r['id'] in settle):g} CPU-hours.\n"
+    return (
+        markdown_table(head, out)
+        + f"\n\nIn all: {sum(settle[r['id']].cpu_hours for r in open_rows(rows) if r['id'] in settle):g} CPU-hours.\n"
+    )

@@ -71,8 +71,7 @@ NOT_TESTED_WHY: dict[str, str] = {
     "sva.roster": "missing weights: the paper's six models (GPT-2 S/M/L, Llama-3.1, Gemma-2, Qwen2.5, to 32B) are not "
     "available offline; chapter 5 runs four offline models of three families instead (SmolLM2-135M, Gemma-3-270M, "
     "Qwen2.5-Coder 0.5B and 1.5B: 135M to 1.5B), per model and combined",
-    "implication.world_model": "an interpretation, not a measurement: its evidence is tested as markov.spectrum and "
-    "modadd.snap",
+    "implication.world_model": "an interpretation, not a measurement: its evidence is tested as markov.spectrum and modadd.snap",
 }
 
 #: The id of one of our own claims or diagnoses: ``ours.<chapter package>.<name>``.

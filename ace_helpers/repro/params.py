@@ -74,9 +74,9 @@ class Params(Mapping[str, Any]):
     and ``OUTPUT_DIR`` (a :class:`~pathlib.Path`).  :meth:`replace` returns a re-validated copy.
     """
 
-    __slots__ = ("_values", "_chapter")
+    __slots__ = ("_chapter", "_values")
 
-    def __init__(self, values: Mapping[str, Any], chapter: "ChapterParams") -> None:
+    def __init__(self, values: Mapping[str, Any], chapter: ChapterParams) -> None:
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "_chapter", chapter)
 
@@ -105,11 +105,11 @@ class Params(Mapping[str, Any]):
         return (Params, (self._values, self._chapter))
 
     @property
-    def chapter(self) -> "ChapterParams":
+    def chapter(self) -> ChapterParams:
         """The chapter definition these knobs were resolved against."""
         return self._chapter
 
-    def replace(self, **changes: Any) -> "Params":
+    def replace(self, **changes: Any) -> Params:
         """A copy with ``changes`` applied, resolved and validated again (``PRESET`` kept unless given)."""
         knobs = {k: v for k, v in self._values.items() if k in self._chapter.knobs}
         knobs.update(PRESET=self._values["PRESET"], OUTPUT_DIR=self._values["OUTPUT_DIR"])
@@ -149,7 +149,9 @@ class Params(Mapping[str, Any]):
 
         stem = self._chapter.notebook
         parts = ["papermill", f"notebooks/{stem}.ipynb", output or f"{stem}.out.ipynb", "-p", "PRESET", self._values["PRESET"]]
-        changed: dict[str, Any] = {k: (str(v) if isinstance(v, (str, os.PathLike)) else v) for k, v in self.changed_knobs().items()}
+        changed: dict[str, Any] = {
+            k: (str(v) if isinstance(v, (str, os.PathLike)) else v) for k, v in self.changed_knobs().items()
+        }
         out_dir = Path(self._values["OUTPUT_DIR"])
         if out_dir.resolve() != default_output_dir(stem).resolve():
             changed["OUTPUT_DIR"] = display_path(out_dir)
@@ -208,11 +210,13 @@ class ChapterParams:
             return
         hints = []
         for name in unknown:
-            close = [name.upper()] if name.upper() in allowed else difflib.get_close_matches(name.upper(), allowed, n=1,
-                                                                                             cutoff=0.6)
+            close = (
+                [name.upper()] if name.upper() in allowed else difflib.get_close_matches(name.upper(), allowed, n=1, cutoff=0.6)
+            )
             hints.append(f"{name}: no such knob" + (f"; did you mean {close[0]}?" if close else ""))
-        raise ValueError(f"unknown knob(s) for {self.notebook}: {'; '.join(hints)} "
-                         f"(allowed: {list(self.knobs)} plus PRESET, OUTPUT_DIR)")
+        raise ValueError(
+            f"unknown knob(s) for {self.notebook}: {'; '.join(hints)} (allowed: {list(self.knobs)} plus PRESET, OUTPUT_DIR)"
+        )
 
     def resolve(self, namespace: Mapping[str, Any] | None = None, /, **knobs: Any) -> Params:
         """Resolve and validate the chapter's knobs, once; returns what runs.

@@ -23,24 +23,20 @@ judged on an estimate, and ``headline``: whether the row carries its paper claim
 A claim we have measured *not* to reproduce at a given preset is recorded with
 ``known_gap="why"``: it shows as not reproduced, with the reason, and is expected by the tests.
 Every other failure fails them.  Known gaps are stated per preset by the chapter
-module in one :class:`KnownGaps` table, next to the evidence, never added to make a run pass;
-a gap applies only to that preset's exact run (:meth:`KnownGaps.reason`).
+module in one :class:`~ace_helpers.repro.known_gaps.KnownGaps` table, next to the evidence, never added to make a run pass;
+a gap applies only to that preset's exact run (:meth:`~ace_helpers.repro.known_gaps.KnownGaps.reason`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_helpers.repro.claims_markdown import claims_table
 from ace_helpers.repro.combined import combined_ours
-from ace_helpers.repro.params import DEVICE_KNOB
 from ace_helpers.repro.paper_claims import check_id
-from ace_helpers.repro.tables import markdown_table
 from ace_helpers.repro.verdicts import BOOTSTRAP_METHOD, as_numbers, check_op, interval_side, is_flat_numbers, k_of_n
-
-#: The columns of every claims table.
-CLAIMS_HEADER = ("claim", "paper", "our rule", "ours", "verdict")
 
 
 @dataclass
@@ -97,7 +93,12 @@ class Claim:
 
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED = (
-    "reproduced", "partly", "not reproduced", "inconclusive", "not tested")  # fmt: skip
+    "reproduced",
+    "partly",
+    "not reproduced",
+    "inconclusive",
+    "not tested",
+)
 #: Verdicts a claim record may carry (the scorecard counts them per chapter).
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
 #: Why a verdict is not "reproduced": our run departs from the paper; too few seeds or samples; the claim fails on
@@ -114,56 +115,38 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-@dataclass(frozen=True)
-class KnownGaps:
-    """Claims measured not to reproduce at a preset's own run, and why: ``{run: {claim key: why}}``.
-
-    A run is a preset name, or a name in ``runs``: a preset run with some knobs changed
-    (``{"paper, ensemble bf16": {"PRESET": "paper", "TRAINER": "ensemble", "PRECISION": "bf16"}}``),
-    for a run of the same preset trained another way whose failures were measured on their own.
-    A claim key names one claim of the chapter (``"post_grok_unit_circle"``), or one claim of one
-    model (``"gemma3-270m:knob_r2"``).  ``run_knobs`` are the knobs that must equal the preset's for
-    a gap to apply (``None``: every knob of the chapter; a named run's changed knobs excepted); any
-    other run is a new measurement, for which no gap is known.
-    """
-
-    gaps: Mapping[str, Mapping[str, str]]
-    run_knobs: tuple[str, ...] | None = None
-    runs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-
-    def run_name(self, cfg: Any) -> str | None:
-        """The run of ``gaps`` that ``cfg`` is (a name in ``runs``, else its preset), or None when it is
-        neither (some knob in ``run_knobs`` differs from the preset's).  ``DEVICE`` is not compared: a run's
-        known gaps are the protocol's, wherever it computed."""
-        knobs = self.run_knobs if self.run_knobs is not None else tuple(cfg.knob_values())
-        for name, changes in self.runs.items():
-            if cfg["PRESET"] == changes["PRESET"] and all(cfg[k] == v for k, v in changes.items() if k not in ("PRESET", DEVICE_KNOB)):
-                return name if cfg.is_preset_run(tuple(k for k in knobs if k not in changes)) else None
-        return cfg["PRESET"] if cfg.is_preset_run(self.run_knobs) else None
-
-    def reason(self, cfg: Any, key: str) -> str | None:
-        """Why ``key`` does not reproduce under ``cfg`` (a :class:`ace_helpers.repro.params.Params`), or None."""
-        name = self.run_name(cfg)
-        return None if name is None else self.gaps.get(name, {}).get(key)
-
-
 @dataclass
 class Claims:
     """Collects :class:`Claim` rows; ``assert_all`` raises listing every failed one."""
 
     rows: list[Claim] = field(default_factory=list)
-    #: Claims this run cannot test (:class:`ClaimRow`): shown and recorded, never counted as a pass.
-    not_tested: list["ClaimRow"] = field(default_factory=list)
+    #: Claims this run cannot test (:class:`~ace_helpers.repro.untested.ClaimRow`): shown and recorded, never counted as a pass.
+    not_tested: list[Any] = field(default_factory=list)
     #: The measured values the rules read, by name, for the chapter's prose and ``results.json``.
     numbers: dict[str, Any] = field(default_factory=dict)
 
     def check(
-        self, claim: str, paper: str, ours: Any, passed: bool, known_gap: str | None = None, *,
-        where: str = "", rule: str = "", partly: bool = False, id: str = "", explains: str | None = None,
-        value: Any = None, per_seed: Sequence[Any] | None = None, interval: Sequence[float] | None = None,
-        threshold: Any = None, op: str | None = None, short: str = "", method: str = BOOTSTRAP_METHOD,
+        self,
+        claim: str,
+        paper: str,
+        ours: Any,
+        passed: bool,
+        known_gap: str | None = None,
+        *,
+        where: str = "",
+        rule: str = "",
+        partly: bool = False,
+        id: str = "",
+        explains: str | None = None,
+        value: Any = None,
+        per_seed: Sequence[Any] | None = None,
+        interval: Sequence[float] | None = None,
+        threshold: Any = None,
+        op: str | None = None,
+        short: str = "",
+        method: str = BOOTSTRAP_METHOD,
         headline: bool = True,
-    ) -> bool:  # fmt: skip
+    ) -> bool:
         """Record a claim; ``passed`` is the caller's comparison of ``ours`` to the rule.
 
         ``paper``: the paper's statement and value; ``where``: its figure or section (or the code
@@ -190,19 +173,45 @@ class Claims:
             elif per_seed is not None and is_flat_numbers(per_seed):
                 k, n = k_of_n(per_seed, op, threshold)
                 inconclusive = 0 < k < n
-        self.rows.append(Claim(
-            claim, paper, format_value(ours), bool(passed) and not inconclusive, known_gap, where, rule, bool(partly), id, kind,
-            explains, value=as_numbers(ours) if value is None else as_numbers(value),
-            per_seed=None if per_seed is None else as_numbers(list(per_seed)),
-            interval=None if interval is None else [float(v) for v in interval], threshold=as_numbers(threshold), op=op,
-            short=short or claim, inconclusive=inconclusive, headline=headline,
-            method=method if interval is not None else ""))  # fmt: skip
+        self.rows.append(
+            Claim(
+                claim,
+                paper,
+                format_value(ours),
+                bool(passed) and not inconclusive,
+                known_gap,
+                where,
+                rule,
+                bool(partly),
+                id,
+                kind,
+                explains,
+                value=as_numbers(ours) if value is None else as_numbers(value),
+                per_seed=None if per_seed is None else as_numbers(list(per_seed)),
+                interval=None if interval is None else [float(v) for v in interval],
+                threshold=as_numbers(threshold),
+                op=op,
+                short=short or claim,
+                inconclusive=inconclusive,
+                headline=headline,
+                method=method if interval is not None else "",
+            )
+        )
         return bool(passed) and not inconclusive
 
     def combine(
-        self, id: str, claim: str, paper: str, *, where: str = "", rule: str = "", unit: str = "models",
-        mixed: str = "partly", short: str = "", known_gap: str | None = None,
-    ) -> bool:  # fmt: skip
+        self,
+        id: str,
+        claim: str,
+        paper: str,
+        *,
+        where: str = "",
+        rule: str = "",
+        unit: str = "models",
+        mixed: str = "partly",
+        short: str = "",
+        known_gap: str | None = None,
+    ) -> bool:
         """One headline row for paper claim ``id`` from the rows of it already checked once per model
         (or seed, or part): they become evidence (``headline=False``) and the new row holds when every
         one holds, and says "k of N {unit}" with each part's number (:func:`ace_helpers.repro.combined.combined_ours`).
@@ -226,11 +235,26 @@ class Claims:
         if known_gap is None and failing and all(r.known_gap for r in failing):
             known_gap = "; ".join(f"{r.claim.split(':', 1)[0]}: {r.known_gap}" for r in failing)
         inconclusive = k < n and (not failing or (mixed == INCONCLUSIVE and k > 0))
-        self.rows.append(Claim(
-            claim, paper, combined_ours(parts, k, unit), k == n,
-            known_gap, where, rule, mixed == PARTLY and any(r.passed or r.partly for r in parts), id, claim_kind(id),
-            value=k, per_seed=[int(r.passed) for r in parts], threshold=n, op=">=",
-            short=short or f"holds in every one of the {n} {unit}", inconclusive=inconclusive))  # fmt: skip
+        self.rows.append(
+            Claim(
+                claim,
+                paper,
+                combined_ours(parts, k, unit),
+                k == n,
+                known_gap,
+                where,
+                rule,
+                mixed == PARTLY and any(r.passed or r.partly for r in parts),
+                id,
+                claim_kind(id),
+                value=k,
+                per_seed=[int(r.passed) for r in parts],
+                threshold=n,
+                op=">=",
+                short=short or f"holds in every one of the {n} {unit}",
+                inconclusive=inconclusive,
+            )
+        )
         return k == n
 
     def headline_verdict(self, claim_id: str) -> str:
@@ -248,7 +272,7 @@ class Claims:
         Columns: claim, paper (statement and place), our rule, ours, verdict; an unexpected
         failure shows in bold capitals, a known one with its measured cause.
         """
-        return markdown_table(CLAIMS_HEADER, _table_rows(self))
+        return claims_table(self, ())
 
     def summary(self) -> str:
         """One line: ``"N of M claims hold"`` (stable across presets for nbval)."""
@@ -268,8 +292,9 @@ class Claims:
             "claims_failed": [r.claim for r in self.rows if not r.passed],
         }
 
-    def records(self, section: str, trained: str | None = None, *, evidence: bool = False,
-                departures: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def records(
+        self, section: str, trained: str | None = None, *, evidence: bool = False, departures: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
         """The rows, then the :attr:`not_tested` ones, as plain dicts for ``results.json`` and the scorecard
         (``section`` names the run).
 
@@ -291,8 +316,7 @@ class Claims:
             rec: dict[str, Any] = {"section": section, "id": r.id, "kind": r.kind}
             if r.explains:
                 rec["explains"] = r.explains
-            rec.update(claim=r.claim, paper=r.paper, where=r.where, rule=r.short, details=r.rule, ours=r.ours,
-                       value=r.value)  # fmt: skip
+            rec.update(claim=r.claim, paper=r.paper, where=r.where, rule=r.short, details=r.rule, ours=r.ours, value=r.value)
             for key in ("per_seed", "interval", "threshold", "op"):
                 if getattr(r, key) is not None:
                     rec[key] = getattr(r, key)
@@ -326,25 +350,6 @@ def claim_kind(claim_id: str, explains: str | None = None) -> str:
     return kind
 
 
-@dataclass(frozen=True)
-class ClaimRow:
-    """A claim a run cannot test, with our value and why (never counted as a pass).
-
-    ``where`` (the paper's figure or section) and ``rule`` (our acceptance rule) are carried into
-    the claim records (:func:`not_tested_records`) when given.
-    """
-
-    claim: str
-    paper: str
-    ours: str
-    why: str
-    where: str = ""
-    rule: str = ""
-    #: The paper-claim id (or ``ours.<chapter>.<name>``) the run would test, and for a diagnosis the id it explains.
-    id: str = ""
-    explains: str | None = None
-
-
 def not_tested_records(rows: Any, section: str, trained: str | None = None, *, evidence: bool = False) -> list[dict[str, Any]]:
     """Records (as :meth:`Claims.records`) of claims a run cannot test: objects with ``claim``,
     ``paper``, ``ours``, ``why`` (the reason becomes the note) and optionally ``where``, ``rule``,
@@ -355,44 +360,20 @@ def not_tested_records(rows: Any, section: str, trained: str | None = None, *, e
         rec: dict[str, Any] = {"section": section, "id": claim_id, "kind": claim_kind(claim_id, explains) if claim_id else ""}
         if explains:
             rec["explains"] = explains
-        rec.update(claim=r.claim, paper=r.paper, where=getattr(r, "where", ""), rule=r.claim,
-                   details=getattr(r, "rule", ""), ours=str(r.ours), value=None, verdict=NOT_TESTED,
-                   headline=not evidence, evidence=evidence, note=r.why)  # fmt: skip
+        rec.update(
+            claim=r.claim,
+            paper=r.paper,
+            where=getattr(r, "where", ""),
+            rule=r.claim,
+            details=getattr(r, "rule", ""),
+            ours=str(r.ours),
+            value=None,
+            verdict=NOT_TESTED,
+            headline=not evidence,
+            evidence=evidence,
+            note=r.why,
+        )
         if trained:
             rec["trained"] = trained
         recs.append(rec)
     return recs
-
-
-def seed_sensitive(held: int, runs: int, values: str) -> str:
-    """The known gap of a claim that holds at some seeds of a preset (:mod:`ace_helpers.repro.seed_check`) and fails
-    at others: shown with its verdict, not asserted by the test line.  ``values``: what the check measured, per seed."""
-    return (f"seed-sensitive at this preset, so its test line does not assert it: it held at {held} of {runs} "
-            f"seeds of the seed check ({values})")
-
-
-def not_tested_table(rows: Sequence[ClaimRow]) -> str:
-    """Markdown table of the claims a run cannot test (the empty string if none)."""
-    return "" if not rows else markdown_table(("claim (not tested at this preset)", "paper", "ours", "why"), [(r.claim, r.paper, r.ours, r.why) for r in rows])
-
-
-def _table_rows(claims: Claims) -> list[tuple[str, ...]]:
-    """The cells of :meth:`Claims.table`, one tuple per row."""
-    rows = []
-    for r in claims.rows:
-        if r.passed:
-            verdict = r.verdict
-        elif r.unexpected:
-            verdict = f"**{r.verdict.upper()}** (unexpected)"
-        else:  # a known gap, or inconclusive (with its cause where one is known)
-            verdict = f"{r.verdict}: {r.known_gap}" if r.known_gap else r.verdict
-        rows.append((r.claim, f"{r.paper} ({r.where})" if r.where else r.paper, r.rule, r.ours, verdict))
-    return rows
-
-
-def claims_table(claims: Claims, not_tested: Sequence[Any]) -> str:
-    """One markdown claims table (:meth:`~ace_helpers.repro.report.Claims.table`) with the claims a run
-    cannot test appended as rows whose verdict is "not tested" and why."""
-    rows = [(r.claim, f"{r.paper} ({r.where})" if r.where else r.paper, r.rule, r.ours, f"not tested: {r.why}")
-            for r in not_tested]  # fmt: skip
-    return markdown_table(CLAIMS_HEADER, [*_table_rows(claims), *rows])

@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ace_helpers.repro.report import CAUSE_CLASSES, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, Claims, ClaimRow
 from ace_helpers.repro.comparisons import (  # noqa: F401 - the comparisons of a rule, re-exported with it
     EQUAL,
     EVERY,
@@ -44,6 +43,8 @@ from ace_helpers.repro.comparisons import (  # noqa: F401 - the comparisons of a
     Comparison,
     compare,
 )
+from ace_helpers.repro.report import CAUSE_CLASSES, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, Claims
+from ace_helpers.repro.untested import ClaimRow
 from ace_helpers.repro.verdicts import BOOTSTRAP_METHOD, OPS, as_numbers
 
 #: The most words a measured cause may have.
@@ -77,7 +78,7 @@ class Measured:
             raise KeyError(f"no measured quantity {name!r}; measured: {sorted(self.quantities)}")
         return self.quantities[name]
 
-    def replace(self, **quantities: Any) -> "Measured":
+    def replace(self, **quantities: Any) -> Measured:
         """This measurement with some quantities replaced (a wrong input, in the tests)."""
         return dataclasses.replace(self, quantities={**self.quantities, **quantities})
 
@@ -162,8 +163,10 @@ class Rule:
         if not self.tests:
             raise ValueError(f"rule {self.id!r} has no test: a rule must be able to fail")
         if self.cause_class not in ("", *CAUSE_CLASSES) or bool(self.cause) != bool(self.cause_class):
-            raise ValueError(f"rule {self.id!r}: cause_class={self.cause_class!r} with cause {self.cause!r}; a cause "
-                             f"needs a class in {CAUSE_CLASSES}")
+            raise ValueError(
+                f"rule {self.id!r}: cause_class={self.cause_class!r} with cause {self.cause!r}; a cause "
+                f"needs a class in {CAUSE_CLASSES}"
+            )
         if self.mixed not in (INCONCLUSIVE, NOT_REPRODUCED):
             raise ValueError(f"mixed={self.mixed!r}; allowed: {[INCONCLUSIVE, NOT_REPRODUCED]}")
 
@@ -179,8 +182,16 @@ class Rule:
             source = inspect.getsource(self.measure)
         except (OSError, TypeError):
             source = getattr(self.measure, "__qualname__", repr(self.measure))
-        data = [self.id, self.observed, [_test_data(t) for t in self.tests], [_test_data(t) for t in self.partly],
-                self.mixed, self.explains, self.only_if_explained_fails, source]
+        data = [
+            self.id,
+            self.observed,
+            [_test_data(t) for t in self.tests],
+            [_test_data(t) for t in self.partly],
+            self.mixed,
+            self.explains,
+            self.only_if_explained_fails,
+            source,
+        ]
         return hashlib.sha256(json.dumps(data, ensure_ascii=False).encode()).hexdigest()[:16]
 
     def fill(self, text: str, m: Measured) -> str:
@@ -193,8 +204,9 @@ class Rule:
         try:
             return text.format_map(names)
         except (KeyError, IndexError, ValueError) as err:
-            raise ValueError(f"rule {self.id!r}: text {text[:60]!r}… has a placeholder not measured ({err}); "
-                             f"available: {sorted(names)}") from None
+            raise ValueError(
+                f"rule {self.id!r}: text {text[:60]!r}… has a placeholder not measured ({err}); available: {sorted(names)}"
+            ) from None
 
 
 def _test_data(t: Comparison) -> list[Any]:
@@ -260,13 +272,24 @@ def judge(claims: Claims, rule: Rule, m: Measured, known_gap: str | None = None)
     ours = m.ours if m.ours is not None else m.quantity(first.metric)
     bound = first.bound(m)
     claims.check(
-        rule.fill(rule.claim, m), rule.fill(rule.paper, m), ours, verdict == REPRODUCED,
-        None if verdict == REPRODUCED else known_gap, id=rule.fill(rule.id, m),
-        where=rule.where, rule=rule.fill(rule.prose, m), partly=verdict == PARTLY, explains=rule.explains,
-        value=m.value, per_seed=per_seed if m.per_seed is None else m.per_seed,
-        interval=_interval(first, m), method=m.method or rule.method or BOOTSTRAP_METHOD,
-        threshold=list(bound) if isinstance(bound, tuple) else bound, op=first.op if first.op in OPS else None,
-        short=rule.fill(rule.short_text(), m), headline=rule.headline,
+        rule.fill(rule.claim, m),
+        rule.fill(rule.paper, m),
+        ours,
+        verdict == REPRODUCED,
+        None if verdict == REPRODUCED else known_gap,
+        id=rule.fill(rule.id, m),
+        where=rule.where,
+        rule=rule.fill(rule.prose, m),
+        partly=verdict == PARTLY,
+        explains=rule.explains,
+        value=m.value,
+        per_seed=per_seed if m.per_seed is None else m.per_seed,
+        interval=_interval(first, m),
+        method=m.method or rule.method or BOOTSTRAP_METHOD,
+        threshold=list(bound) if isinstance(bound, tuple) else bound,
+        op=first.op if first.op in OPS else None,
+        short=rule.fill(rule.short_text(), m),
+        headline=rule.headline,
     )
     row = claims.rows[-1]
     row.inconclusive, row.op, row.official = verdict == INCONCLUSIVE, first.op, as_numbers(m.official)
@@ -296,8 +319,16 @@ def judge_all(specs: Sequence[Spec], results: Mapping[str, Any], cfg: Any, gap: 
         if isinstance(spec, Combine):
             parts = [r for r in claims.rows if r.id == spec.id and r.headline]
             if len(parts) >= max(spec.min_parts, 1):
-                claims.combine(spec.id, spec.claim, spec.paper, where=spec.where, unit=spec.unit, mixed=spec.mixed,
-                               rule=spec.prose, short=spec.short)
+                claims.combine(
+                    spec.id,
+                    spec.claim,
+                    spec.paper,
+                    where=spec.where,
+                    unit=spec.unit,
+                    mixed=spec.mixed,
+                    rule=spec.prose,
+                    short=spec.short,
+                )
                 if spec.after is not None:
                     spec.after(claims.rows[-1], parts)
             continue
@@ -323,8 +354,16 @@ def untested(specs: Sequence[Spec], why: str, ours: str = "—") -> list[ClaimRo
 def _untested_row(rule: Rule, m: NotTested) -> ClaimRow:
     """The not-tested row of ``rule`` (its texts filled as far as they can be without a measurement)."""
     names = _Loose(key=m.key, **m.context, **_written(rule))
-    return ClaimRow(m.claim or rule.claim.format_map(names), rule.paper, m.ours, m.why, where=rule.where,
-                    rule=rule.prose.format_map(names), id=rule.id.format_map(names), explains=rule.explains)
+    return ClaimRow(
+        m.claim or rule.claim.format_map(names),
+        rule.paper,
+        m.ours,
+        m.why,
+        where=rule.where,
+        rule=rule.prose.format_map(names),
+        id=rule.id.format_map(names),
+        explains=rule.explains,
+    )
 
 
 def _written(rule: Rule) -> dict[str, str]:
@@ -346,5 +385,15 @@ def rules_of(specs: Sequence[Spec]) -> list[Rule]:
 
 
 __all__ = [
-    "Combine", "Measured", "NotTested", "Rule", "Spec", "judge", "judge_all", "per_part", "rules_of", "untested", "verdict_of",
+    "Combine",
+    "Measured",
+    "NotTested",
+    "Rule",
+    "Spec",
+    "judge",
+    "judge_all",
+    "per_part",
+    "rules_of",
+    "untested",
+    "verdict_of",
 ]

@@ -59,8 +59,14 @@ def unregistered(tables: Mapping[str, Sequence[Rule]], ledger: Mapping[str, list
 
 
 def register(
-    tables: Mapping[str, Sequence[Rule]], ledger: dict[str, list[dict[str, Any]]], *, why: str, commit: str,
-    date: str, stored: Mapping[str, Mapping[str, Any]], change: str = "changed",
+    tables: Mapping[str, Sequence[Rule]],
+    ledger: dict[str, list[dict[str, Any]]],
+    *,
+    why: str,
+    commit: str,
+    date: str,
+    stored: Mapping[str, Mapping[str, Any]],
+    change: str = "changed",
 ) -> list[str]:
     """Append an entry for every unregistered rule (:func:`unregistered`) and return their keys.  ``stored``: the
     headline record of each claim id in the stored results (its verdict and value become ``verdict_before``);
@@ -76,18 +82,32 @@ def register(
             before = stored.get(rule.id)
             entries = ledger.setdefault(key, [])
             previous = {"rule_before": entries[-1]["rule"]} if entries else {}
-            entries.append({**previous,
-                "change": change if entries else "registered", "commit": commit, "date": date,
-                "data_existed": before is not None, "rule": rule.short_text(), "fingerprint": rule.fingerprint(),
-                "verdict_before": None if before is None else before.get("verdict"),
-                "value_before": None if before is None else before.get("value"), "why": why,
-            })
+            entries.append(
+                {
+                    **previous,
+                    "change": change if entries else "registered",
+                    "commit": commit,
+                    "date": date,
+                    "data_existed": before is not None,
+                    "rule": rule.short_text(),
+                    "fingerprint": rule.fingerprint(),
+                    "verdict_before": None if before is None else before.get("verdict"),
+                    "value_before": None if before is None else before.get("value"),
+                    "why": why,
+                }
+            )
             added.append(key)
     return added
 
 
 def record_change(
-    ledger: dict[str, list[dict[str, Any]]], claim_id: str, *, rule: str, why: str, commit: str, date: str,
+    ledger: dict[str, list[dict[str, Any]]],
+    claim_id: str,
+    *,
+    rule: str,
+    why: str,
+    commit: str,
+    date: str,
     stored: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
     """Append a ``changed`` entry for a rule that is still code, not a spec (no fingerprint): its new ``rule`` in
@@ -95,10 +115,18 @@ def record_change(
     if not rule.strip() or not why.strip():
         raise ValueError("a rule change needs the new rule and why it changed")
     before, entries = stored.get(claim_id), ledger.setdefault(claim_id, [])
-    entry = {"rule_before": entries[-1]["rule"] if entries else (before or {}).get("rule"), "change": "changed",
-             "commit": commit, "date": date, "data_existed": before is not None, "rule": rule, "fingerprint": None,
-             "verdict_before": None if before is None else before.get("verdict"),
-             "value_before": None if before is None else before.get("value"), "why": why}
+    entry = {
+        "rule_before": entries[-1]["rule"] if entries else (before or {}).get("rule"),
+        "change": "changed",
+        "commit": commit,
+        "date": date,
+        "data_existed": before is not None,
+        "rule": rule,
+        "fingerprint": None,
+        "verdict_before": None if before is None else before.get("verdict"),
+        "value_before": None if before is None else before.get("value"),
+        "why": why,
+    }
     entries.append(entry)
     return entry
 
@@ -110,8 +138,13 @@ def save(ledger: Mapping[str, Any], path: Path = LEDGER) -> None:
 
 def changes_after_data(ledger: Mapping[str, list[dict[str, Any]]], claim_id: str) -> list[dict[str, Any]]:
     """The ``changed`` entries of ``claim_id``'s rules made when a verdict for it had been recorded."""
-    return [e for key, entries in ledger.items() if key.split(" / ")[0] == claim_id
-            for e in entries if e["change"] == "changed" and e.get("data_existed")]
+    return [
+        e
+        for key, entries in ledger.items()
+        if key.split(" / ")[0] == claim_id
+        for e in entries
+        if e["change"] == "changed" and e.get("data_existed")
+    ]
 
 
 def change_note(ledger: Mapping[str, list[dict[str, Any]]], claim_id: str) -> str:
@@ -119,6 +152,8 @@ def change_note(ledger: Mapping[str, list[dict[str, Any]]], claim_id: str) -> st
     notes = []
     for e in changes_after_data(ledger, claim_id):
         was = e.get("rule_before") or "see the ledger"
-        notes.append(f"rule changed after data ({e['date']}, {e['commit'][:7]}): was {was}; verdict then "
-                     f"{e.get('verdict_before') or 'none'}")
+        notes.append(
+            f"rule changed after data ({e['date']}, {e['commit'][:7]}): was {was}; verdict then "
+            f"{e.get('verdict_before') or 'none'}"
+        )
     return "; ".join(notes)

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ace_helpers.method.checks import check_choice, check_int
-from ace_helpers.repro.artifacts import atomic_write_bytes, default_output_dir, project_root, write_json
 from ace_helpers.repro import open_verdicts
+from ace_helpers.repro.artifacts import atomic_write_bytes, default_output_dir, project_root, write_json
 from ace_helpers.repro.coverage import coverage_markdown
 from ace_helpers.repro.kernels import apply
 from ace_helpers.repro.machine import versions
@@ -83,7 +83,6 @@ def run_source(py: Path, parameters: Mapping[str, Any] | None = None) -> tuple[A
     import nbformat  # load time: a heavy import, done on first use
     import papermill  # load time: a heavy import, done on first use
 
-
     apply()  # in this process's environment, which every kernel started from here inherits
 
     nb = jupytext.reads(py.read_text(), fmt="py:percent")
@@ -91,8 +90,9 @@ def run_source(py: Path, parameters: Mapping[str, Any] | None = None) -> tuple[A
         src, dst = Path(tmp) / "in.ipynb", Path(tmp) / "out.ipynb"
         nbformat.write(nb, src)
         start = time.perf_counter()
-        papermill.execute_notebook(str(src), str(dst), parameters=dict(parameters or {}), cwd=str(py.parent),
-                                   kernel_name="python3", progress_bar=False)  # fmt: skip
+        papermill.execute_notebook(
+            str(src), str(dst), parameters=dict(parameters or {}), cwd=str(py.parent), kernel_name="python3", progress_bar=False
+        )
         wall = time.perf_counter() - start
         return nbformat.read(dst, as_version=4), wall
 
@@ -131,8 +131,16 @@ def write_execution_table(root: Path) -> Path:
             continue
         meta = nbformat.read(ipynb, as_version=4).metadata.get("ace_book", {})
         v = meta.get("versions", {})
-        rows.append((f"`{py.stem}`", meta.get("preset", "?"), meta.get("wall_s", "?"), meta.get("executed", "?"),
-                     v.get("torch", "?"), v.get("nnsight", "?")))  # fmt: skip
+        rows.append(
+            (
+                f"`{py.stem}`",
+                meta.get("preset", "?"),
+                meta.get("wall_s", "?"),
+                meta.get("executed", "?"),
+                v.get("torch", "?"),
+                v.get("nnsight", "?"),
+            )
+        )
     header = ("notebook", "preset", "wall time (s)", "executed", "torch", "nnsight")
     path = root / "book" / "execution_times.md"
     atomic_write_bytes(path, (markdown_table(header, rows) + "\n").encode())
@@ -254,8 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="re-execute even when the cache key matches")
     parser.add_argument("--only", nargs="*", default=None, help="notebook stems to consider (default: all)")
     parser.add_argument("--install-mathjax", type=Path, default=None, metavar="DEST")
-    parser.add_argument("--jobs", type=int, default=1, help="notebooks executed at once, each with cores // JOBS "
-                        "torch threads unless TORCH_THREADS is set (default: 1)")  # fmt: skip
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="notebooks executed at once, each with cores // JOBS torch threads unless TORCH_THREADS is set (default: 1)",
+    )
     args = parser.parse_args(argv)
     root = project_root()
     if args.install_mathjax is not None:

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_helpers.repro.badges import ORDER, badge, counts_badges
-from ace_helpers.repro.plain import plain_value
 from ace_helpers.repro.paper_claims import NOT_TESTED_WHY, PAPER_CLAIMS
+from ace_helpers.repro.plain import plain_value
 from ace_helpers.repro.report import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, VERDICTS
 from ace_helpers.repro.rules_ledger import change_note
 from ace_helpers.repro.rules_ledger import load as load_ledger
@@ -73,7 +73,9 @@ def check_records(records: list[dict[str, Any]], chapter: str | None = None) -> 
 
 
 def carry(
-    own: list[dict[str, Any]], carrier: list[dict[str, Any]], ids: set[str] | frozenset[str] | tuple[str, ...],
+    own: list[dict[str, Any]],
+    carrier: list[dict[str, Any]],
+    ids: set[str] | frozenset[str] | tuple[str, ...],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Hand the headline of each paper claim in ``ids`` from a run's ``own`` records to another run's (``carrier``: a
     run closer to the paper's protocol, its records made as a headline run's).  The own records of those ids become
@@ -93,8 +95,10 @@ def headlines(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if r["kind"] == "paper" and r.get("headline"):
             if r["id"] in out:
                 first = out[r["id"]]
-                raise ValueError(f"paper claim {r['id']!r} has two headline rows: {first['chapter']} "
-                                 f"{first['claim']!r} and {r['chapter']} {r['claim']!r}")  # fmt: skip
+                raise ValueError(
+                    f"paper claim {r['id']!r} has two headline rows: {first['chapter']} "
+                    f"{first['claim']!r} and {r['chapter']} {r['claim']!r}"
+                )
             out[r["id"]] = r
     return out
 
@@ -108,11 +112,24 @@ def untested_records(rows: list[dict[str, Any]], why: Mapping[str, str] = NOT_TE
     if unexplained:
         raise ValueError(f"paper claims no chapter tests, without a reason in NOT_TESTED_WHY: {unexplained}")
     return [
-        {"section": UNTESTED_SECTION, "id": cid, "kind": "paper", "claim": PAPER_CLAIMS[cid], "paper": PAPER_CLAIMS[cid],
-         "where": "", "rule": "—", "details": "", "ours": "—", "value": None, "verdict": NOT_TESTED, "headline": True,
-         "evidence": False, "note": why[cid]}
+        {
+            "section": UNTESTED_SECTION,
+            "id": cid,
+            "kind": "paper",
+            "claim": PAPER_CLAIMS[cid],
+            "paper": PAPER_CLAIMS[cid],
+            "where": "",
+            "rule": "—",
+            "details": "",
+            "ours": "—",
+            "value": None,
+            "verdict": NOT_TESTED,
+            "headline": True,
+            "evidence": False,
+            "note": why[cid],
+        }
         for cid in missing
-    ]  # fmt: skip
+    ]
 
 
 def paper_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -186,30 +203,70 @@ def scorecard_markdown(rows: list[dict[str, Any]], ledger: Mapping[str, Any] | N
         others = [r for r in rows if r["kind"] == "paper" and r["id"] == cid and r is not h]
         diagnoses = [r for r in rows if r.get("explains") == cid and not r.get("evidence")]
         evidence = "; ".join(f"{r['verdict']} ({_run(r)}: {r['claim']})" for r in others)
-        folded = _folded([("our rule", h["rule"]), ("run", departures_text(h)), ("note", h["note"]),
-                          ("other runs (evidence)", evidence), ("diagnoses", "; ".join(r["claim"] for r in diagnoses)),
-                          ("id", f"`{cid}`")])
+        folded = _folded(
+            [
+                ("our rule", h["rule"]),
+                ("run", departures_text(h)),
+                ("note", h["note"]),
+                ("other runs (evidence)", evidence),
+                ("diagnoses", "; ".join(r["claim"] for r in diagnoses)),
+                ("id", f"`{cid}`"),
+            ]
+        )
         why = why_cell(h, ledger) if h["verdict"] != REPRODUCED or change_note(ledger, cid) else ""
-        paper.append((PAPER_CLAIMS[cid] + folded, _badge(h), md_cell(why) or "—", h["chapter"][:2] if "chapter" in h else "—",
-                      h["ours"], md_cell(plain_value(h.get("official")))))
+        paper.append(
+            (
+                PAPER_CLAIMS[cid] + folded,
+                _badge(h),
+                md_cell(why) or "—",
+                h["chapter"][:2] if "chapter" in h else "—",
+                h["ours"],
+                md_cell(plain_value(h.get("official"))),
+            )
+        )
     stems = sorted({r["chapter"] for r in rows if "chapter" in r})
     per_chapter = []
     for stem in stems:
         mine = [r for r in rows if r.get("chapter") == stem]
-        per_chapter.append((f"[{stem}](../notebooks/{stem}.ipynb)", counts_line(paper_counts(mine)), counts_line(ours_counts(mine))))
-    per_chapter.append(("**all chapters**", f"**{counts_line(paper_counts(rows))}** (of {len(PAPER_CLAIMS)} ids)",
-                        f"**{counts_line(ours_counts(rows))}**"))  # fmt: skip
-    out = [markdown_table(("the paper's claim", "verdict", "why", "ch.", "ours", "official code, rerun here"), paper), "",
-           markdown_table(("chapter", "paper claims (headline run)", "our own claims"), per_chapter), "",
-           "## Our own claims, chapter by chapter", ""]
+        per_chapter.append(
+            (f"[{stem}](../notebooks/{stem}.ipynb)", counts_line(paper_counts(mine)), counts_line(ours_counts(mine)))
+        )
+    per_chapter.append(
+        (
+            "**all chapters**",
+            f"**{counts_line(paper_counts(rows))}** (of {len(PAPER_CLAIMS)} ids)",
+            f"**{counts_line(ours_counts(rows))}**",
+        )
+    )
+    out = [
+        markdown_table(("the paper's claim", "verdict", "why", "ch.", "ours", "official code, rerun here"), paper),
+        "",
+        markdown_table(("chapter", "paper claims (headline run)", "our own claims"), per_chapter),
+        "",
+        "## Our own claims, chapter by chapter",
+        "",
+    ]
     for stem in stems:
         mine = [r for r in rows if r["kind"] == "ours" and r.get("chapter") == stem]
-        ours = [(r["claim"] + _folded([("our rule", r["rule"]), ("run", _run(r)), ("note", r["note"]), ("id", f"`{r['id']}`")]),
-                 _badge(r), r["ours"]) for r in mine]  # fmt: skip
+        ours = [
+            (
+                r["claim"] + _folded([("our rule", r["rule"]), ("run", _run(r)), ("note", r["note"]), ("id", f"`{r['id']}`")]),
+                _badge(r),
+                r["ours"],
+            )
+            for r in mine
+        ]
         if ours:  # folded: the summary line carries the chapter's counts, so a failure shows with the table closed
-            out += [f'<details class="ace-fold"><summary>{stem}: {len(ours)} claims {counts_badges(ours_counts(mine))}</summary>', "",
-                    f"[Open the chapter](../notebooks/{stem}.ipynb)", "",
-                    markdown_table(("our claim", "verdict", "ours"), ours), "", "</details>", ""]
+            out += [
+                f'<details class="ace-fold"><summary>{stem}: {len(ours)} claims {counts_badges(ours_counts(mine))}</summary>',
+                "",
+                f"[Open the chapter](../notebooks/{stem}.ipynb)",
+                "",
+                markdown_table(("our claim", "verdict", "ours"), ours),
+                "",
+                "</details>",
+                "",
+            ]
     return "\n".join(out)
 
 

@@ -8,7 +8,7 @@ chapter (``OUT/<notebook>.md``): every claim's verdict and measured value on eve
 many it held; ``OUT/summary.md`` has the claims on each run itself (not on stored runs a chapter
 shows beside it), every chapter.  Where a
 claim of the ``ci`` run does not hold on every seed, the chapter's ``KNOWN_GAPS`` name it at the
-``ci`` preset with the counts measured here (:func:`ace_helpers.repro.report.seed_sensitive`): it is
+``ci`` preset with the counts measured here (:func:`ace_helpers.repro.known_gaps.seed_sensitive`): it is
 printed with its verdict, and the preset's test line does not assert it::
 
     python -m ace_helpers.kernels -- python -m ace_helpers.seed_check --preset ci --seeds 5 --out seeds/
@@ -50,7 +50,7 @@ OFFSET = 10_000
 def chapter_module(stem: str) -> Any:
     """The ``ace_helpers.chapters`` module the notebook ``stem`` imports as ``chapter``."""
     source = (project_root() / "notebooks" / f"{stem}.py").read_text()
-    match = re.search(r"^from ace_helpers\.chapters import (\w+) as chapter$", source, re.M)
+    match = re.search(r"^from ace_helpers\.chapters import (\w+) as chapter$", source, re.MULTILINE)
     if match is None:
         raise ValueError(f"notebooks/{stem}.py does not import its chapter module as `chapter`")
     return importlib.import_module(f"ace_helpers.chapters.{match.group(1)}")
@@ -80,8 +80,11 @@ def run_seeds(stem: str, preset: str, n: int, out: Path) -> list[dict[str, Any]]
             results = json.loads((Path(tmp) / "results.json").read_text())
         run = {"knobs": knobs, "claims": results.get("claims", []), "wall_s": round(wall, 1)}
         write_json(stored, run)
-        print(f"{stem} {knobs}: {sum(c['verdict'] == 'reproduced' for c in run['claims'])} of "
-              f"{len(run['claims'])} claims reproduced ({wall:.0f} s)", flush=True)  # fmt: skip
+        print(
+            f"{stem} {knobs}: {sum(c['verdict'] == 'reproduced' for c in run['claims'])} of "
+            f"{len(run['claims'])} claims reproduced ({wall:.0f} s)",
+            flush=True,
+        )
         runs.append(run)
     return runs
 
@@ -94,9 +97,16 @@ def claim_table(runs: Sequence[Mapping[str, Any]], section: str | None = None) -
         for c in run["claims"]:
             if section is not None and c["section"] != section:
                 continue
-            row = rows.setdefault((c["section"], c["claim"]), {"section": c["section"], "claim": c["claim"],
-                                                               "rule": c.get("rule", ""), "verdicts": [None] * len(runs),
-                                                               "ours": [None] * len(runs)})  # fmt: skip
+            row = rows.setdefault(
+                (c["section"], c["claim"]),
+                {
+                    "section": c["section"],
+                    "claim": c["claim"],
+                    "rule": c.get("rule", ""),
+                    "verdicts": [None] * len(runs),
+                    "ours": [None] * len(runs),
+                },
+            )
             row["verdicts"][i], row["ours"][i] = c["verdict"], c["ours"]
     for row in rows.values():
         row["held"] = sum(v == "reproduced" for v in row["verdicts"])
@@ -108,8 +118,10 @@ def markdown(stem: str, runs: Sequence[Mapping[str, Any]], rows: Sequence[Mappin
     """One chapter's table: claim, rule, then each run's verdict mark and value, then held / tested."""
     marks = {"reproduced": "✓", "partly": "~", "not reproduced": "✗", "not tested": "–", None: "?"}
     heads = [", ".join(f"{k} {v}" for k, v in r["knobs"].items()) for r in runs]
-    cells = [(r["claim"], r["rule"], *(f"{marks[v]} {o}" for v, o in zip(r["verdicts"], r["ours"])), f"{r['held']} of {r['tested']}")
-             for r in rows]  # fmt: skip
+    cells = [
+        (r["claim"], r["rule"], *(f"{marks[v]} {o}" for v, o in zip(r["verdicts"], r["ours"])), f"{r['held']} of {r['tested']}")
+        for r in rows
+    ]
     return f"### {stem}\n\n" + markdown_table(("claim", "rule", *heads, "held"), cells) + "\n"
 
 

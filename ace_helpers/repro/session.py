@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ace_helpers.method.checks import check_int
 from ace_helpers.llm.precision import describe_dtype
+from ace_helpers.method.checks import check_int
 from ace_helpers.method.devices import describe_device, resolve_device
 from ace_helpers.repro.artifacts import clear_results, display_path, write_results
 from ace_helpers.repro.departures import departures
@@ -106,4 +106,3 @@ def finish(cfg: Params, results: Mapping[str, Any], records: Sequence[Mapping[st
     glue("verdicts", Markdown(verdict_summary(list(records))), display=False)
     path = write_results(cfg.OUTPUT_DIR, results, cfg, claims=list(records))
     print(f"wrote {path}")
-

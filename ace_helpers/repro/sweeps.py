@@ -191,8 +191,9 @@ def run_sweep(
                     report.failed.append((t, f"{type(err).__name__}: {err}"))
                 bar.update(1)
         elif todo:
-            _run_on_dask(todo, store, workers or max(1, min(cpu_cores(), len(todo))), scheduler, done, report, bar,
-                         pin=gpus is not None)
+            _run_on_dask(
+                todo, store, workers or max(1, min(cpu_cores(), len(todo))), scheduler, done, report, bar, pin=gpus is not None
+            )
     finally:
         bar.close()
     report.ran = len(done)

@@ -112,7 +112,9 @@ def import_variant(results_file: Path, name: str, note: str, *, root: Path | Non
     preset = results.get("params", {}).get("PRESET")
     if preset not in PRESET_NAMES or "claims" not in results:
         raise ValueError(f"{results_file} is not a chapter's results.json (it needs 'params.PRESET' and 'claims')")
-    return _store(root, notebook, results, {"name": name, "preset": preset, "knobs": {}, "wall_s": results.get("wall_s"), "note": note})
+    return _store(
+        root, notebook, results, {"name": name, "preset": preset, "knobs": {}, "wall_s": results.get("wall_s"), "note": note}
+    )
 
 
 def stored_variants(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -172,8 +174,11 @@ def _described(variant: Mapping[str, Any]) -> str:
 def _other_knobs(params: Mapping[str, Any], own: Mapping[str, Any], set_knobs: Mapping[str, Any]) -> str:
     """``"; also FORK_EPOCH=1100 (this run: 900)"``: the knobs on which a stored variant differs from the chapter's own
     run beyond those it set (a variant stored before the preset changed), or ``""``."""
-    diff = [f"{k}={params[k]} (this run: {own[k]})" for k in sorted(params)
-            if k in own and k not in set_knobs and k not in NOT_PROTOCOL and params[k] != own[k]]
+    diff = [
+        f"{k}={params[k]} (this run: {own[k]})"
+        for k in sorted(params)
+        if k in own and k not in set_knobs and k not in NOT_PROTOCOL and params[k] != own[k]
+    ]
     return "; also " + ", ".join(diff) if diff else ""
 
 
@@ -227,7 +232,11 @@ def chapter_comparison(stem: str, records: Sequence[Mapping[str, Any]], preset: 
         value = ours[run].get(r["claim"])
         return f"{verdict}: {value}" if not r["agree"] and value and verdict != "—" else verdict
 
-    lines = [f"Verdicts agree on **{agree} of {len(rows)}** claims ({knobs}).", "", *_verdict_table(rows, ["this run", *names], shown)]
+    lines = [
+        f"Verdicts agree on **{agree} of {len(rows)}** claims ({knobs}).",
+        "",
+        *_verdict_table(rows, ["this run", *names], shown),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -266,8 +275,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", help="the variant's name, e.g. bf16")
     parser.add_argument("--set", nargs="*", default=[], metavar="KNOB=VALUE", help="knobs of the variant")
     parser.add_argument("--table-only", action="store_true", help="only rebuild book/variants_table.md")
-    parser.add_argument("--from-results", nargs="*", default=[], metavar="RESULTS_JSON",
-                        help="store these results.json files (computed elsewhere, e.g. on another CPU) as variant --name")
+    parser.add_argument(
+        "--from-results",
+        nargs="*",
+        default=[],
+        metavar="RESULTS_JSON",
+        help="store these results.json files (computed elsewhere, e.g. on another CPU) as variant --name",
+    )
     parser.add_argument("--note", default="", help="with --from-results: where the results come from (shown in the tables)")
     args = parser.parse_args(argv)
     root = project_root()

@@ -34,11 +34,38 @@ from torch.utils._python_dispatch import TorchDispatchMode
 VML_FUNCTIONS = ("sqrt", "exp", "log", "log10", "erf", "erfc", "erfinv", "tan", "atan", "asin", "acos")
 
 #: LAPACK-routed ``aten`` operations (torch.linalg and its older spellings).
-LAPACK_OPS = tuple(
-    """linalg_qr geqrf orgqr ormqr householder_product linalg_eigh _linalg_eigh linalg_eigvalsh linalg_eig
-    linalg_eigvals _linalg_svd linalg_svd linalg_svdvals linalg_solve _linalg_solve_ex linalg_solve_ex linalg_lstsq
-    linalg_inv linalg_inv_ex linalg_cholesky linalg_cholesky_ex cholesky_solve linalg_lu linalg_lu_factor_ex lu_unpack
-    linalg_pinv _linalg_det _linalg_slogdet triangular_solve linalg_solve_triangular linalg_matrix_exp""".split()
+LAPACK_OPS = (
+    "linalg_qr",
+    "geqrf",
+    "orgqr",
+    "ormqr",
+    "householder_product",
+    "linalg_eigh",
+    "_linalg_eigh",
+    "linalg_eigvalsh",
+    "linalg_eig",
+    "linalg_eigvals",
+    "_linalg_svd",
+    "linalg_svd",
+    "linalg_svdvals",
+    "linalg_solve",
+    "_linalg_solve_ex",
+    "linalg_solve_ex",
+    "linalg_lstsq",
+    "linalg_inv",
+    "linalg_inv_ex",
+    "linalg_cholesky",
+    "linalg_cholesky_ex",
+    "cholesky_solve",
+    "linalg_lu",
+    "linalg_lu_factor_ex",
+    "lu_unpack",
+    "linalg_pinv",
+    "_linalg_det",
+    "_linalg_slogdet",
+    "triangular_solve",
+    "linalg_solve_triangular",
+    "linalg_matrix_exp",
 )
 
 

@@ -42,9 +42,13 @@ def k_of_n(values: Sequence[float], op: str, threshold: float) -> tuple[int, int
 
 
 def bootstrap_interval(
-    samples: Sequence[float], stat: Callable[[np.ndarray], float] = np.mean, *, level: float = 0.9,
-    n_boot: int = 2000, seed: int = 0,
-) -> tuple[float, float]:  # fmt: skip
+    samples: Sequence[float],
+    stat: Callable[[np.ndarray], float] = np.mean,
+    *,
+    level: float = 0.9,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Seeded percentile-bootstrap interval ``(low, high)`` of ``stat`` over ``samples`` (shape ``(n,)``):
     resample the ``n`` samples with replacement ``n_boot`` times, take ``stat`` of each and the
     ``(1 − level)/2`` and ``(1 + level)/2`` quantiles.  One sample gives ``(x, x)``."""

@@ -15,7 +15,7 @@ import pytest
 from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.chapters.modadd import analysis
 from ace_helpers.method.operators import class_means
-from ace_helpers.repro import report
+from ace_helpers.repro import claims_markdown, report
 
 PARAMS = chapter.PARAMS
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,7 +133,7 @@ def test_one_claims_table_shows_the_claims_a_run_cannot_test():
     cfg = PARAMS.resolve(PRESET="paper", FORK_EPOCH=1100, P=31)  # another task: the 20 000-epoch targets are not tested
     claims = chapter.build_claims(_run(30, 12), cfg)
     not_tested = claims.not_tested
-    table = report.claims_table(claims, not_tested).splitlines()
+    table = claims_markdown.claims_table(claims, not_tested).splitlines()
     assert table[0] == "| claim | paper | our rule | ours | verdict |" and len(table) == 2 + len(claims.rows) + len(not_tested)
     assert sum("| not tested: needs 20 000 epochs" in line for line in table) == len(not_tested) == 8
 

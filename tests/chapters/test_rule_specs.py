@@ -34,6 +34,7 @@ from ace_helpers.chapters.modadd_grokking.grok_rules import GrokClaimsRun
 from ace_helpers.chapters.modadd_grokking.keep_remove import SPECS as KEEP_REMOVE
 from ace_helpers.chapters.modadd_grokking.keep_remove import KeepRemoveRun
 from ace_helpers.chapters.modadd_grokking.paper_epochs import EpochRun, official_shares
+from ace_helpers.chapters.modadd_grokking import snap_models, trainers
 from ace_helpers.chapters.rule_tables import tables
 from ace_helpers.llm.labels import model_labels
 from ace_helpers.repro import rules_ledger
@@ -88,6 +89,8 @@ def _inputs(stem, rule=None):
         paper = grokking_scaling_law.stored_paper_sweeps(book)  # the paper-settings sweeps: one ω in the p sweep
         paper_fits = grokking_scaling_law.fit_sweeps(paper.runs["omega"], paper.runs["p"], paper.cfg["OMEGA_P"])
         return [(fits, book), (fits, ci), (paper_fits, paper.cfg)]
+    if stem == "02_modadd_grokking" and rule is not None and any(rule is r for r in snap_models.SPECS):
+        return [(trainers.load(ROOT), None)]  # judged on the stored trainers' comparison
     if stem == "02_modadd_grokking":
         long_cfg, run, _ = stored_long_run(modadd_grokking.PARAMS.resolve(PRESET="book"))
         if rule is not None and any(rule is r for r in KEEP_REMOVE):

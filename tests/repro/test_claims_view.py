@@ -8,7 +8,8 @@ import pytest
 from ace_helpers.repro import badges
 from ace_helpers.repro.claims_view import ClaimsView
 from ace_helpers.repro.paper_claims import PAPER_CLAIMS
-from ace_helpers.repro.report import VERDICTS, ClaimRow, Claims
+from ace_helpers.repro.report import VERDICTS, Claims
+from ace_helpers.repro.untested import ClaimRow
 from ace_helpers.repro.scorecard import findings_markdown, scorecard_rows, untested_records, verdict_summary
 
 

@@ -211,7 +211,7 @@ def test_torch_threads_variable_is_checked(monkeypatch):
 
 
 def test_known_gaps_apply_only_to_the_presets_own_run():
-    from ace_helpers.repro.report import KnownGaps
+    from ace_helpers.repro.known_gaps import KnownGaps
 
     chapter = _toy_chapter()
     gaps = KnownGaps({"book": {"claim_a": "measured reason", "m1:claim_b": "per model"}}, run_knobs=("N",))
@@ -247,7 +247,8 @@ def test_a_new_run_clears_the_previous_results(tmp_path, capsys):
 
 
 def test_claim_records_and_the_scorecard_table(tmp_path):
-    from ace_helpers.repro.report import NOT_TESTED, Claims, not_tested_records
+    from ace_helpers.repro.report import NOT_TESTED, Claims
+    from ace_helpers.repro.report import not_tested_records
     from ace_helpers.repro.paper_claims import PAPER_CLAIMS
     from ace_helpers.repro.scorecard import scorecard_markdown, scorecard_rows, untested_records
 
@@ -313,7 +314,7 @@ def test_printed_and_stored_paths_name_no_machine(tmp_path, monkeypatch, capsys)
 
 def test_known_gaps_of_a_named_run_apply_to_that_run_only():
     """A preset run trained another way (some knobs changed) has its own measured gaps."""
-    from ace_helpers.repro.report import KnownGaps
+    from ace_helpers.repro.known_gaps import KnownGaps
 
     chapter = _toy_chapter()
     gaps = KnownGaps({"book": {"claim_a": "the preset's"}, "book, N 7": {"claim_a": "the named run's", "claim_b": "only there"}},

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The packages formatted so far (ruff, configured in pyproject.toml).
-FORMATTED = ("ace_helpers/method", "ace_helpers/toys", "ace_helpers/llm")
+FORMATTED = ("ace_helpers/method", "ace_helpers/toys", "ace_helpers/llm", "ace_helpers/repro")
 
 
 @pytest.mark.parametrize("command", [["format", "--check"], ["check"]], ids=["format", "check"])

@@ -73,7 +73,7 @@ from ace_helpers.method.subspaces import (  # fmt: skip
 from ace_helpers.repro.params import Params
 from ace_helpers.llm.provenance import describe_models
 from ace_helpers.repro.departures import departures
-from ace_helpers.repro.report import not_tested_table
+from ace_helpers.repro.untested import not_tested_table
 from ace_helpers.toys.tasks.markov import chance_accuracy, markov_dataset
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.tasks.planted import planted_system

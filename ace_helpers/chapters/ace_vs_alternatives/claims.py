@@ -12,7 +12,9 @@ from ace_helpers.chapters.ace_vs_alternatives import llm as llm_part
 from ace_helpers.chapters.ace_vs_alternatives import llm_rules
 from ace_helpers.chapters.markov_run.jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import REPRODUCED, ClaimRow, Claims, KnownGaps
+from ace_helpers.repro.report import REPRODUCED, Claims
+from ace_helpers.repro.untested import ClaimRow
+from ace_helpers.repro.known_gaps import KnownGaps
 from ace_helpers.repro.rules import INTERVAL, ONE, Comparison, Measured, NotTested, Rule, Spec, judge_all, per_part, verdict_of
 from ace_helpers.repro.tables import markdown_table
 

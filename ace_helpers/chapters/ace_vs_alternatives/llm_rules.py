@@ -15,7 +15,8 @@ from typing import Any
 from ace_helpers.chapters.ace_vs_alternatives.llm import FLIP_MAX, KEEP_TOL, METHODS, REMOVE_TOL, rate_interval
 from ace_helpers.llm.labels import model_slug
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import NOT_REPRODUCED, ClaimRow, Claims
+from ace_helpers.repro.report import NOT_REPRODUCED, Claims
+from ace_helpers.repro.untested import ClaimRow
 from ace_helpers.repro.rules import (
     EQUAL,
     EVERY,

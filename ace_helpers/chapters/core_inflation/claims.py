@@ -30,7 +30,8 @@ from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import GrokRun, per_model_at
 from ace_helpers.repro.official import attach_official
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import Claims, KnownGaps, seed_sensitive
+from ace_helpers.repro.report import Claims
+from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
 from ace_helpers.repro.rules import ONE, Comparison, Measured, Rule, Spec, judge_all
 
 _WD_OFF_GAP = ("without weight decay, removing the energy-rank directions leaves accuracy above the 2/p floor (the "

@@ -83,7 +83,7 @@ from ace_helpers.method.stitching import (  # fmt: skip
     stitched_predictions,
 )
 from ace_helpers.repro.params import ChapterParams, Params
-from ace_helpers.repro.report import ClaimRow, not_tested_table  # noqa: F401 - for the notebook
+from ace_helpers.repro.untested import ClaimRow, not_tested_table  # noqa: F401 - for the notebook
 from ace_helpers.toys.tasks.markov import bayes_accuracy, chance_accuracy, markov_dataset
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 

@@ -31,7 +31,8 @@ from ace_helpers.chapters.toy_views.knobs import MEMORY_LIMIT, PRESETS, check, m
 from ace_helpers.chapters.markov_run.jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.toy_views.views import FREQ_POWER
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import NOT_REPRODUCED, ClaimRow, Claims, not_tested_table  # noqa: F401 - for the notebook
+from ace_helpers.repro.report import NOT_REPRODUCED, Claims  # noqa: F401 - for the notebook
+from ace_helpers.repro.untested import ClaimRow, not_tested_table  # noqa: F401 - for the notebook
 from ace_helpers.repro.rules import EQUAL, ONE, Comparison, Measure, Measured, Rule, judge_all, per_part
 
 

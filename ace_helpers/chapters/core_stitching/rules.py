@@ -3,7 +3,7 @@ shared by :mod:`~ace_helpers.chapters.core_stitching.claims` and :mod:`~ace_help
 
 from __future__ import annotations
 
-from ace_helpers.repro.report import KnownGaps
+from ace_helpers.repro.known_gaps import KnownGaps
 
 #: Accuracy a working stitch may lose against B's own (ours): 0.01.
 TOLERANCE = 0.01

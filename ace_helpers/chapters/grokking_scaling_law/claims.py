@@ -57,7 +57,9 @@ from ace_helpers.method.fits import (
     log_law_secant,
 )
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import ClaimRow, Claims, KnownGaps, seed_sensitive
+from ace_helpers.repro.report import Claims
+from ace_helpers.repro.untested import ClaimRow
+from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
 from ace_helpers.repro.rules import Spec, judge_all
 
 OURS, DIAGNOSIS = "ours (beyond the paper)", "ours (diagnosis)"

@@ -21,7 +21,7 @@ from ace_helpers.chapters.grokking_scaling_law.law_checks import LARGE_P
 from ace_helpers.chapters.grokking_scaling_law.margin_ode import NO_DECAY, P, TRAIN_FRACTION, OdeFit
 from ace_helpers.chapters.grokking_scaling_law.sweep_rules import FIG_B, ID, THEORY, fewer, means_of
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import ClaimRow
+from ace_helpers.repro.untested import ClaimRow
 from ace_helpers.repro.rules import INTERVAL, WITHIN, Comparison, Measured, NotTested, Rule, Spec
 
 DIAGNOSIS = "ours (diagnosis)"

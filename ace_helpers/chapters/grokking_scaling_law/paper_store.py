@@ -26,7 +26,9 @@ from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, records_from_dicts
 from ace_helpers.repro.artifacts import load_artifact
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import ClaimRow, Claims, not_tested_records
+from ace_helpers.repro.report import Claims
+from ace_helpers.repro.untested import ClaimRow
+from ace_helpers.repro.report import not_tested_records
 from ace_helpers.repro.scorecard import carry
 
 #: The fewest seeds per setting at which a sweep at the paper's settings is tested (ours).

@@ -6,7 +6,7 @@ numbers; :data:`KNOWN_GAPS` says which model's claims have a known gap at which 
 
 from __future__ import annotations
 
-from ace_helpers.repro.report import KnownGaps, seed_sensitive
+from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
 
 GAP_CAUSES = {
     "remove": "removal inverts agreement instead of destroying it (AUC {auc_remove}): what the state keeps follows the "

@@ -17,7 +17,8 @@ import numpy as np
 
 from ace_helpers.chapters.markov_cores import baseline_claims as base
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import NOT_REPRODUCED, PARTLY, Claims, KnownGaps, seed_sensitive
+from ace_helpers.repro.report import NOT_REPRODUCED, PARTLY, Claims
+from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
 from ace_helpers.chapters.markov_cores.official import stored_official
 from ace_helpers.repro.official import attach_official
 from ace_helpers.repro.rules import EQUAL, NOISE_Z, ONE, WITHIN, Combine, Measured, Rule, Spec, Comparison, judge_all

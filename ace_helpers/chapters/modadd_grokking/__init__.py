@@ -63,7 +63,8 @@ from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS  # noqa: 
 from ace_helpers.chapters.modadd_grokking.paper_epochs import IDS as PAPER_EPOCH_IDS  # noqa: F401
 from ace_helpers.chapters.modadd_grokking.paper_epochs import paper_epoch_claims  # noqa: F401
 from ace_helpers.repro.params import ChapterParams, Params
-from ace_helpers.repro.report import ClaimRow, Claims, not_tested_table  # noqa: F401
+from ace_helpers.repro.report import Claims  # noqa: F401
+from ace_helpers.repro.untested import ClaimRow, not_tested_table  # noqa: F401
 
 PARAMS = ChapterParams("02_modadd_grokking", config.PRESETS, config.check)
 

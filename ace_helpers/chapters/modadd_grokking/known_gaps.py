@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ace_helpers.chapters.modadd import config
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import KnownGaps, seed_sensitive
+from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
 
 #: The gaps of the book run forked at 1100 (claims on its weight-decay arm).
 _BOOK_GAPS: dict[str, str] = {
