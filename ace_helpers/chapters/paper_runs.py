@@ -55,26 +55,36 @@ def _modadd_rows() -> list[tuple[str, ...]]:
     rows = []
     for how in PAPER_RUNS:
         cfg = config.PARAMS.resolve(PRESET="paper", **how)
-        params = (f"p = {cfg['P']}, train fraction {cfg['TRAIN_FRACTION']}, {cfg['EPOCHS']} epochs, WD {cfg['WEIGHT_DECAY']}, "
-                  f"fork to WD 0 at epoch {cfg['FORK_EPOCH']}, seeds {cfg['SEED']}+m, lr {cfg['LR']}, batch {cfg['BATCH_SIZE']}")  # fmt: skip
+        params = (
+            f"p = {cfg['P']}, train fraction {cfg['TRAIN_FRACTION']}, {cfg['EPOCHS']} epochs, WD {cfg['WEIGHT_DECAY']}, "
+            f"fork to WD 0 at epoch {cfg['FORK_EPOCH']}, seeds {cfg['SEED']}+m, lr {cfg['LR']}, batch {cfg['BATCH_SIZE']}"
+        )
         found = load_long_run(cfg)
         models = list(range(cfg["N_MODELS"]))
         snap = None
         if how["TRAINER"] == "ensemble" and (found is None or found[0].n_models < cfg["N_MODELS"]):
-            snap = ensemble_run.load_snapshot(project_root() / SNAPSHOTS, ensemble_run.ensemble_snapshot_name(cfg, models),
-                                              ensemble_run.ensemble_snapshot_key(cfg, models), lambda _msg: None)  # fmt: skip
+            snap = ensemble_run.load_snapshot(
+                project_root() / SNAPSHOTS,
+                ensemble_run.ensemble_snapshot_name(cfg, models),
+                ensemble_run.ensemble_snapshot_key(cfg, models),
+                lambda _msg: None,
+            )
         if snap is not None:
             stored = f"resume snapshot at epoch {snap[0]['epoch']} of {cfg['EPOCHS']}, {len(models)} models, both arms"
             hours, cpu = float(snap[0]["wall_s"]) / 3600, "—"
         elif found is not None:
             run, through = found
             state = "finished" if min(through.values()) >= cfg["EPOCHS"] else "stored part"
-            stored = (f"{state}: {run.n_models} of {cfg['N_MODELS']} models; WD arm to epoch {through['wd']}, "
-                      f"WD-off arm to {through['nowd']}")  # fmt: skip
+            stored = (
+                f"{state}: {run.n_models} of {cfg['N_MODELS']} models; WD arm to epoch {through['wd']}, "
+                f"WD-off arm to {through['nowd']}"
+            )
             hours = sum(run.wall_s) / 3600
             tag = run_hash(cfg)
-            cpu = cpu_kinds(_manifests(artifact_dir(cfg), f"run_{tag}_m*.manifest.json")
-                            or _manifests(artifact_dir(cfg), f"partial_{tag}_m*.manifest.json"))
+            cpu = cpu_kinds(
+                _manifests(artifact_dir(cfg), f"run_{tag}_m*.manifest.json")
+                or _manifests(artifact_dir(cfg), f"partial_{tag}_m*.manifest.json")
+            )
         else:
             continue
         is_shown = shown is not None and all(shown[0][k] == cfg[k] for k in ("TRAINER", "PRECISION", "FORK_EPOCH"))
@@ -82,18 +92,34 @@ def _modadd_rows() -> list[tuple[str, ...]]:
         flags = f"--trainer {cfg['TRAINER']} --precision {cfg['PRECISION']}"
         if cfg["FORK_EPOCH"] != config.PRESETS["paper"]["FORK_EPOCH"]:
             flags += f" --fork-epoch {cfg['FORK_EPOCH']}"
-        resume = (f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --snapshot-dir {SNAPSHOTS.as_posix()}` "
-                  + ("(resumes from the committed snapshot; one process, both arms of every model)" if snap is not None else
-                     "(one process, both arms of every model; no snapshot of this run is committed, so it trains from "
-                     "the start, writing resumable snapshots into that folder)")
-                  if cfg["TRAINER"] == "ensemble" else
-                  f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --workers {cfg['N_MODELS']}` (one process per "
-                  "model; this run's snapshots were not committed, so its unfinished arms retrain from their start)")  # fmt: skip
-        rows.append((f"chapters 2–3, {'all models as one ensemble' if cfg['TRAINER'] == 'ensemble' else 'each model alone'}",
-                     params, how_trained(cfg), stored, f"{hours:.2f}", cpu,
-                     "chapters 2 and 3 (long-run sections)" if is_shown else
-                     "chapter 3 (the fork at the paper's epoch)" if at_paper_fork else "not shown (a more complete run is)",
-                     resume))  # fmt: skip
+        resume = (
+            f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --snapshot-dir {SNAPSHOTS.as_posix()}` "
+            + (
+                "(resumes from the committed snapshot; one process, both arms of every model)"
+                if snap is not None
+                else "(one process, both arms of every model; no snapshot of this run is committed, so it trains from "
+                "the start, writing resumable snapshots into that folder)"
+            )
+            if cfg["TRAINER"] == "ensemble"
+            else f"`python -m ace_helpers.chapters.modadd --preset paper {flags} --workers {cfg['N_MODELS']}` (one process per "
+            "model; this run's snapshots were not committed, so its unfinished arms retrain from their start)"
+        )
+        rows.append(
+            (
+                f"chapters 2–3, {'all models as one ensemble' if cfg['TRAINER'] == 'ensemble' else 'each model alone'}",
+                params,
+                how_trained(cfg),
+                stored,
+                f"{hours:.2f}",
+                cpu,
+                "chapters 2 and 3 (long-run sections)"
+                if is_shown
+                else "chapter 3 (the fork at the paper's epoch)"
+                if at_paper_fork
+                else "not shown (a more complete run is)",
+                resume,
+            )
+        )
     return rows
 
 
@@ -103,10 +129,18 @@ def _reference_row() -> list[tuple[str, ...]]:
     ref = ci.stored_reference(cfg)
     if ref is None:
         return []
-    return [("chapter 3, dimension-matched reference",
-             f"model 0 of the each-model-alone run above, WD arm, activations kept at epochs {ref.data['epochs']}",
-             ci.how_trained(cfg), "finished", f"{ref.manifest['wall_s'] / 3600:.2f}", cpu_kinds([ref.manifest]), "chapter 3",
-             "`python -m ace_helpers.chapters.core_inflation` (retrains it)")]  # fmt: skip
+    return [
+        (
+            "chapter 3, dimension-matched reference",
+            f"model 0 of the each-model-alone run above, WD arm, activations kept at epochs {ref.data['epochs']}",
+            ci.how_trained(cfg),
+            "finished",
+            f"{ref.manifest['wall_s'] / 3600:.2f}",
+            cpu_kinds([ref.manifest]),
+            "chapter 3",
+            "`python -m ace_helpers.chapters.core_inflation` (retrains it)",
+        )
+    ]
 
 
 def _sweep_rows() -> list[tuple[str, ...]]:
@@ -118,21 +152,38 @@ def _sweep_rows() -> list[tuple[str, ...]]:
     rows = []
     for sweep in ("omega", "p"):
         if sweep == "omega":
-            params = (f"ω ∈ {cfg['OMEGAS']} at p = {cfg['P_OMEGA']}, batch {cfg['BATCH_SIZE_OMEGA']}, train fraction "
-                      f"{cfg['TRAIN_FRACTION']}")  # fmt: skip
+            params = (
+                f"ω ∈ {cfg['OMEGAS']} at p = {cfg['P_OMEGA']}, batch {cfg['BATCH_SIZE_OMEGA']}, train fraction "
+                f"{cfg['TRAIN_FRACTION']}"
+            )
         else:
             params = f"p ∈ {cfg['PRIMES']} at ω = {cfg['OMEGA_P']}, full batch, train fraction {cfg['TRAIN_FRACTION_P']}"
         every = "every step" if cfg["EVAL_EVERY"] == 1 else f"every {cfg['EVAL_EVERY']} steps"
         params += f", evaluated {every}, at most {cfg['MAX_STEPS']} steps, lr {cfg['LR']}"
         stored = paper.coverage(sweep)
         shown = "chapter 4 (paper settings)" + ("" if paper.tested(sweep) else ", as not tested yet")
-        resume = (f"`python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep {sweep}` "
-                  "(skips the stored runs; `--workers N` for a local cluster, `--scheduler tcp://HOST:8786` for a running one)")  # fmt: skip
+        resume = (
+            f"`python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep {sweep}` "
+            "(skips the stored runs; `--workers N` for a local cluster, `--scheduler tcp://HOST:8786` for a running one)"
+        )
         folder = gsl.default_store(gsl.NOTEBOOK, "paper")
-        cpu = cpu_kinds(m for m in _manifests(folder, "grok_unit_*.manifest.json")
-                        if m.get("params", {}).get("kwargs", {}).get("sweep") == sweep)
-        rows.append((f"chapter 4, {'ω' if sweep == 'omega' else 'p'} sweep", params, paper.trained, stored,
-                     f"{paper.wall_by_sweep.get(sweep, 0.0) / 3600:.2f}", cpu, shown, resume))  # fmt: skip
+        cpu = cpu_kinds(
+            m
+            for m in _manifests(folder, "grok_unit_*.manifest.json")
+            if m.get("params", {}).get("kwargs", {}).get("sweep") == sweep
+        )
+        rows.append(
+            (
+                f"chapter 4, {'ω' if sweep == 'omega' else 'p'} sweep",
+                params,
+                paper.trained,
+                stored,
+                f"{paper.wall_by_sweep.get(sweep, 0.0) / 3600:.2f}",
+                cpu,
+                shown,
+                resume,
+            )
+        )
     return rows
 
 
@@ -145,14 +196,25 @@ def _official_rows() -> list[tuple[str, ...]]:
     rows = []
     for manifest in _manifests(project_root() / OFFICIAL, "official_modadd_*.manifest.json"):
         prm = manifest["params"]
-        rows.append((f"chapter 2, the code release rerun here ({prm['release']} at {prm['commit'][:7]})",
-                     f"its mod-add protocol as released (p = 53, train fraction 0.5, WD 1.0, fork to WD 0 at epoch 900), "
-                     f"{prm['TOTAL_EPOCHS']} epochs, {prm['K_MODELS']} models",
-                     f"the release's own trainer and analysis, {prm['threads']} thread", "finished",
-                     f"{manifest['wall_s'] / 3600:.2f}", cpu_kinds([manifest]), "chapter 2 (the code release's column)",
-                     f"`python -m ace_helpers.repro.official_runs --official CHECKOUT --epochs {prm['TOTAL_EPOCHS']} "
-                     f"--models {prm['K_MODELS']} --work NEW_FOLDER --store {OFFICIAL.as_posix()}` (the release does not "
-                     "resume: it trains from the start)"))  # fmt: skip
+        rows.append(
+            (
+                f"chapter 2, the code release rerun here ({prm['release']} at {prm['commit'][:7]})",
+                (
+                    f"its mod-add protocol as released (p = 53, train fraction 0.5, WD 1.0, fork to WD 0 at epoch 900), "
+                    f"{prm['TOTAL_EPOCHS']} epochs, {prm['K_MODELS']} models"
+                ),
+                f"the release's own trainer and analysis, {prm['threads']} thread",
+                "finished",
+                f"{manifest['wall_s'] / 3600:.2f}",
+                cpu_kinds([manifest]),
+                "chapter 2 (the code release's column)",
+                (
+                    f"`python -m ace_helpers.repro.official_runs --official CHECKOUT --epochs {prm['TOTAL_EPOCHS']} "
+                    f"--models {prm['K_MODELS']} --work NEW_FOLDER --store {OFFICIAL.as_posix()}` (the release does not "
+                    "resume: it trains from the start)"
+                ),
+            )
+        )
     return rows
 
 
@@ -167,15 +229,25 @@ def _trainer_rows() -> list[tuple[str, ...]]:
         run, through = found
         tag = run_hash(cfg)
         state = "finished" if min(through.values()) >= cfg["EPOCHS"] else "stored part"
-        rows.append((f"chapter 2, trainers compared ({trainer} trainer)",
-                     f"the book protocol: p = {cfg['P']}, train fraction {cfg['TRAIN_FRACTION']}, {cfg['EPOCHS']} epochs, WD "
-                     f"{cfg['WEIGHT_DECAY']}, fork to WD 0 at epoch {cfg['FORK_EPOCH']}, seeds {cfg['SEED']}+m, lr {cfg['LR']}",
-                     how_trained(cfg), f"{state}: {run.n_models} of {cfg['N_MODELS']} models", f"{sum(run.wall_s) / 3600:.2f}",
-                     cpu_kinds(_manifests(artifact_dir(cfg), f"run_{tag}_m*.manifest.json")),
-                     "chapter 2 (trainers compared)",
-                     f"`python -m ace_helpers.chapters.modadd --preset book --epochs {cfg['EPOCHS']} --n-models "
-                     f"{cfg['N_MODELS']} --trainer {trainer} --precision {cfg['PRECISION']} --artifact-dir "
-                     f"{trainers.STORE.as_posix()}`, then `python -m ace_helpers.chapters.modadd_grokking.trainers`"))  # fmt: skip
+        rows.append(
+            (
+                f"chapter 2, trainers compared ({trainer} trainer)",
+                (
+                    f"the book protocol: p = {cfg['P']}, train fraction {cfg['TRAIN_FRACTION']}, {cfg['EPOCHS']} epochs, WD "
+                    f"{cfg['WEIGHT_DECAY']}, fork to WD 0 at epoch {cfg['FORK_EPOCH']}, seeds {cfg['SEED']}+m, lr {cfg['LR']}"
+                ),
+                how_trained(cfg),
+                f"{state}: {run.n_models} of {cfg['N_MODELS']} models",
+                f"{sum(run.wall_s) / 3600:.2f}",
+                cpu_kinds(_manifests(artifact_dir(cfg), f"run_{tag}_m*.manifest.json")),
+                "chapter 2 (trainers compared)",
+                (
+                    f"`python -m ace_helpers.chapters.modadd --preset book --epochs {cfg['EPOCHS']} --n-models "
+                    f"{cfg['N_MODELS']} --trainer {trainer} --precision {cfg['PRECISION']} --artifact-dir "
+                    f"{trainers.STORE.as_posix()}`, then `python -m ace_helpers.chapters.modadd_grokking.trainers`"
+                ),
+            )
+        )
     return rows
 
 

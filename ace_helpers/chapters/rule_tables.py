@@ -38,15 +38,20 @@ from ace_helpers.repro.rules_ledger import LEDGER, load, record_change, register
 
 def tables() -> dict[str, list[Rule]]:
     """``{notebook stem: its rules}`` for every chapter whose claims are a spec table."""
-    return {"00_ace_planted_system": rules_of(PLANTED), "01_markov_cores": rules_of(MARKOV),
-            "02_modadd_grokking": rules_of(MODADD_GROK) + rules_of(MODADD_CIRCLE) + rules_of(MODADD_EPOCHS)
-            + rules_of(MODADD_KEEP_REMOVE) + rules_of(MODADD_SNAP_MODELS), "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE)
-            + rules_of(INFLATION_CONTINUATION),
-            "04_grokking_scaling_law": rules_of(OMEGA_SPECS + P_SPECS + LIMIT_SPECS + JOINT_SPECS + MARGIN_SPECS
-                                                + REDUNDANCY_SPECS),
-            "05_llm_agreement": rules_of(LLM_AGREEMENT),
-            "06_ace_vs_alternatives": rules_of(ALTERNATIVES) + rules_of(ALTERNATIVES_LLM),
-            "07_core_stitching": rules_of(STITCHING) + rules_of(STITCHING_PAPER)}
+    return {
+        "00_ace_planted_system": rules_of(PLANTED),
+        "01_markov_cores": rules_of(MARKOV),
+        "02_modadd_grokking": rules_of(MODADD_GROK)
+        + rules_of(MODADD_CIRCLE)
+        + rules_of(MODADD_EPOCHS)
+        + rules_of(MODADD_KEEP_REMOVE)
+        + rules_of(MODADD_SNAP_MODELS),
+        "03_core_inflation": rules_of(INFLATION) + rules_of(INFLATION_REFERENCE) + rules_of(INFLATION_CONTINUATION),
+        "04_grokking_scaling_law": rules_of(OMEGA_SPECS + P_SPECS + LIMIT_SPECS + JOINT_SPECS + MARGIN_SPECS + REDUNDANCY_SPECS),
+        "05_llm_agreement": rules_of(LLM_AGREEMENT),
+        "06_ace_vs_alternatives": rules_of(ALTERNATIVES) + rules_of(ALTERNATIVES_LLM),
+        "07_core_stitching": rules_of(STITCHING) + rules_of(STITCHING_PAPER),
+    }
 
 
 def stored_headlines() -> dict[str, dict]:
@@ -65,8 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--id", default="", help="record: the claim id of a rule that is still code, not a spec")
     parser.add_argument("--rule", default="", help="record: the new rule in one line")
     parser.add_argument("--why", default="", help="why the rules changed (required by register)")
-    parser.add_argument("--restated", action="store_true",
-                        help="the rules' code changed, not what they decide (every stored verdict and value the same)")
+    parser.add_argument(
+        "--restated",
+        action="store_true",
+        help="the rules' code changed, not what they decide (every stored verdict and value the same)",
+    )
     args = parser.parse_args(argv)
     ledger = load(LEDGER)
     todo = unregistered(tables(), ledger)
@@ -78,14 +86,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.action == "record":
         if not args.id or not args.rule:
             parser.error("record needs --id and --rule")
-        record_change(ledger, args.id, rule=args.rule, why=args.why, commit=git_commit().removesuffix("-dirty"),
-                      date=dt.date.today().isoformat(), stored=stored_headlines())
+        record_change(
+            ledger,
+            args.id,
+            rule=args.rule,
+            why=args.why,
+            commit=git_commit().removesuffix("-dirty"),
+            date=dt.date.today().isoformat(),
+            stored=stored_headlines(),
+        )
         save(ledger, LEDGER)
         print(f"recorded a change of {args.id}")
         return 0
-    added = register(tables(), ledger, why=args.why, commit=git_commit().removesuffix("-dirty"),
-                     date=dt.date.today().isoformat(), stored=stored_headlines(),
-                     change="restated" if args.restated else "changed")
+    added = register(
+        tables(),
+        ledger,
+        why=args.why,
+        commit=git_commit().removesuffix("-dirty"),
+        date=dt.date.today().isoformat(),
+        stored=stored_headlines(),
+        change="restated" if args.restated else "changed",
+    )
     save(ledger, LEDGER)
     print(f"registered {len(added)} rule(s): {', '.join(added) or 'none'}")
     return 0

@@ -12,7 +12,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The packages formatted so far (ruff, configured in pyproject.toml).
-FORMATTED = ("ace_helpers/method", "ace_helpers/toys", "ace_helpers/llm", "ace_helpers/repro")
+FORMATTED = (
+    "ace_helpers/method", "ace_helpers/toys", "ace_helpers/llm", "ace_helpers/repro",
+    "ace_helpers/chapters/ace_planted_system", "ace_helpers/chapters/ace_vs_alternatives", "ace_helpers/chapters/markov_run",
+    "ace_helpers/chapters/toy_views", "ace_helpers/chapters/modadd_grokking", "ace_helpers/chapters/__init__.py",
+    "ace_helpers/chapters/paper_runs.py", "ace_helpers/chapters/rule_tables.py", "ace_helpers/chapters/sweep.py",
+)
 
 
 @pytest.mark.parametrize("command", [["format", "--check"], ["check"]], ids=["format", "check"])

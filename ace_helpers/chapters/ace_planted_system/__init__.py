@@ -72,9 +72,17 @@ def subspaces(system: PlantedSystem, rank: int, energy: float) -> tuple[Core, di
 
 def sample(cfg: Params) -> PlantedSystem:
     """The chapter's planted system under ``cfg`` (three blocks of ``R_CORE`` directions each)."""
-    return planted_system(n=cfg["N_SAMPLES"], dim=cfg["DIM"], r_core=cfg["R_CORE"], r_active=cfg["R_CORE"],
-                          r_relevant=cfg["R_CORE"], n_classes=N_CLASSES, active_std=cfg["ACTIVE_STD"],
-                          relevant_weight=cfg["RELEVANT_WEIGHT"], seed=cfg["SEED"])  # fmt: skip
+    return planted_system(
+        n=cfg["N_SAMPLES"],
+        dim=cfg["DIM"],
+        r_core=cfg["R_CORE"],
+        r_active=cfg["R_CORE"],
+        r_relevant=cfg["R_CORE"],
+        n_classes=N_CLASSES,
+        active_std=cfg["ACTIVE_STD"],
+        relevant_weight=cfg["RELEVANT_WEIGHT"],
+        seed=cfg["SEED"],
+    )
 
 
 def hook_site(cfg: Params) -> HookSite:
@@ -82,8 +90,13 @@ def hook_site(cfg: Params) -> HookSite:
     into the planted readout, whose weights W (K, D) are the task's Jacobian; scored against the planted labels."""
     system = sample(cfg)
     labels = torch.as_tensor(system.labels)
-    return HookSite(nnsight.NNsight(PlantedReadout(system.W).eval()), torch.as_tensor(system.H, dtype=torch.float32)[:, None, :],
-                      "hidden", system.W, lambda logits: float((logits[:, 0].argmax(-1) == labels).double().mean()))  # fmt: skip
+    return HookSite(
+        nnsight.NNsight(PlantedReadout(system.W).eval()),
+        torch.as_tensor(system.H, dtype=torch.float32)[:, None, :],
+        "hidden",
+        system.W,
+        lambda logits: float((logits[:, 0].argmax(-1) == labels).double().mean()),
+    )
 
 
 def run(cfg: Params) -> dict[str, Any]:

@@ -40,8 +40,10 @@ def _keep_ace(res: Mapping[str, Any], cfg: Params) -> Measured:
 
 def _accuracy(which: str, method: str):
     def measure(res: Mapping[str, Any], cfg: Params) -> Measured:
-        return Measured({"accuracy": res[which][method], "chance": res["chance_acc"]},
-                        context={"chance": f"{res['chance_acc']:g}", "classes": round(1 / res["chance_acc"])})
+        return Measured(
+            {"accuracy": res[which][method], "chance": res["chance_acc"]},
+            context={"chance": f"{res['chance_acc']:g}", "classes": round(1 / res["chance_acc"])},
+        )
 
     measure.__qualname__ = f"accuracy[{which}, {method}]"
     return measure
@@ -52,32 +54,72 @@ def _rule(key: str, claim: str, paper: str, test: Comparison, prose: str, measur
 
 
 SPECS: tuple[Spec, ...] = (
-    _rule("rank", "ACE rank = planted core dimension", "—",
-          Comparison("ACE rank", EQUAL, 0, relative_to="R_CORE", over=ONE),
-          "the energy rule's rank (cumulative balanced energy ≥ ENERGY = {energy}) equals R_CORE = {t0} exactly", _rank,
-          {"ACE rank": 5}),
-    _rule("overlap", "ACE overlap with the core", "ACE keeps the directions that are both active and relevant (abstract)",
-          Comparison("overlap with the core", ">=", 0.99, over=ONE),
-          "projector overlap with the planted core ≥ {t0} (1: the same subspace; the sources are exactly uncorrelated, so "
-          "the planted blocks are the sample's own ground truth)", _overlap("ace"), {"overlap with the core": 0.5}),
-    _rule("pca_misses", "PCA misses the core", "—", Comparison("overlap with the core", "<=", 0.1, over=ONE),
-          "overlap of the rank-matched top PCA directions with the core ≤ {t0} (activity alone finds the active-only "
-          "block)", _overlap("pca"), {"overlap with the core": 0.9}),
-    _rule("jacobian_misses", "Jacobian directions miss the core", "—", Comparison("overlap with the core", "<=", 0.1, over=ONE),
-          "overlap of the rank-matched top Jacobian (readout) directions with the core ≤ {t0} (relevance alone finds the "
-          "relevant-only block)", _overlap("jacobian"), {"overlap with the core": 0.9}),
-    _rule("sufficient", "ACE core sufficient", "keeping only the core keeps performance (abstract)",
-          Comparison("core-only / readout accuracy", ">=", 0.95, over=ONE),
-          "core-only accuracy ≥ {t0} × the readout's own ({base}); ours: the dropped noise and relevant-only directions "
-          "carry a little of the readout", _keep_ace, {"core-only / readout accuracy": 0.3}),
-    _rule("necessary", "ACE core necessary", "removing the core drops performance to chance (abstract)",
-          Comparison("accuracy", "<=", 0.05, relative_to="chance", over=ONE),
-          "core-removed accuracy ≤ chance ({chance} = 1/{classes} classes) + {d0} (ours)", _accuracy("acc_remove", "ace"),
-          {"accuracy": 0.9}),
-    _rule("pca_not_sufficient", "the PCA subspace is not sufficient", "—",
-          Comparison("accuracy", "<=", 0.05, relative_to="chance", over=ONE),
-          "keeping only the rank-matched PCA subspace leaves accuracy ≤ chance + {d0}: high variance alone does not carry "
-          "the task", _accuracy("acc_keep", "pca"), {"accuracy": 0.9}),
+    _rule(
+        "rank",
+        "ACE rank = planted core dimension",
+        "—",
+        Comparison("ACE rank", EQUAL, 0, relative_to="R_CORE", over=ONE),
+        "the energy rule's rank (cumulative balanced energy ≥ ENERGY = {energy}) equals R_CORE = {t0} exactly",
+        _rank,
+        {"ACE rank": 5},
+    ),
+    _rule(
+        "overlap",
+        "ACE overlap with the core",
+        "ACE keeps the directions that are both active and relevant (abstract)",
+        Comparison("overlap with the core", ">=", 0.99, over=ONE),
+        "projector overlap with the planted core ≥ {t0} (1: the same subspace; the sources are exactly uncorrelated, so "
+        "the planted blocks are the sample's own ground truth)",
+        _overlap("ace"),
+        {"overlap with the core": 0.5},
+    ),
+    _rule(
+        "pca_misses",
+        "PCA misses the core",
+        "—",
+        Comparison("overlap with the core", "<=", 0.1, over=ONE),
+        "overlap of the rank-matched top PCA directions with the core ≤ {t0} (activity alone finds the active-only block)",
+        _overlap("pca"),
+        {"overlap with the core": 0.9},
+    ),
+    _rule(
+        "jacobian_misses",
+        "Jacobian directions miss the core",
+        "—",
+        Comparison("overlap with the core", "<=", 0.1, over=ONE),
+        "overlap of the rank-matched top Jacobian (readout) directions with the core ≤ {t0} (relevance alone finds the "
+        "relevant-only block)",
+        _overlap("jacobian"),
+        {"overlap with the core": 0.9},
+    ),
+    _rule(
+        "sufficient",
+        "ACE core sufficient",
+        "keeping only the core keeps performance (abstract)",
+        Comparison("core-only / readout accuracy", ">=", 0.95, over=ONE),
+        "core-only accuracy ≥ {t0} × the readout's own ({base}); ours: the dropped noise and relevant-only directions "
+        "carry a little of the readout",
+        _keep_ace,
+        {"core-only / readout accuracy": 0.3},
+    ),
+    _rule(
+        "necessary",
+        "ACE core necessary",
+        "removing the core drops performance to chance (abstract)",
+        Comparison("accuracy", "<=", 0.05, relative_to="chance", over=ONE),
+        "core-removed accuracy ≤ chance ({chance} = 1/{classes} classes) + {d0} (ours)",
+        _accuracy("acc_remove", "ace"),
+        {"accuracy": 0.9},
+    ),
+    _rule(
+        "pca_not_sufficient",
+        "the PCA subspace is not sufficient",
+        "—",
+        Comparison("accuracy", "<=", 0.05, relative_to="chance", over=ONE),
+        "keeping only the rank-matched PCA subspace leaves accuracy ≤ chance + {d0}: high variance alone does not carry the task",
+        _accuracy("acc_keep", "pca"),
+        {"accuracy": 0.9},
+    ),
 )
 
 

@@ -19,8 +19,18 @@ def planted_summary(overlap: dict, acc_keep: dict, acc_remove: dict, chance: flo
     blocks = list(next(iter(overlap.values())))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
     grid = np.array([[overlap[m][b] for b in blocks] for m in methods])
-    sns.heatmap(grid, annot=True, fmt=".2f", vmin=0, vmax=1, cmap="mako", ax=ax1,
-                xticklabels=[b.replace("_", " ") for b in blocks], yticklabels=[m.upper() for m in methods], cbar=False)
+    sns.heatmap(
+        grid,
+        annot=True,
+        fmt=".2f",
+        vmin=0,
+        vmax=1,
+        cmap="mako",
+        ax=ax1,
+        xticklabels=[b.replace("_", " ") for b in blocks],
+        yticklabels=[m.upper() for m in methods],
+        cbar=False,
+    )
     ax1.set_title("A (ours)  Projector overlap with the planted blocks", fontsize=10)
     x = np.arange(len(methods))
     ax2.bar(x - 0.2, [acc_keep[m] for m in methods], 0.4, label="keep only", color=PALETTE["keep"])

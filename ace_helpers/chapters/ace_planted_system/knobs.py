@@ -63,12 +63,27 @@ KNOBS: tuple[Knob, ...] = (
     knob("N_SAMPLES", "number of activation rows", plain(checks.check_int, low=100), ci=2000, book=8000),
     knob("DIM", "activation dimension D", _dim, ci=32, book=32),
     knob("R_CORE", "dimension of each planted block (core, active only, relevant only)", _r_core, ci=3, book=3),
-    knob("ACTIVE_STD", "standard deviation of the active-only block (the core has 1)",
-         _checked(checks.check_range, low=1.0), ci=6.0, book=6.0),
-    knob("RELEVANT_WEIGHT", "readout weight scale of the relevant-only block", _checked(checks.check_range, low=1.0),
-         ci=20.0, book=20.0),
-    knob("ENERGY", "cumulative-energy threshold of the ACE rank rule",
-         _checked(checks.check_range, low=0.0, high=1.0, low_open=True), ci=0.99, book=0.99),
+    knob(
+        "ACTIVE_STD",
+        "standard deviation of the active-only block (the core has 1)",
+        _checked(checks.check_range, low=1.0),
+        ci=6.0,
+        book=6.0,
+    ),
+    knob(
+        "RELEVANT_WEIGHT",
+        "readout weight scale of the relevant-only block",
+        _checked(checks.check_range, low=1.0),
+        ci=20.0,
+        book=20.0,
+    ),
+    knob(
+        "ENERGY",
+        "cumulative-energy threshold of the ACE rank rule",
+        _checked(checks.check_range, low=0.0, high=1.0, low_open=True),
+        ci=0.99,
+        book=0.99,
+    ),
     knob("SEED", "seed of the planted system", plain(checks.check_int, low=0), ci=0, book=0),
 )
 
@@ -80,6 +95,8 @@ def check(values: dict[str, Any]) -> None:
     """Validate every knob (``ValueError`` naming it), including the run's memory estimate.  (A module-level
     function, so that resolved settings pickle for worker processes.)"""
     _CHECK(values)
+
+
 #: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(PRESET="ci")`` elsewhere.
 PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 #: The lines of the notebook's parameters cell (a test holds the notebook to them).

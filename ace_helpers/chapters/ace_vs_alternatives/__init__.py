@@ -52,15 +52,16 @@ from ace_helpers.chapters.ace_vs_alternatives.claims import (  # noqa: F401 - th
     ns_markdown,
     ns_table_rows,
 )
-from ace_helpers.chapters.modadd import grokked
 from ace_helpers.chapters.ace_vs_alternatives.knobs import KNOBS, NOTEBOOK, PARAMS, PRESETS, check  # noqa: F401
 from ace_helpers.chapters.markov_run import run as markov
+from ace_helpers.chapters.markov_run.jobs import hook_site
+from ace_helpers.chapters.modadd import grokked
 from ace_helpers.chapters.toy_views import views as toy_views
-from ace_helpers.chapters.markov_run.jobs import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
-from ace_helpers.method.devices import resolve_device
+from ace_helpers.llm.provenance import describe_models
 from ace_helpers.method.compare import projector_overlap
 from ace_helpers.method.core import extract_core
-from ace_helpers.method.subspaces import (  # fmt: skip
+from ace_helpers.method.devices import resolve_device
+from ace_helpers.method.subspaces import (
     class_mean_basis,
     das_basis,
     jacobian_basis,
@@ -70,15 +71,14 @@ from ace_helpers.method.subspaces import (  # fmt: skip
     probe_basis,
     random_basis,
 )
-from ace_helpers.repro.params import Params
-from ace_helpers.llm.provenance import describe_models
 from ace_helpers.repro.departures import departures
+from ace_helpers.repro.params import Params
 from ace_helpers.repro.untested import not_tested_table
 from ace_helpers.toys.tasks.markov import chance_accuracy, markov_dataset
 from ace_helpers.toys.tasks.modadd import modadd_dataset
 from ace_helpers.toys.tasks.planted import planted_system
 
-__all__ = ["PARAMS", "run", "build_claims", "hook_site", "not_tested_table", "run_departures"]
+__all__ = ["PARAMS", "build_claims", "hook_site", "not_tested_table", "run", "run_departures"]
 
 
 def run_departures(cfg: Params) -> list[str]:
@@ -86,21 +86,33 @@ def run_departures(cfg: Params) -> list[str]:
     bundled language model is (:func:`~ace_helpers.llm.provenance.describe_models`)."""
     return departures(cfg, describe_models(cfg["LLM_MODELS"]))
 
+
 FREQ_POWER = 0.9
 #: Activation rows each learned (DAS) basis is trained on (a seeded subsample; ours, for speed).
 DAS_ROWS = 8000
 #: Resamples and level of the mod-add ground-truth overlap's interval (:func:`overlap_bootstrap`).
 GT_BOOT, GT_LEVEL = 200, 0.9
-GT_BOOT_METHOD = (f"normal bootstrap interval, {GT_LEVEL:.0%}: the overlap ± z·sd of its {GT_BOOT} resamples (test pairs "
-                  "resampled within each answer class, the ground truth and ACE's basis refitted on each); centred on the "
-                  "measured overlap, since resampled class means are noisier and lower every resampled overlap")
+GT_BOOT_METHOD = (
+    f"normal bootstrap interval, {GT_LEVEL:.0%}: the overlap ± z·sd of its {GT_BOOT} resamples (test pairs "
+    "resampled within each answer class, the ground truth and ACE's basis refitted on each); centred on the "
+    "measured overlap, since resampled class means are noisier and lower every resampled overlap"
+)
+
 
 # -------------------- one task ----------------------------------------------------------------
 def compare_methods(
-    fit_h: np.ndarray, fit_y: np.ndarray, test_h: np.ndarray, test_y: np.ndarray, weight: np.ndarray,
-    bias: np.ndarray | None, ace_basis: Callable[[], np.ndarray], truth: np.ndarray, ranks: list[int],
-    chance: float, cfg: Params,
-) -> dict[str, Any]:  # fmt: skip
+    fit_h: np.ndarray,
+    fit_y: np.ndarray,
+    test_h: np.ndarray,
+    test_y: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    ace_basis: Callable[[], np.ndarray],
+    truth: np.ndarray,
+    ranks: list[int],
+    chance: float,
+    cfg: Params,
+) -> dict[str, Any]:
     """Every method at every rank: overlap with ``truth`` (D, g), keep / remove accuracy on the test rows.
 
     ``ace_basis()`` returns ACE's full ordered (D, D) basis (timed as ACE's cost); the other methods are
@@ -108,14 +120,26 @@ def compare_methods(
     """
     dim = fit_h.shape[1]
     base = float(np.mean((test_h @ weight.T + (0 if bias is None else bias)).argmax(-1) == test_y))
-    out: dict[str, Any] = {"ranks": ranks, "gt_rank": int(truth.shape[1]), "base_acc": base, "chance_acc": chance,
-                           "overlap": {}, "keep": {}, "remove": {}, "seconds": {}, "ns_rank": {}}
+    out: dict[str, Any] = {
+        "ranks": ranks,
+        "gt_rank": int(truth.shape[1]),
+        "base_acc": base,
+        "chance_acc": chance,
+        "overlap": {},
+        "keep": {},
+        "remove": {},
+        "seconds": {},
+        "ns_rank": {},
+    }
     t = time.perf_counter()
     full = ace_basis()
     nested = {"ace": (full, time.perf_counter() - t)}
-    for name, fn in (("pca", lambda: pca_basis(fit_h, max(ranks))), ("jacobian", lambda: jacobian_basis(weight, dim, max(ranks))),
-                     ("probe", lambda: probe_basis(fit_h, fit_y, max(ranks), seed=cfg["SEED"])),
-                     ("class_means", lambda: class_mean_basis(fit_h, fit_y, max(ranks)))):
+    for name, fn in (
+        ("pca", lambda: pca_basis(fit_h, max(ranks))),
+        ("jacobian", lambda: jacobian_basis(weight, dim, max(ranks))),
+        ("probe", lambda: probe_basis(fit_h, fit_y, max(ranks), seed=cfg["SEED"])),
+        ("class_means", lambda: class_mean_basis(fit_h, fit_y, max(ranks))),
+    ):
         t = time.perf_counter()
         nested[name] = (fn(), time.perf_counter() - t)
     for m in METHODS:
@@ -128,8 +152,9 @@ def compare_methods(
             elif m == "random":
                 q = random_basis(dim, r, cfg["SEED"] + r)
             else:
-                q = das_basis(fit_h, weight, bias, r, steps=cfg["DAS_STEPS"], lr=cfg["DAS_LR"], seed=cfg["SEED"] + r,
-                              max_rows=DAS_ROWS)
+                q = das_basis(
+                    fit_h, weight, bias, r, steps=cfg["DAS_STEPS"], lr=cfg["DAS_LR"], seed=cfg["SEED"] + r, max_rows=DAS_ROWS
+                )
             spent += time.perf_counter() - t
             if q is None:
                 for key in ("overlap", "keep", "remove"):
@@ -140,30 +165,48 @@ def compare_methods(
             out["keep"][m].append(keep)
             out["remove"][m].append(remove)
         out["seconds"][m] = spent + (nested[m][1] if m in nested else 0.0)
-        out["ns_rank"][m] = minimal_ns_rank(ranks, out["keep"][m], out["remove"][m], base, chance,
-                                            keep_tol=KEEP_TOL, remove_tol=REMOVE_TOL)
+        out["ns_rank"][m] = minimal_ns_rank(
+            ranks, out["keep"][m], out["remove"][m], base, chance, keep_tol=KEEP_TOL, remove_tol=REMOVE_TOL
+        )
     return out
 
 
 def run_planted(cfg: Params) -> dict[str, Any]:
     """The planted system (chapter 0's, with its readout W as the tail)."""
-    s = planted_system(n=cfg["N_SAMPLES"], dim=cfg["DIM"], r_core=cfg["R_CORE"], r_active=cfg["R_CORE"],
-                       r_relevant=cfg["R_CORE"], n_classes=4, active_std=6.0, relevant_weight=20.0, seed=cfg["SEED"])
-    ace = lambda: extract_core(s.H, s.W, energy=0.99).full_basis  # noqa: E731
-    out = compare_methods(s.H, s.labels, s.H, s.labels, s.W, None, ace, s.core,
-                          list(range(1, cfg["PLANTED_R_MAX"] + 1)), 0.25, cfg)
-    out["distractor_overlap"] = {m: {"active_only": projector_overlap(q, s.active_only),
-                                     "relevant_only": projector_overlap(q, s.relevant_only)}
-                                 for m, q in (("pca", pca_basis(s.H, cfg["R_CORE"])),
-                                              ("jacobian", jacobian_basis(s.W, cfg["DIM"], cfg["R_CORE"])))}
+    s = planted_system(
+        n=cfg["N_SAMPLES"],
+        dim=cfg["DIM"],
+        r_core=cfg["R_CORE"],
+        r_active=cfg["R_CORE"],
+        r_relevant=cfg["R_CORE"],
+        n_classes=4,
+        active_std=6.0,
+        relevant_weight=20.0,
+        seed=cfg["SEED"],
+    )
+    ace = lambda: extract_core(s.H, s.W, energy=0.99).full_basis
+    out = compare_methods(
+        s.H, s.labels, s.H, s.labels, s.W, None, ace, s.core, list(range(1, cfg["PLANTED_R_MAX"] + 1)), 0.25, cfg
+    )
+    out["distractor_overlap"] = {
+        m: {"active_only": projector_overlap(q, s.active_only), "relevant_only": projector_overlap(q, s.relevant_only)}
+        for m, q in (("pca", pca_basis(s.H, cfg["R_CORE"])), ("jacobian", jacobian_basis(s.W, cfg["DIM"], cfg["R_CORE"])))
+    }
     return out
 
 
 def run_markov(cfg: Params) -> dict[str, Any]:
     """One Markov seed (chapter 1's model), layer output at every position; ground truth: the state means."""
     data = markov_dataset(cfg["T"], cfg["N_TRAIN"], cfg["N_TEST"], cfg["SEQ_LEN"], train_seed=0, test_seed=999)
-    model = markov.train_models(data, [cfg["SEED"]], d_model=cfg["D_MODEL"], epochs=cfg["EPOCHS"], lr=cfg["LR"],
-                                      precision=cfg["PRECISION"], device=resolve_device(cfg["DEVICE"])).models[0]
+    model = markov.train_models(
+        data,
+        [cfg["SEED"]],
+        d_model=cfg["D_MODEL"],
+        epochs=cfg["EPOCHS"],
+        lr=cfg["LR"],
+        precision=cfg["PRECISION"],
+        device=resolve_device(cfg["DEVICE"]),
+    ).models[0]
     view = toy_views.markov_view(model, data, cfg["ENERGY"])
     dim = view.h_train.shape[1]
     test_h = view.h_test.reshape(-1, dim)
@@ -171,10 +214,19 @@ def run_markov(cfg: Params) -> dict[str, Any]:
     truth = class_mean_basis(test_h, state_now, data.n_states - 1)
     w = markov.tail_jacobian(model, "centered")  # centred logits: the same argmax as the logits
     bias = model.lm_head.bias.detach().double().numpy()
-    out = compare_methods(view.h_train, data.train_targets.reshape(-1).numpy(), test_h,
-                          data.test_targets.reshape(-1).numpy(), w, bias - bias.mean(),
-                          lambda: extract_core(view.h_train, w, energy=cfg["ENERGY"]).full_basis,
-                          truth, list(range(1, cfg["R_MAX"] + 1)), chance_accuracy(data.T, data.test_targets), cfg)
+    out = compare_methods(
+        view.h_train,
+        data.train_targets.reshape(-1).numpy(),
+        test_h,
+        data.test_targets.reshape(-1).numpy(),
+        w,
+        bias - bias.mean(),
+        lambda: extract_core(view.h_train, w, energy=cfg["ENERGY"]).full_basis,
+        truth,
+        list(range(1, cfg["R_MAX"] + 1)),
+        chance_accuracy(data.T, data.test_targets),
+        cfg,
+    )
     out["ace_rank"] = view.core.rank
     return out
 
@@ -197,7 +249,9 @@ def frequency_directions(h: np.ndarray, answers: np.ndarray, p: int, keys: list[
     return np.stack([means.T @ f(2 * np.pi * k * c / p) for k in keys for f in (np.cos, np.sin)], axis=1)
 
 
-def frequency_shares(basis: np.ndarray, h: np.ndarray, answers: np.ndarray, p: int, keys: list[int]) -> tuple[list[float], list[float]]:
+def frequency_shares(
+    basis: np.ndarray, h: np.ndarray, answers: np.ndarray, p: int, keys: list[int]
+) -> tuple[list[float], list[float]]:
     """Per frequency of ``keys``: (its amplitude in the class means, the share of its plane inside span(``basis``)).
 
     ``basis`` (D, r) orthonormal. The amplitude is the larger singular value of the frequency's (D, 2)
@@ -213,9 +267,19 @@ def frequency_shares(basis: np.ndarray, h: np.ndarray, answers: np.ndarray, p: i
 
 
 def overlap_bootstrap(
-    h: np.ndarray, answers: np.ndarray, p: int, keys: list[int], weight: np.ndarray, energy: float, rank: int,
-    point: float, *, n_boot: int = GT_BOOT, level: float = GT_LEVEL, seed: int = 0,
-) -> list[float]:  # fmt: skip
+    h: np.ndarray,
+    answers: np.ndarray,
+    p: int,
+    keys: list[int],
+    weight: np.ndarray,
+    energy: float,
+    rank: int,
+    point: float,
+    *,
+    n_boot: int = GT_BOOT,
+    level: float = GT_LEVEL,
+    seed: int = 0,
+) -> list[float]:
     """Interval of the overlap ``point`` of ACE's rank-``rank`` basis of ``h`` (N, D) with the Fourier truth of
     ``keys``: seeded bootstrap over the rows, resampled within each answer class (every class keeps its count),
     both subspaces refitted per resample; ``point ± z·sd`` of the resampled overlaps (z for ``level``), clipped
@@ -243,16 +307,28 @@ def run_modadd(cfg: Params) -> dict[str, Any]:
     truth, keys = fourier_truth(model, view.h_test, answers, data.p)
     w = model.lm_head.weight.detach().double().numpy()
     b = model.lm_head.bias.detach().double().numpy()
-    ace_basis = lambda: extract_core(view.h_test, w, energy=cfg["MODADD_ENERGY"]).full_basis  # noqa: E731
-    out = compare_methods(view.h_train, data.train_targets[:, -1].numpy(), view.h_test, answers, w, b, ace_basis, truth,
-                          list(range(1, cfg["MODADD_R_MAX"] + 1)), 1.0 / data.p, cfg)
+    ace_basis = lambda: extract_core(view.h_test, w, energy=cfg["MODADD_ENERGY"]).full_basis
+    out = compare_methods(
+        view.h_train,
+        data.train_targets[:, -1].numpy(),
+        view.h_test,
+        answers,
+        w,
+        b,
+        ace_basis,
+        truth,
+        list(range(1, cfg["MODADD_R_MAX"] + 1)),
+        1.0 / data.p,
+        cfg,
+    )
     g = truth.shape[1]
     amps, shares = frequency_shares(ace_basis()[:, :g], view.h_test, answers, data.p, keys)
     out.update(ace_rank=view.core.rank, key_freqs=keys, key_amp=amps, key_share=shares, grok_step=grok[0])
     if g in out["ranks"]:
         point = out["overlap"]["ace"][out["ranks"].index(g)]
-        out["gt_overlap_interval"] = overlap_bootstrap(view.h_test, answers, data.p, keys, w, cfg["MODADD_ENERGY"], g,
-                                                       point, seed=cfg["SEED"])
+        out["gt_overlap_interval"] = overlap_bootstrap(
+            view.h_test, answers, data.p, keys, w, cfg["MODADD_ENERGY"], g, point, seed=cfg["SEED"]
+        )
         out["gt_overlap_method"] = GT_BOOT_METHOD
     return out
 
@@ -281,9 +357,11 @@ def finding_text(res: dict[str, Any]) -> str:
         best = min(reached.values())
         winners = sorted(m for m, r in reached.items() if r == best)
         ratio = s["seconds"]["das"] / max(s["seconds"]["ace"], 1e-9)
-        text = (f"**{task}** (ground-truth rank {s['gt_rank']}): N&S first at rank {best}, by {', '.join(winners)}; "
-                f"ACE: {'never' if ns['ace'] is None else ns['ace']}, DAS: {'never' if ns['das'] is None else ns['das']} "
-                f"(DAS took {ratio:.0f}× ACE's time over the sweep).")
+        text = (
+            f"**{task}** (ground-truth rank {s['gt_rank']}): N&S first at rank {best}, by {', '.join(winners)}; "
+            f"ACE: {'never' if ns['ace'] is None else ns['ace']}, DAS: {'never' if ns['das'] is None else ns['das']} "
+            f"(DAS took {ratio:.0f}× ACE's time over the sweep)."
+        )
         if winners != ["ace"] and "ace" in winners:
             text += " ACE ties here; it does not win alone."
         elif "ace" not in winners:

@@ -42,7 +42,7 @@ from ace_helpers.llm.agreement_edits import sweep_margins
 from ace_helpers.llm.agreement_states import collect_states
 from ace_helpers.method import portable
 from ace_helpers.method.core import Core, GramianAccumulator
-from ace_helpers.method.subspaces import (  # fmt: skip
+from ace_helpers.method.subspaces import (
     class_mean_basis,
     jacobian_basis,
     minimal_ns_rank,
@@ -97,9 +97,16 @@ def das_margin_basis(
 
 
 def fit_bases(
-    h: np.ndarray, g: np.ndarray, m: np.ndarray, y: np.ndarray, ranks: Sequence[int], *, seed: int = 0,
-    das_steps: int = 300, das_lr: float = 0.02,
-) -> tuple[dict[str, list[np.ndarray | None]], dict[str, float]]:  # fmt: skip
+    h: np.ndarray,
+    g: np.ndarray,
+    m: np.ndarray,
+    y: np.ndarray,
+    ranks: Sequence[int],
+    *,
+    seed: int = 0,
+    das_steps: int = 300,
+    das_lr: float = 0.02,
+) -> tuple[dict[str, list[np.ndarray | None]], dict[str, float]]:
     """Every method's (D, r) basis for r in ``ranks`` (None where it has fewer directions) and its fit time (s).
 
     h, g: (N, D) train activations and margin gradients; m: (N,) margins; y: (N,) number labels.
@@ -109,8 +116,10 @@ def fit_bases(
     seconds: dict[str, float] = {}
     fits = {
         "ace": lambda: GramianAccumulator(dim).add_activations(h).add_jacobians(g).core(rank=1).full_basis,
-        "pca": lambda: pca_basis(h, top), "jacobian": lambda: jacobian_basis(g, dim, top),
-        "probe": lambda: probe_basis(h, y, top, seed=seed), "class_means": lambda: class_mean_basis(h, y, top),
+        "pca": lambda: pca_basis(h, top),
+        "jacobian": lambda: jacobian_basis(g, dim, top),
+        "probe": lambda: probe_basis(h, y, top, seed=seed),
+        "class_means": lambda: class_mean_basis(h, y, top),
     }
     for name, fn in fits.items():
         t = time.perf_counter()
@@ -134,17 +143,30 @@ def _core(q: np.ndarray, mean: np.ndarray) -> Core:
 
 
 def score_bases(
-    lm, tokenizer, data: AgreementSplit, layer: int, bases: dict[str, list[np.ndarray | None]], mean: np.ndarray,
-    base_margin: np.ndarray, *, batch_size: int = 50,
-) -> dict[str, dict[str, list[float | None]]]:  # fmt: skip
+    lm,
+    tokenizer,
+    data: AgreementSplit,
+    layer: int,
+    bases: dict[str, list[np.ndarray | None]],
+    mean: np.ndarray,
+    base_margin: np.ndarray,
+    *,
+    batch_size: int = 50,
+) -> dict[str, dict[str, list[float | None]]]:
     """Keep / remove / flip accuracy and the flip's margin shift per method and rank, on the test prompts.
 
     All bases go through one :func:`sweep_margins` call (the same layer listed once per basis).
     """
 
     flat = [(m, i, q) for m in METHODS for i, q in enumerate(bases[m]) if q is not None]
-    sweep = sweep_margins(lm, tokenizer, data.test_prompts, [layer] * len(flat),
-                          [_core(q.astype(np.float32), mean.astype(np.float32)) for _, _, q in flat], batch_size=batch_size)
+    sweep = sweep_margins(
+        lm,
+        tokenizer,
+        data.test_prompts,
+        [layer] * len(flat),
+        [_core(q.astype(np.float32), mean.astype(np.float32)) for _, _, q in flat],
+        batch_size=batch_size,
+    )
     sign = 2.0 * np.asarray(data.test_labels) - 1.0
     n = {m: len(bases[m]) for m in METHODS}
     out = {key: {m: [None] * n[m] for m in METHODS} for key in ("keep", "remove", "flip", "flip_shift")}
@@ -164,19 +186,40 @@ def compare_model(name: str, lm, tokenizer, data: AgreementSplit, ranks: list[in
     train = collect_states(lm, tokenizer, data.train_prompts, [layer], batch_size=bs)
     test = collect_states(lm, tokenizer, data.test_prompts, [layer], gradients=False, batch_size=bs)
     h, g = train.H[0].astype(np.float64), train.G[0].astype(np.float64)
-    bases, seconds = fit_bases(h, g, train.margin.astype(np.float64), np.asarray(data.train_labels), ranks,
-                               seed=cfg["SEED"], das_steps=cfg["DAS_STEPS"], das_lr=cfg["DAS_LR"])
+    bases, seconds = fit_bases(
+        h,
+        g,
+        train.margin.astype(np.float64),
+        np.asarray(data.train_labels),
+        ranks,
+        seed=cfg["SEED"],
+        das_steps=cfg["DAS_STEPS"],
+        das_lr=cfg["DAS_LR"],
+    )
     t = time.perf_counter()
     scores = score_bases(lm, tokenizer, data, layer, bases, h.mean(axis=0), test.margin.astype(np.float64), batch_size=bs)
     base = float(np.mean((2.0 * np.asarray(data.test_labels) - 1.0) * test.margin > 0))
     named = list(llm.torch_module(lm).named_parameters())
     n_params = sum(p.numel() for _, p in named)
     n_blocks = sum(p.numel() for k, p in named if "embed" not in k and "lm_head" not in k)  # the scale the paper compares
-    out = {"layer": layer, "n_layers": n_layers, "n_params": n_params, "n_params_blocks": n_blocks, "ranks": ranks, "base_acc": base, "chance_acc": 0.5,
-           "n_train": len(data.train_prompts), "n_test": len(data.test_prompts), **scores, "seconds": seconds,
-           "eval_s": time.perf_counter() - t}
-    out["ns_rank"] = {m: minimal_ns_rank(ranks, out["keep"][m], out["remove"][m], base, 0.5, keep_tol=KEEP_TOL,
-                                         remove_tol=REMOVE_TOL) for m in METHODS}
+    out = {
+        "layer": layer,
+        "n_layers": n_layers,
+        "n_params": n_params,
+        "n_params_blocks": n_blocks,
+        "ranks": ranks,
+        "base_acc": base,
+        "chance_acc": 0.5,
+        "n_train": len(data.train_prompts),
+        "n_test": len(data.test_prompts),
+        **scores,
+        "seconds": seconds,
+        "eval_s": time.perf_counter() - t,
+    }
+    out["ns_rank"] = {
+        m: minimal_ns_rank(ranks, out["keep"][m], out["remove"][m], base, 0.5, keep_tol=KEEP_TOL, remove_tol=REMOVE_TOL)
+        for m in METHODS
+    }
     return out
 
 
@@ -227,14 +270,18 @@ def finding_text(res_llm: dict[str, Any] | None) -> str:
             continue
         best = min(reached.values())
         winners = sorted(m for m, r in reached.items() if r == best)
-        text = (f"**{name}** (ℓ = {s['layer']}, base accuracy {s['base_acc']:.2f}): N&S first at rank {best}, by "
-                f"{', '.join(winners)}; ACE: {'never' if ns['ace'] is None else ns['ace']}.")
+        text = (
+            f"**{name}** (ℓ = {s['layer']}, base accuracy {s['base_acc']:.2f}): N&S first at rank {best}, by "
+            f"{', '.join(winners)}; ACE: {'never' if ns['ace'] is None else ns['ace']}."
+        )
         if "ace" in winners and len(winners) > 1:
             text += " ACE ties here; it does not win alone."
         elif "ace" not in winners:
             text += " ACE does not win on this model."
-        text += (f" The largest 1-D flip shift is {top}'s ({shift[top]:.1f} logits toward the other number; "
-                 f"ACE {shift['ace']:.1f})" + ("." if top == "ace" else ": ACE's flip is not the strongest."))
+        text += (
+            f" The largest 1-D flip shift is {top}'s ({shift[top]:.1f} logits toward the other number; "
+            f"ACE {shift['ace']:.1f})" + ("." if top == "ace" else ": ACE's flip is not the strongest.")
+        )
         parts.append(text)
     return " ".join(parts)
 
@@ -246,7 +293,6 @@ def ns_columns(res_llm: dict[str, Any] | None) -> tuple[list[str], dict[str, lis
         heads += [f"{name} ℓ={s['layer']}: N&S rank", f"{name}: 1-D flip acc. / shift", f"{name}: s"]
         for m in METHODS:
             v, f, sh = s["ns_rank"][m], s["flip"][m][0], s["flip_shift"][m][0]
-            cells[m] += ["never" if v is None else str(v), "—" if f is None else f"{f:.2f} / {sh:.1f}",
-                         f"{s['seconds'][m]:.2f}"]
+            cells[m] += ["never" if v is None else str(v), "—" if f is None else f"{f:.2f} / {sh:.1f}", f"{s['seconds'][m]:.2f}"]
         truth += ["none (causal only)", "", ""]
     return heads, cells, truth

@@ -52,17 +52,29 @@ def hook_site(cfg: Mapping[str, Any]) -> HookSite:
     ``cfg`` needs ``T``, ``N_TRAIN``, ``N_TEST``, ``SEQ_LEN``, ``D_MODEL``, ``EPOCHS``, ``LR``, ``SEED`` and
     ``PRECISION``; ``DATA_SEED``, ``TEST_DATA_SEED``, ``BATCH_SIZE``, ``DEVICE`` default to 0, 999, 64, ``"cpu"``.
     """
-    options = dict(d_model=cfg["D_MODEL"], n_train=cfg["N_TRAIN"], n_test=cfg["N_TEST"], seq_len=cfg["SEQ_LEN"],
-                   lr=cfg["LR"], batch_size=cfg.get("BATCH_SIZE", 64), data_seed=cfg.get("DATA_SEED", 0),
-                   test_data_seed=cfg.get("TEST_DATA_SEED", 999), precision=cfg["PRECISION"],
-                   device=resolve_device(cfg.get("DEVICE", "cpu")))  # fmt: skip
+    options = {
+        "d_model": cfg["D_MODEL"],
+        "n_train": cfg["N_TRAIN"],
+        "n_test": cfg["N_TEST"],
+        "seq_len": cfg["SEQ_LEN"],
+        "lr": cfg["LR"],
+        "batch_size": cfg.get("BATCH_SIZE", 64),
+        "data_seed": cfg.get("DATA_SEED", 0),
+        "test_data_seed": cfg.get("TEST_DATA_SEED", 999),
+        "precision": cfg["PRECISION"],
+        "device": resolve_device(cfg.get("DEVICE", "cpu")),
+    }
     job = SeedJob(0, validate_transition(cfg["T"]).tolist(), (int(cfg["SEED"]),), int(cfg["EPOCHS"]), options)
     data = job.data()
     model = train_remembered(job, data, remember=True)[0][0].eval()
     targets = data.test_targets
-    return HookSite(nnsight.NNsight(model), data.test_inputs, HOOK, tail_jacobian(model, "centered"),
-                      lambda logits: float((logits.argmax(-1) == targets).double().mean()))
-
+    return HookSite(
+        nnsight.NNsight(model),
+        data.test_inputs,
+        HOOK,
+        tail_jacobian(model, "centered"),
+        lambda logits: float((logits.argmax(-1) == targets).double().mean()),
+    )
 
 
 @dataclass(frozen=True)
@@ -79,8 +91,9 @@ class SeedJob:
     def data(self) -> MarkovData:
         """The chain's train and test sequences (the same for every seed of the chain)."""
         o = self.options
-        return markov_dataset(np.asarray(self.T), o["n_train"], o["n_test"], o["seq_len"], train_seed=o["data_seed"],
-                              test_seed=o["test_data_seed"])  # fmt: skip
+        return markov_dataset(
+            np.asarray(self.T), o["n_train"], o["n_test"], o["seq_len"], train_seed=o["data_seed"], test_seed=o["test_data_seed"]
+        )
 
 
 @dataclass
@@ -106,8 +119,19 @@ _TRAINED: dict[tuple, tuple[ToyTransformer, list[float], float, float]] = {}
 def train_key(job: SeedJob, seed: int) -> tuple:
     """What fixes the weights of ``seed`` trained by ``job`` (the chain, the training data and the training knobs)."""
     o = job.options
-    return (tuple(map(tuple, job.T)), int(seed), job.epochs, o["d_model"], o["n_train"], o["seq_len"], o["lr"],
-            o["batch_size"], o["data_seed"], o["precision"], str(o["device"]))  # fmt: skip
+    return (
+        tuple(map(tuple, job.T)),
+        int(seed),
+        job.epochs,
+        o["d_model"],
+        o["n_train"],
+        o["seq_len"],
+        o["lr"],
+        o["batch_size"],
+        o["data_seed"],
+        o["precision"],
+        str(o["device"]),
+    )
 
 
 def remembered(job: SeedJob, seed: int) -> bool:
@@ -125,10 +149,20 @@ def train_remembered(
     todo = [s for s in job.seeds if not remembered(job, s)]
     fresh: dict[tuple, tuple[ToyTransformer, list[float], float, float]] = {}
     if todo:
-        trained = train_models(data, todo, d_model=o["d_model"], epochs=job.epochs, batch_size=o["batch_size"],
-                               lr=o["lr"], precision=o["precision"], device=o["device"])  # fmt: skip
-        fresh = {train_key(job, s): (m, loss, trained.seconds / len(todo), trained.cpu_seconds / len(todo))
-                 for s, m, loss in zip(todo, trained.models, trained.loss)}  # fmt: skip
+        trained = train_models(
+            data,
+            todo,
+            d_model=o["d_model"],
+            epochs=job.epochs,
+            batch_size=o["batch_size"],
+            lr=o["lr"],
+            precision=o["precision"],
+            device=o["device"],
+        )
+        fresh = {
+            train_key(job, s): (m, loss, trained.seconds / len(todo), trained.cpu_seconds / len(todo))
+            for s, m, loss in zip(todo, trained.models, trained.loss)
+        }
         if remember:
             _TRAINED.update({k: (copy.deepcopy(m), *rest) for k, (m, *rest) in fresh.items()})
     models, losses, secs, cpus = [], [], 0.0, 0.0
@@ -161,7 +195,9 @@ def _run_share(args: tuple[list[SeedJob], int]) -> list[list[SeedRun]]:
     return [run_seeds(j) for j in jobs]
 
 
-def plan_jobs(units: Sequence[tuple[int, list[list[float]], int, int]], options: dict[str, Any], workers: int) -> list[list[SeedJob]]:
+def plan_jobs(
+    units: Sequence[tuple[int, list[list[float]], int, int]], options: dict[str, Any], workers: int
+) -> list[list[SeedJob]]:
     """Split ``units`` ((chain, T, seed, epochs), in order) into ``workers`` contiguous shares of near-equal size;
     within a share, the seeds of one chain form one job (one ensemble)."""
     workers = max(1, min(int(workers), len(units)))
@@ -194,13 +230,24 @@ def run_seed_jobs(here: Sequence[SeedJob], shares: Sequence[Sequence[SeedJob]]) 
     return local + [(j, runs) for share, share_runs in zip(shares, done) for j, runs in zip(share, share_runs)]
 
 
-def chain_run(T: Any, seeds: Sequence[int], runs: Sequence[SeedRun], data: MarkovData, variants: Sequence[tuple[str, str]]) -> ChainRun:
+def chain_run(
+    T: Any, seeds: Sequence[int], runs: Sequence[SeedRun], data: MarkovData, variants: Sequence[tuple[str, str]]
+) -> ChainRun:
     """One chain's :class:`ChainRun` assembled from its seeds' runs (times: the sums over seeds)."""
-    train = TrainResult([r.model for r in runs], [r.loss for r in runs], sum(r.train_s for r in runs),
-                        sum(r.train_cpu_s for r in runs))  # fmt: skip
-    return ChainRun(validate_transition(T), list(seeds), data, train, [r.analysis for r in runs], list(variants),
-                    sum(r.seconds for r in runs), sum(r.cpu_seconds for r in runs),
-                    list(combinations(range(len(seeds)), 2)))  # fmt: skip
+    train = TrainResult(
+        [r.model for r in runs], [r.loss for r in runs], sum(r.train_s for r in runs), sum(r.train_cpu_s for r in runs)
+    )
+    return ChainRun(
+        validate_transition(T),
+        list(seeds),
+        data,
+        train,
+        [r.analysis for r in runs],
+        list(variants),
+        sum(r.seconds for r in runs),
+        sum(r.cpu_seconds for r in runs),
+        list(combinations(range(len(seeds)), 2)),
+    )
 
 
 def default_workers(device: str | torch.device) -> int:
@@ -222,9 +269,20 @@ def run_chains(p: Params, *, workers: int | None = None) -> tuple[dict[str, Any]
     device = resolve_device(p["DEVICE"])
     workers = default_workers(device) if workers is None else checks.check_int("workers", workers, low=1)
     variants = list(dict.fromkeys([(p["TAIL"], p["ABLATION"]), (PAPER_TAIL, PAPER_ABLATION)] + ALL_VARIANTS))
-    options = dict(d_model=p["D_MODEL"], n_train=p["N_TRAIN"], n_test=p["N_TEST"], seq_len=p["SEQ_LEN"],
-                   energy=p["ENERGY"], lr=p["LR"], batch_size=p["BATCH_SIZE"], data_seed=p["DATA_SEED"],
-                   test_data_seed=p["TEST_DATA_SEED"], variants=variants, precision=p["PRECISION"], device=device)  # fmt: skip
+    options = {
+        "d_model": p["D_MODEL"],
+        "n_train": p["N_TRAIN"],
+        "n_test": p["N_TEST"],
+        "seq_len": p["SEQ_LEN"],
+        "energy": p["ENERGY"],
+        "lr": p["LR"],
+        "batch_size": p["BATCH_SIZE"],
+        "data_seed": p["DATA_SEED"],
+        "test_data_seed": p["TEST_DATA_SEED"],
+        "variants": variants,
+        "precision": p["PRECISION"],
+        "device": device,
+    }
     chains = [(p["T"], model_seeds(p["SEED"], p["N_SEEDS"]), p["EPOCHS"])]
     chains += [(T, model_seeds(p["SEED"], p["EXTRA_SEEDS"]), p["EXTRA_EPOCHS"]) for T in p["EXTRA_CHAINS"]]
     units = [(c, np.asarray(T, dtype=float).tolist(), s, e) for c, (T, seeds, e) in enumerate(chains) for s in seeds]
@@ -232,8 +290,7 @@ def run_chains(p: Params, *, workers: int | None = None) -> tuple[dict[str, Any]
     here = [j for share in plan_jobs(known, options, 1) for j in share] if known else []
     rest = [u for u in units if u not in known]
     shares = plan_jobs(rest, options, workers) if rest else []
-    by_seed = {(j.chain, seed): (j, run) for j, runs in run_seed_jobs(here, shares)
-               for seed, run in zip(j.seeds, runs)}  # fmt: skip
+    by_seed = {(j.chain, seed): (j, run) for j, runs in run_seed_jobs(here, shares) for seed, run in zip(j.seeds, runs)}
     done = []
     for c, (T, seeds, _) in enumerate(chains):
         runs = [by_seed[(c, s)][1] for s in seeds]

@@ -73,7 +73,8 @@ def train_models(
     batch_size: int = 64,
     lr: float = 1e-4,
     method: str = "ensemble",
-    precision: str = "fp32", device: str | torch.device = "cpu",
+    precision: str = "fp32",
+    device: str | torch.device = "cpu",
 ) -> TrainResult:
     """Train one model per seed on ``data`` (AdamW, no weight decay, CE on every position).
 
@@ -83,8 +84,18 @@ def train_models(
     autocast with the fast kernels (see :mod:`ace_helpers.toys.precision`); ``device``: where they train (CPU models back).
     """
     check_choice("method", method, ("ensemble", "ensemble1", "sequential"))
-    return train_seeds(toy_config(data.n_states, d_model), data.train_inputs, data.train_targets, seeds,
-                       epochs=epochs, batch_size=batch_size, lr=lr, method=method, precision=precision, device=device)
+    return train_seeds(
+        toy_config(data.n_states, d_model),
+        data.train_inputs,
+        data.train_targets,
+        seeds,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        method=method,
+        precision=precision,
+        device=device,
+    )
 
 
 # -------------------- per-model analysis ----------------------------------------------------
@@ -128,8 +139,9 @@ class SeedAnalysis:
 
 def capture_states(wrapped: Any, inputs: torch.Tensor, *, batch_size: int = ANALYSIS_BATCH) -> torch.Tensor:
     """Output of ``layers.0`` at every position, (N, T, D), captured through nnsight in batches."""
-    return torch.cat([interventions.capture(wrapped, inputs[i : i + batch_size], HOOK)
-                      for i in range(0, inputs.shape[0], batch_size)])
+    return torch.cat(
+        [interventions.capture(wrapped, inputs[i : i + batch_size], HOOK) for i in range(0, inputs.shape[0], batch_size)]
+    )
 
 
 def activation_gramian(h_flat: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -195,18 +207,22 @@ def analyse_model(
         r2s = state_r2(z[:, 1:].reshape(-1, core.rank), states[:, :-1].reshape(-1), n)
         z_state, coord_r2 = state_mean_coords(z, states, n)
         rel_state = relative_eig_errors(true, _fit_steps(z_state).eigenvalues)
-        dynamics[tail] = (fit, err, r2s, z.reshape(-1, core.rank), relative_eig_errors(true, fit.eigenvalues),
-                          rel_state, coord_r2)
+        dynamics[tail] = (
+            fit,
+            err,
+            r2s,
+            z.reshape(-1, core.rank),
+            relative_eig_errors(true, fit.eigenvalues),
+            rel_state,
+            coord_r2,
+        )
     for tail, ablation in variants:
         core = cores[tail]
         centered = ablation == "mean"
-        keep = interventions.accuracy_under(wrapped, x, y, HOOK, core, "keep", centered=centered,
-                                            batch_size=ANALYSIS_BATCH)
-        remove = interventions.accuracy_under(wrapped, x, y, HOOK, core, "remove", centered=centered,
-                                              batch_size=ANALYSIS_BATCH)
+        keep = interventions.accuracy_under(wrapped, x, y, HOOK, core, "keep", centered=centered, batch_size=ANALYSIS_BATCH)
+        remove = interventions.accuracy_under(wrapped, x, y, HOOK, core, "remove", centered=centered, batch_size=ANALYSIS_BATCH)
         fit, err, r2s, z, rel, rel_state, coord_r2 = dynamics[tail]
-        out[(tail, ablation)] = VariantResult(core, keep, remove, fit.eigenvalues, err, fit.r2, r2s, z, rel,
-                                              rel_state, coord_r2)
+        out[(tail, ablation)] = VariantResult(core, keep, remove, fit.eigenvalues, err, fit.r2, r2s, z, rel, rel_state, coord_r2)
     logit_core = cores["logits"]
     q_n = logit_core.full_basis[:, n - 1]
     image = model.lm_head.weight.detach().double().numpy() @ q_n
@@ -317,8 +333,29 @@ def chain_results(run: ChainRun, tail: str, ablation: str) -> dict[str, Any]:
 
 
 #: Keys stored per extra chain (as ``extra_<key>``, one list entry per chain).
-EXTRA_KEYS = ("n_states", "core_ranks", "keep_acc", "remove_acc", "base_acc", "chance_acc", "bayes_acc", "true_eigs",
-              "core_eigs", "eig_max_error", "eig_rel_error", "eig_rel_floor", "r2", "r2_oracle", "r2_state",
-              "core_ranks_paper", "keep_acc_paper", "remove_acc_paper", "eig_max_error_paper", "softmax_cos", "chain_s",
-              "chain_cpu_s", *(f"core_ranks_{t}" for t in TAILS),
-              *(f"{kind}_acc_{t}_{a}" for kind in ("keep", "remove") for t, a in ALL_VARIANTS))  # fmt: skip
+EXTRA_KEYS = (
+    "n_states",
+    "core_ranks",
+    "keep_acc",
+    "remove_acc",
+    "base_acc",
+    "chance_acc",
+    "bayes_acc",
+    "true_eigs",
+    "core_eigs",
+    "eig_max_error",
+    "eig_rel_error",
+    "eig_rel_floor",
+    "r2",
+    "r2_oracle",
+    "r2_state",
+    "core_ranks_paper",
+    "keep_acc_paper",
+    "remove_acc_paper",
+    "eig_max_error_paper",
+    "softmax_cos",
+    "chain_s",
+    "chain_cpu_s",
+    *(f"core_ranks_{t}" for t in TAILS),
+    *(f"{kind}_acc_{t}_{a}" for kind in ("keep", "remove") for t, a in ALL_VARIANTS),
+)

@@ -47,6 +47,7 @@ from ace_helpers.chapters.modadd.stats import (  # noqa: F401 - used by the note
     remove_at_energy_rank,
     wide_band_share,
 )
+from ace_helpers.chapters.modadd_grokking import snap_models, trainers  # noqa: F401 - the trainers compared, for the notebook
 from ace_helpers.chapters.modadd_grokking.claims import (  # noqa: F401 - the chapter's claims
     CODE_CLOCKS,
     CODE_SHARE,
@@ -57,20 +58,20 @@ from ace_helpers.chapters.modadd_grokking.claims import (  # noqa: F401 - the ch
     r2_threshold,
     unit_circle_sentence,
 )
-from ace_helpers.chapters.modadd_grokking import snap_models, trainers  # noqa: F401 - the trainers compared, for the notebook
 from ace_helpers.chapters.modadd_grokking.keep_remove import KEEP_TOL, keep_at_energy_rank  # noqa: F401
 from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS  # noqa: F401
 from ace_helpers.chapters.modadd_grokking.paper_epochs import IDS as PAPER_EPOCH_IDS  # noqa: F401
 from ace_helpers.chapters.modadd_grokking.paper_epochs import paper_epoch_claims  # noqa: F401
 from ace_helpers.repro.params import ChapterParams, Params
-from ace_helpers.repro.report import Claims  # noqa: F401
+from ace_helpers.repro.report import Claims
 from ace_helpers.repro.untested import ClaimRow, not_tested_table  # noqa: F401
 
 PARAMS = ChapterParams("02_modadd_grokking", config.PRESETS, config.check)
 
+
 def results(
     cfg: Params,
-    run: GrokRun,
+    grok_run: GrokRun,
     claims: Claims,
     clock_epochs: Sequence[int],
     long: tuple[Params, GrokRun, Mapping[str, int]] | None,
@@ -79,15 +80,26 @@ def results(
 ) -> dict[str, Any]:
     """The chapter's ``results.json`` entries (keys listed in the notebook's Results section);
     ``long_claims``: the claims on the stored long run ``long``, when there is one."""
-    wd = run.wd
-    out = arm_results(wd) | {
-        "clock_epochs": list(clock_epochs),
-        "median_abs_eig_ols": wd["median_abs_eig_ols"].tolist(),
-        "remove_acc_energy_rank": remove_at_energy_rank(wd).tolist(),
-        "numbers": dict(claims.numbers),
-    } | run_entries(run, claims.counts(), wall_s)
+    wd = grok_run.wd
+    out = (
+        arm_results(wd)
+        | {
+            "clock_epochs": list(clock_epochs),
+            "median_abs_eig_ols": wd["median_abs_eig_ols"].tolist(),
+            "remove_acc_energy_rank": remove_at_energy_rank(wd).tolist(),
+            "numbers": dict(claims.numbers),
+        }
+        | run_entries(grok_run, claims.counts(), wall_s)
+    )
     if long is not None:
         long_cfg, lrun, through = long
-        out["long_run"] = {"preset": "paper", "trainer": long_cfg["TRAINER"], "precision": long_cfg["PRECISION"], "n_models": lrun.n_models, "through_epoch": through, "numbers": long_claims.numbers,
-                           "claims_failed": long_claims.counts()["claims_failed"]}  # fmt: skip
+        out["long_run"] = {
+            "preset": "paper",
+            "trainer": long_cfg["TRAINER"],
+            "precision": long_cfg["PRECISION"],
+            "n_models": lrun.n_models,
+            "through_epoch": through,
+            "numbers": long_claims.numbers,
+            "claims_failed": long_claims.counts()["claims_failed"],
+        }
     return out

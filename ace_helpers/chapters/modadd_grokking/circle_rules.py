@@ -36,8 +36,10 @@ def fails_text(stat: PostGrok) -> str:
         return "no checkpoint below the threshold"
     epochs = [e for _, e, _ in stat.failures]
     span = f"epoch {epochs[0]}" if min(epochs) == max(epochs) else f"epochs {min(epochs)}–{max(epochs)}"
-    return (f"{len(stat.failures)} of {stat.n} checkpoints below {stat.threshold:g}, {span}; "
-            f"lowest {stat.min:.3g} (model {stat.argmin[0]}, epoch {stat.argmin[1]})")
+    return (
+        f"{len(stat.failures)} of {stat.n} checkpoints below {stat.threshold:g}, {span}; "
+        f"lowest {stat.min:.3g} (model {stat.argmin[0]}, epoch {stat.argmin[1]})"
+    )
 
 
 def _dims_at(wd: ArmResult, model: int, epoch: int) -> str:
@@ -50,22 +52,27 @@ def _dims_at(wd: ArmResult, model: int, epoch: int) -> str:
 
 def share_stats(r: GrokClaimsRun) -> tuple[PostGrok, PostGrok]:
     """The OLS and the ridge + holdout unit-circle shares over the post-grokking checkpoints, against :data:`SHARE_MIN`."""
-    return (post_grok(r.wd, r.wd["frac_unit_circle_ols"], SHARE_MIN, r.post),
-            post_grok(r.wd, r.wd["frac_unit_circle"], SHARE_MIN, r.post))
+    return (
+        post_grok(r.wd, r.wd["frac_unit_circle_ols"], SHARE_MIN, r.post),
+        post_grok(r.wd, r.wd["frac_unit_circle"], SHARE_MIN, r.post),
+    )
 
 
 def _per_checkpoint(r: GrokClaimsRun, values: np.ndarray, stat: PostGrok, metric: str, **context: Any) -> Measured:
     """A share-of-checkpoints measurement: every post-grokking value of every model, and the share that meets the bound."""
     n_post = int(r.post.sum())
-    return Measured({metric: values[:, r.post].ravel().tolist(), "fraction of those checkpoints at or above it": stat.share},
-                    ours=stat.text(), value=stat.share, per_seed=[k / n_post for k in stat.per_model],
-                    context={"fails": fails_text(stat), **context})
+    return Measured(
+        {metric: values[:, r.post].ravel().tolist(), "fraction of those checkpoints at or above it": stat.share},
+        ours=stat.text(),
+        value=stat.share,
+        per_seed=[k / n_post for k in stat.per_model],
+        context={"fails": fails_text(stat), **context},
+    )
 
 
 def _on_circle(r: GrokClaimsRun, cfg: Params) -> Measured:
     head, _ = share_stats(r)
-    return _per_checkpoint(r, r.wd["frac_unit_circle_ols"], head, "post-grokking OLS share",
-                           dims=_dims_at(r.wd, *head.argmin))
+    return _per_checkpoint(r, r.wd["frac_unit_circle_ols"], head, "post-grokking OLS share", dims=_dims_at(r.wd, *head.argmin))
 
 
 def _on_circle_ridge(r: GrokClaimsRun, cfg: Params) -> Measured:
@@ -84,9 +91,11 @@ def diagnosis_numbers(r: GrokClaimsRun) -> dict[str, float]:
     largest ``|λ|`` off the circle (for the fit and band diagnoses and the chapter's numbers)."""
     cells, p = failure_cells(r), r.cfg["P"]
     off = [_off_circle(r.wd, m, i, p) for m, i in cells]
-    return {"diagnosis_ridge_share_at_failures": max(float(r.wd["frac_unit_circle"][m, i]) for m, i in cells),
-            "diagnosis_wide_band_share_at_failures": max(wide_band_share(r.wd, m, i, p, WIDE_BAND) for m, i in cells),
-            "diagnosis_max_off_circle_abs": max(float(np.abs(z).max()) if z.size else 0.0 for z in off)}
+    return {
+        "diagnosis_ridge_share_at_failures": max(float(r.wd["frac_unit_circle"][m, i]) for m, i in cells),
+        "diagnosis_wide_band_share_at_failures": max(wide_band_share(r.wd, m, i, p, WIDE_BAND) for m, i in cells),
+        "diagnosis_max_off_circle_abs": max(float(np.abs(z).max()) if z.size else 0.0 for z in off),
+    }
 
 
 def _off_circle(wd: ArmResult, m: int, i: int, p: int) -> np.ndarray:
@@ -99,8 +108,9 @@ def _fit(r: GrokClaimsRun, cfg: Params) -> Measured | None:
     if not failure_cells(r):
         return None
     ridge = diagnosis_numbers(r)["diagnosis_ridge_share_at_failures"]
-    return Measured({"largest ridge share at the OLS failures": ridge}, ours=f"max ridge share there {ridge:.3g}",
-                    value=float("nan"))
+    return Measured(
+        {"largest ridge share at the OLS failures": ridge}, ours=f"max ridge share there {ridge:.3g}", value=float("nan")
+    )
 
 
 def _band(r: GrokClaimsRun, cfg: Params) -> Measured | None:
@@ -108,9 +118,12 @@ def _band(r: GrokClaimsRun, cfg: Params) -> Measured | None:
         return None
     nums = diagnosis_numbers(r)
     wide, inside = nums["diagnosis_wide_band_share_at_failures"], nums["diagnosis_max_off_circle_abs"]
-    return Measured({f"largest share within {WIDE_BAND}·sin(π/p) at the OLS failures": wide},
-                    ours=f"max share within {WIDE_BAND}·sin(π/p) there {wide:.3g}; off-circle |λ| ≤ {inside:.2f}",
-                    value=wide, context={"wide": f"{wide:.3g}"})
+    return Measured(
+        {f"largest share within {WIDE_BAND}·sin(π/p) at the OLS failures": wide},
+        ours=f"max share within {WIDE_BAND}·sin(π/p) there {wide:.3g}; off-circle |λ| ≤ {inside:.2f}",
+        value=wide,
+        context={"wide": f"{wide:.3g}"},
+    )
 
 
 def late_min(r: GrokClaimsRun) -> tuple[float, int, int, int, str] | None:
@@ -129,11 +142,17 @@ def _late(r: GrokClaimsRun, cfg: Params) -> Measured | NotTested | None:
         return None
     found = late_min(r)
     if found is None:
-        return NotTested(f"no stored run of this protocol reaches epoch {LATE_TEXT} (the stored long runs are the paper "
-                         "preset's, p = 53 with its seeds and knobs)", ours="no late run")
+        return NotTested(
+            f"no stored run of this protocol reaches epoch {LATE_TEXT} (the stored long runs are the paper "
+            "preset's, p = 53 with its seeds and knobs)",
+            ours="no late run",
+        )
     low, m, epoch, n, source = found
-    return Measured({f"lowest OLS share from epoch {LATE_TEXT}": low},
-                    ours=f"{source}: min {low:.3g} (model {m}, epoch {epoch}) over {n} checkpoints", value=low)
+    return Measured(
+        {f"lowest OLS share from epoch {LATE_TEXT}": low},
+        ours=f"{source}: min {low:.3g} (model {m}, epoch {epoch}) over {n} checkpoints",
+        value=low,
+    )
 
 
 def r2_stat(r: GrokClaimsRun, cfg: Params) -> PostGrok:
@@ -144,8 +163,16 @@ def r2_stat(r: GrokClaimsRun, cfg: Params) -> PostGrok:
 def _r2(r: GrokClaimsRun, cfg: Params, metric: str) -> Measured:
     stat = r2_stat(r, cfg)
     r2_ols = min((float(r.wd["r2_ols"][m, r.wd.index(e)]) for m, e, _ in stat.failures), default=float("nan"))
-    return _per_checkpoint(r, r.wd["r2_holdout"], stat, metric, r2_ols=f"{r2_ols:.2f}", p=cfg["P"], pairs=cfg["P"] - 4,
-                           relaxed=f"relaxed {OFF_PAPER_TASK}: p = {cfg['P']}")
+    return _per_checkpoint(
+        r,
+        r.wd["r2_holdout"],
+        stat,
+        metric,
+        r2_ols=f"{r2_ols:.2f}",
+        p=cfg["P"],
+        pairs=cfg["P"] - 4,
+        relaxed=f"relaxed {OFF_PAPER_TASK}: p = {cfg['P']}",
+    )
 
 
 def _r2_paper(r: GrokClaimsRun, cfg: Params) -> Measured:
@@ -181,36 +208,59 @@ def _r2_falls(r: GrokClaimsRun, cfg: Params) -> Measured | NotTested | None:
     rho = r2_core_rho(r)
     text = f"Spearman ρ(R_h², necessary dim) = {rho:.2f} over {r2.size} post-grokking checkpoints"
     if not np.isfinite(rho):
-        return NotTested("R_h² or the necessary dim is constant (or undefined) after grokking: no ordering to correlate",
-                         ours=text)
+        return NotTested(
+            "R_h² or the necessary dim is constant (or undefined) after grokking: no ordering to correlate", ours=text
+        )
     # its 90 % interval resamples the (model, checkpoint) pairs
     ci = bootstrap_interval(np.arange(r2.size), lambda i: _spearman(r2[i.astype(int)], dim[i.astype(int)]), seed=0)
-    return Measured({"ρ(R_h², necessary dim) (90 %, bootstrap)": list(ci), "Spearman ρ(R_h², necessary dim)": rho},
-                    ours=text, value=rho)
+    return Measured(
+        {"ρ(R_h², necessary dim) (90 %, bootstrap)": list(ci), "Spearman ρ(R_h², necessary dim)": rho}, ours=text, value=rho
+    )
 
 
-_SHARE_PROSE = ("every post-grokking checkpoint of every model has a share ≥ {t0} (ours: the paper shows the circle at "
-                "epochs 2000 and 20 000); partly: at least " + f"{PARTLY_SHARE:.0%}" + " of those checkpoints do")
+_SHARE_PROSE = (
+    "every post-grokking checkpoint of every model has a share ≥ {t0} (ours: the paper shows the circle at "
+    "epochs 2000 and 20 000); partly: at least " + f"{PARTLY_SHARE:.0%}" + " of those checkpoints do"
+)
 _PARTLY = (Comparison("fraction of those checkpoints at or above it", ">=", PARTLY_SHARE, over=ONE),)
-_R2_PROSE = ("every post-grokking checkpoint of every model has R_h² ≥ {t0} (ours for '≈ 1'{why}); partly: at least "
-             + f"{PARTLY_SHARE:.0%}" + " of those checkpoints")
+_R2_PROSE = (
+    "every post-grokking checkpoint of every model has R_h² ≥ {t0} (ours for '≈ 1'{why}); partly: at least "
+    + f"{PARTLY_SHARE:.0%}"
+    + " of those checkpoints"
+)
 _R2_GAP = "post_grok_r2_holdout::{fails}; in-sample OLS R² there ≥ {r2_ols}"
 WHERE_R2 = f"Fig. 1C (R_h² annotations), §3; {CODE_CLOCKS}"
 
 R2_PAPER = Rule(
-    OURS + "r2_every_checkpoint", "from grokking on: R_h² ≥ {t0} (share of checkpoints)", "R_h² jumps from ~0 to ~1 at grokking",
-    WHERE_R2, OBSERVED, (Comparison("post-grokking R_h²", ">=", 0.9),),
-    _R2_PROSE.replace("{why}", ""), _r2_paper, {"post-grokking R_h²": [0.1] * 6,
-                                                 "fraction of those checkpoints at or above it": 0.0},
-    partly=_PARTLY, unit="checkpoint", mixed=NOT_REPRODUCED, gap=_R2_GAP)
+    OURS + "r2_every_checkpoint",
+    "from grokking on: R_h² ≥ {t0} (share of checkpoints)",
+    "R_h² jumps from ~0 to ~1 at grokking",
+    WHERE_R2,
+    OBSERVED,
+    (Comparison("post-grokking R_h²", ">=", 0.9),),
+    _R2_PROSE.replace("{why}", ""),
+    _r2_paper,
+    {"post-grokking R_h²": [0.1] * 6, "fraction of those checkpoints at or above it": 0.0},
+    partly=_PARTLY,
+    unit="checkpoint",
+    mixed=NOT_REPRODUCED,
+    gap=_R2_GAP,
+)
 R2_OFF_TASK = Rule(
-    OURS + "r2_every_checkpoint", "from grokking on: R_h² ≥ {t0}, not 0.9 ({relaxed}) (share of checkpoints)",
-    "R_h² jumps from ~0 to ~1 at grokking", WHERE_R2, OBSERVED,
+    OURS + "r2_every_checkpoint",
+    "from grokking on: R_h² ≥ {t0}, not 0.9 ({relaxed}) (share of checkpoints)",
+    "R_h² jumps from ~0 to ~1 at grokking",
+    WHERE_R2,
+    OBSERVED,
     (Comparison("post-grokking R_h² (off the paper task)", ">=", 0.5),),
     _R2_PROSE.replace("{why}", "; 0.5 off the paper's task: a ~14-dim operator on {pairs} class pairs, scored on 4"),
-    _r2_off_task, {"post-grokking R_h² (off the paper task)": [0.1] * 6,
-                   "fraction of those checkpoints at or above it": 0.0},
-    partly=_PARTLY, unit="checkpoint", mixed=NOT_REPRODUCED, gap=_R2_GAP)
+    _r2_off_task,
+    {"post-grokking R_h² (off the paper task)": [0.1] * 6, "fraction of those checkpoints at or above it": 0.0},
+    partly=_PARTLY,
+    unit="checkpoint",
+    mixed=NOT_REPRODUCED,
+    gap=_R2_GAP,
+)
 
 
 def r2_threshold(cfg: Params) -> float:
@@ -220,48 +270,96 @@ def r2_threshold(cfg: Params) -> float:
 
 
 SPECS: tuple[Spec, ...] = (
-    Rule(OURS + "on_circle_every_checkpoint", "from grokking on: ≥ 80 % of the eigenvalues within sin(π/p) of the circle "
-         "(OLS, share of checkpoints)", "on the circle after grokking", f"Fig. 1C (epoch 2000), Fig. 2C (epoch 20 000); "
-         f"{CODE_SHARE}", OBSERVED, (Comparison("post-grokking OLS share", ">=", SHARE_MIN),),
-         _SHARE_PROSE, _on_circle, {"post-grokking OLS share": [0.3] * 6,
-                                    "fraction of those checkpoints at or above it": 0.0},
-         partly=_PARTLY, unit="checkpoint", mixed=NOT_REPRODUCED, gap="post_grok_unit_circle::{fails}, {dims}"),
-    Rule(OURS + "stays_on_circle_ridge", "our variant, from grokking on: the same share with the clocks' ridge + holdout fit",
-         "on the circle after grokking", f"Fig. 1C; {CODE_CLOCKS}", OBSERVED,
-         (Comparison("post-grokking ridge-fit share", ">=", SHARE_MIN),),
-         _SHARE_PROSE + "; eigenvalues of the ridge-1 fit with the last round(0.075·p) classes held out", _on_circle_ridge,
-         {"post-grokking ridge-fit share": [0.3] * 6, "fraction of those checkpoints at or above it": 0.0},
-         partly=_PARTLY, unit="checkpoint", mixed=NOT_REPRODUCED, gap="post_grok_unit_circle_ridge::{fails}"),
-    Rule(OURS + "fit_not_the_cause", "diagnosis, the fit: the ridge + holdout fit does not lift the checkpoints below 0.8 "
-         "either", "the code release fits OLS for the share and ridge 1 + holdout for the clocks", "ours (diagnosis)",
-         OBSERVED, (Comparison("largest ridge share at the OLS failures", "<", SHARE_MIN, over=ONE),),
-         "at every checkpoint where the OLS share is < {t0}, the ridge-fit share is < {t0} too: the choice of fit is not "
-         "the cause", _fit, {"largest ridge share at the OLS failures": 0.95}, explains="modadd.stays_on_circle"),
-    Rule(OURS + "band_not_the_cause", f"diagnosis, the threshold: a band {WIDE_BAND}× as wide does not lift them",
-         "ε = sin(π/p), half the spacing of the p-th roots of unity", "ours (diagnosis)", OBSERVED,
-         (Comparison(f"largest share within {WIDE_BAND}·sin(π/p) at the OLS failures", "<", SHARE_MIN, over=ONE),),
-         f"at those checkpoints the share of the stored eigenvalues (the ridge fit's: the OLS eigenvalues are not stored) "
-         f"within {WIDE_BAND}·sin(π/p) of the circle is < {{t0}}: the off-circle eigenvalues lie too far inside the disk "
-         "for a wider band to count them, so the band's width is not the cause", _band,
-         {f"largest share within {WIDE_BAND}·sin(π/p) at the OLS failures": 0.95}, explains="modadd.stays_on_circle",
-         gap="diagnosis_threshold::max share {wide}"),
-    Rule(OURS + "recovers_late", "diagnosis, training length: late in a 20 000-epoch run (epochs ≥ "
-         + LATE_TEXT + ") every checkpoint is back ≥ {t0}",
-         "Fig. 2C: the operator's eigenvalues on the circle at epoch 20 000", "ours (diagnosis)", OBSERVED,
-         (Comparison(f"lowest OLS share from epoch {LATE_TEXT}", ">=", SHARE_MIN, over=ONE),),
-         "min over models and checkpoints from epoch " + LATE_TEXT + " on (the second half of "
-         "the paper's run) of the OLS share ≥ {t0}: the dip after grokking recovers with training", _late,
-         {f"lowest OLS share from epoch {LATE_TEXT}": 0.3}, explains="modadd.stays_on_circle"),
+    Rule(
+        OURS + "on_circle_every_checkpoint",
+        "from grokking on: ≥ 80 % of the eigenvalues within sin(π/p) of the circle (OLS, share of checkpoints)",
+        "on the circle after grokking",
+        f"Fig. 1C (epoch 2000), Fig. 2C (epoch 20 000); {CODE_SHARE}",
+        OBSERVED,
+        (Comparison("post-grokking OLS share", ">=", SHARE_MIN),),
+        _SHARE_PROSE,
+        _on_circle,
+        {"post-grokking OLS share": [0.3] * 6, "fraction of those checkpoints at or above it": 0.0},
+        partly=_PARTLY,
+        unit="checkpoint",
+        mixed=NOT_REPRODUCED,
+        gap="post_grok_unit_circle::{fails}, {dims}",
+    ),
+    Rule(
+        OURS + "stays_on_circle_ridge",
+        "our variant, from grokking on: the same share with the clocks' ridge + holdout fit",
+        "on the circle after grokking",
+        f"Fig. 1C; {CODE_CLOCKS}",
+        OBSERVED,
+        (Comparison("post-grokking ridge-fit share", ">=", SHARE_MIN),),
+        _SHARE_PROSE + "; eigenvalues of the ridge-1 fit with the last round(0.075·p) classes held out",
+        _on_circle_ridge,
+        {"post-grokking ridge-fit share": [0.3] * 6, "fraction of those checkpoints at or above it": 0.0},
+        partly=_PARTLY,
+        unit="checkpoint",
+        mixed=NOT_REPRODUCED,
+        gap="post_grok_unit_circle_ridge::{fails}",
+    ),
+    Rule(
+        OURS + "fit_not_the_cause",
+        "diagnosis, the fit: the ridge + holdout fit does not lift the checkpoints below 0.8 either",
+        "the code release fits OLS for the share and ridge 1 + holdout for the clocks",
+        "ours (diagnosis)",
+        OBSERVED,
+        (Comparison("largest ridge share at the OLS failures", "<", SHARE_MIN, over=ONE),),
+        "at every checkpoint where the OLS share is < {t0}, the ridge-fit share is < {t0} too: the choice of fit is not "
+        "the cause",
+        _fit,
+        {"largest ridge share at the OLS failures": 0.95},
+        explains="modadd.stays_on_circle",
+    ),
+    Rule(
+        OURS + "band_not_the_cause",
+        f"diagnosis, the threshold: a band {WIDE_BAND}× as wide does not lift them",
+        "ε = sin(π/p), half the spacing of the p-th roots of unity",
+        "ours (diagnosis)",
+        OBSERVED,
+        (Comparison(f"largest share within {WIDE_BAND}·sin(π/p) at the OLS failures", "<", SHARE_MIN, over=ONE),),
+        f"at those checkpoints the share of the stored eigenvalues (the ridge fit's: the OLS eigenvalues are not stored) "
+        f"within {WIDE_BAND}·sin(π/p) of the circle is < {{t0}}: the off-circle eigenvalues lie too far inside the disk "
+        "for a wider band to count them, so the band's width is not the cause",
+        _band,
+        {f"largest share within {WIDE_BAND}·sin(π/p) at the OLS failures": 0.95},
+        explains="modadd.stays_on_circle",
+        gap="diagnosis_threshold::max share {wide}",
+    ),
+    Rule(
+        OURS + "recovers_late",
+        "diagnosis, training length: late in a 20 000-epoch run (epochs ≥ " + LATE_TEXT + ") every checkpoint is back ≥ {t0}",
+        "Fig. 2C: the operator's eigenvalues on the circle at epoch 20 000",
+        "ours (diagnosis)",
+        OBSERVED,
+        (Comparison(f"lowest OLS share from epoch {LATE_TEXT}", ">=", SHARE_MIN, over=ONE),),
+        "min over models and checkpoints from epoch " + LATE_TEXT + " on (the second half of "
+        "the paper's run) of the OLS share ≥ {t0}: the dip after grokking recovers with training",
+        _late,
+        {f"lowest OLS share from epoch {LATE_TEXT}": 0.3},
+        explains="modadd.stays_on_circle",
+    ),
     R2_PAPER,
     R2_OFF_TASK,
-    Rule(OURS + "r2_falls_as_core_grows", "diagnosis, R_h²: it falls as the core grows after grokking",
-         "R_h² ≈ 1 on a ~15-D core", "ours (diagnosis)", OBSERVED,
-         (Comparison("ρ(R_h², necessary dim) (90 %, bootstrap)", "<", 0.0, over=INTERVAL),
-          Comparison("Spearman ρ(R_h², necessary dim)", "<", 0.0, over=ONE)),
-         "Spearman correlation of R_h² with the necessary dim over the post-grokking checkpoints of every model < {t0}: "
-         "the held-out block is predicted worse by a larger core; its 90 % interval resamples the (model, checkpoint) "
-         "pairs", _r2_falls, {"ρ(R_h², necessary dim) (90 %, bootstrap)": [0.1, 0.5],
-                              "Spearman ρ(R_h², necessary dim)": 0.3}, explains="modadd.r2_jump"),
+    Rule(
+        OURS + "r2_falls_as_core_grows",
+        "diagnosis, R_h²: it falls as the core grows after grokking",
+        "R_h² ≈ 1 on a ~15-D core",
+        "ours (diagnosis)",
+        OBSERVED,
+        (
+            Comparison("ρ(R_h², necessary dim) (90 %, bootstrap)", "<", 0.0, over=INTERVAL),
+            Comparison("Spearman ρ(R_h², necessary dim)", "<", 0.0, over=ONE),
+        ),
+        "Spearman correlation of R_h² with the necessary dim over the post-grokking checkpoints of every model < {t0}: "
+        "the held-out block is predicted worse by a larger core; its 90 % interval resamples the (model, checkpoint) "
+        "pairs",
+        _r2_falls,
+        {"ρ(R_h², necessary dim) (90 %, bootstrap)": [0.1, 0.5], "Spearman ρ(R_h², necessary dim)": 0.3},
+        explains="modadd.r2_jump",
+    ),
 )
 
 

@@ -23,9 +23,9 @@ from ace_helpers.chapters.modadd_grokking.grok_rules import (  # noqa: F401 - th
     GrokClaimsRun,
 )
 from ace_helpers.chapters.modadd_grokking.known_gaps import measured_gap
+from ace_helpers.repro.official import attach_official
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
-from ace_helpers.repro.official import attach_official
 from ace_helpers.repro.rules import judge_all, untested
 
 
@@ -53,8 +53,11 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
     claims.numbers.update(_numbers_before(r))
     if r.grok is None:
         why = f"the run does not grok: no checkpoint up to epoch {int(r.wd.epochs[-1])} has every model at ≥ 0.99 test accuracy"
-        after = [s for s in (*grok_specs, *circle_specs, *keep_remove.SPECS, *paper_epochs.SPECS)
-                 if s not in before and not getattr(s, "explains", None)]
+        after = [
+            s
+            for s in (*grok_specs, *circle_specs, *keep_remove.SPECS, *paper_epochs.SPECS)
+            if s not in before and not getattr(s, "explains", None)
+        ]
         claims.not_tested += untested(after, why, ours="no grokking")
         return claims
     later = judge_all(tuple(s for s in grok_specs if s not in before) + circle_specs, r, cfg, _gap(cfg))
@@ -72,10 +75,13 @@ def _numbers_before(r: GrokClaimsRun) -> dict[str, Any]:
     """The grok epoch and the spectrum before grokking, for ``results.json``."""
     wd, pre = r.wd, r.pre
     med, r2h = wd["median_abs_eig"][:, pre], wd["r2_holdout"][:, pre]
-    return {"grok_epoch": r.grok, "pre_grok_epochs": wd.epochs[pre].tolist(),
-            "pre_grok_max_median_abs_eig": float(med.max()) if med.size else None,
-            "pre_grok_max_median_abs_eig_ols": float(wd["median_abs_eig_ols"][:, pre].max()) if med.size else None,
-            "pre_grok_max_r2_holdout": float(r2h.max()) if r2h.size else None}
+    return {
+        "grok_epoch": r.grok,
+        "pre_grok_epochs": wd.epochs[pre].tolist(),
+        "pre_grok_max_median_abs_eig": float(med.max()) if med.size else None,
+        "pre_grok_max_median_abs_eig_ols": float(wd["median_abs_eig_ols"][:, pre].max()) if med.size else None,
+        "pre_grok_max_r2_holdout": float(r2h.max()) if r2h.size else None,
+    }
 
 
 def _numbers_after(r: GrokClaimsRun) -> dict[str, Any]:
@@ -83,13 +89,18 @@ def _numbers_after(r: GrokClaimsRun) -> dict[str, Any]:
     cfg, wd = r.cfg, r.wd
     head, var = circle_rules.share_stats(r)
     stat = circle_rules.r2_stat(r, cfg)
-    nums: dict[str, Any] = {"core_dim_at_grok": wd["core_dim"][:, r.gi].tolist(),
-                            "at_grok_frac_unit_circle_ols": r.at_grok_share.tolist()}
+    nums: dict[str, Any] = {
+        "core_dim_at_grok": wd["core_dim"][:, r.gi].tolist(),
+        "at_grok_frac_unit_circle_ols": r.at_grok_share.tolist(),
+    }
     forming = grok_rules.forming(r)
     if forming is not None:
         nums["diagnosis_at_grok_next"] = forming
-    nums.update(post_grok_frac_unit_circle_ols=head.as_dict(), post_grok_frac_unit_circle_ridge=var.as_dict(),
-                post_grok_min_frac_unit_circle=float(wd["frac_unit_circle"][:, r.post].min()))
+    nums.update(
+        post_grok_frac_unit_circle_ols=head.as_dict(),
+        post_grok_frac_unit_circle_ridge=var.as_dict(),
+        post_grok_min_frac_unit_circle=float(wd["frac_unit_circle"][:, r.post].min()),
+    )
     if not head.all_ok:
         nums.update(circle_rules.diagnosis_numbers(r))
         late = circle_rules.late_min(r)
@@ -108,11 +119,15 @@ def unit_circle_sentence(nums: Mapping[str, Any], p: int) -> str:
     if at is None or head is None:
         return "This run does not grok, so there is no 'at grokking' clock to compare with the paper's."
     at_ok = min(at) >= SHARE_MIN
-    first = (f"At the grok checkpoint {'every model has' if at_ok else 'not every model has'} ≥ {SHARE_MIN:.0%} of its "
-             f"OLS eigenvalues within sin(π/{p}) of the circle (per model: {', '.join(f'{v:.2f}' for v in at)}).")
-    second = (f" From grokking on, {head['n_ok']} of {head['n']} checkpoints (model × epoch) keep that share"
-              + ("." if head["n_ok"] == head["n"] else f"; the lowest is {head['min']:.2f} (model {head['argmin'][0]}, "
-                 f"epoch {head['argmin'][1]})."))
+    first = (
+        f"At the grok checkpoint {'every model has' if at_ok else 'not every model has'} ≥ {SHARE_MIN:.0%} of its "
+        f"OLS eigenvalues within sin(π/{p}) of the circle (per model: {', '.join(f'{v:.2f}' for v in at)})."
+    )
+    second = f" From grokking on, {head['n_ok']} of {head['n']} checkpoints (model × epoch) keep that share" + (
+        "."
+        if head["n_ok"] == head["n"]
+        else f"; the lowest is {head['min']:.2f} (model {head['argmin'][0]}, epoch {head['argmin'][1]})."
+    )
     return first + second
 
 

@@ -87,8 +87,9 @@ class GrokClaimsRun:
 def _grok_epoch(r: GrokClaimsRun, cfg: Params, metric: str) -> Measured:
     context = {"fork": cfg["FORK_EPOCH"], "relaxed": f"relaxed {OFF_PAPER_TASK}: p = {cfg['P']}"}
     if r.grok is None:
-        return Measured({metric: float("inf"), "FORK_EPOCH": cfg["FORK_EPOCH"]}, ours="no grokking", value=float("nan"),
-                        context=context)
+        return Measured(
+            {metric: float("inf"), "FORK_EPOCH": cfg["FORK_EPOCH"]}, ours="no grokking", value=float("nan"), context=context
+        )
     return Measured({metric: r.grok, "FORK_EPOCH": cfg["FORK_EPOCH"]}, ours=r.grok, context=context)
 
 
@@ -104,8 +105,9 @@ def _pre_grok(r: GrokClaimsRun, key: str, metric: str) -> Measured | NotTested:
     """Each model's largest ``key`` over the checkpoints before grokking."""
     vals = r.wd[key][:, r.pre]
     if not vals.size:
-        return NotTested(f"no checkpoint before grokking has every model below test accuracy {PRE_GROK_ACC:g}",
-                         ours="no such checkpoint")
+        return NotTested(
+            f"no checkpoint before grokking has every model below test accuracy {PRE_GROK_ACC:g}", ours="no such checkpoint"
+        )
     return Measured({metric: vals.max(axis=1).tolist()}, ours=float(np.max(vals)), value=float(np.max(vals)))
 
 
@@ -122,8 +124,11 @@ def _pre_r2(r: GrokClaimsRun, cfg: Params) -> Measured | NotTested:
 
 def _core_at_grok(r: GrokClaimsRun, cfg: Params, metric: str) -> Measured:
     dims = r.wd["core_dim"][:, r.gi]
-    return Measured({metric: dims.tolist()}, ours=dims.tolist(),
-                    context={"p": cfg["P"], "harmonics": cfg["P"] // 2, "relaxed": f"relaxed {OFF_PAPER_TASK}: p = {cfg['P']}"})
+    return Measured(
+        {metric: dims.tolist()},
+        ours=dims.tolist(),
+        context={"p": cfg["P"], "harmonics": cfg["P"] // 2, "relaxed": f"relaxed {OFF_PAPER_TASK}: p = {cfg['P']}"},
+    )
 
 
 def _core_paper(r: GrokClaimsRun, cfg: Params) -> Measured:
@@ -148,10 +153,13 @@ def _snap(r: GrokClaimsRun, cfg: Params) -> Measured:
     else:
         why = f"; the official code, rerun here, reaches {_fmt(official)}"
         cause_class = "ours" if min(official) >= SHARE_MIN else "paper"
-    return Measured({"OLS share on the circle at grokking": at.tolist()},
-                    ours=[round(float(v), 3) for v in at], official=None if official is None else list(official),
-                    context={"shares": _fmt(at), "why": why, "rounded": str([round(float(v), 3) for v in at])},
-                    cause_class=cause_class)
+    return Measured(
+        {"OLS share on the circle at grokking": at.tolist()},
+        ours=[round(float(v), 3) for v in at],
+        official=None if official is None else list(official),
+        context={"shares": _fmt(at), "why": why, "rounded": str([round(float(v), 3) for v in at])},
+        cause_class=cause_class,
+    )
 
 
 def forming(r: GrokClaimsRun) -> dict[str, Any] | None:
@@ -162,8 +170,10 @@ def forming(r: GrokClaimsRun) -> dict[str, Any] | None:
     low = np.flatnonzero(r.at_grok_share < SHARE_MIN)
     if not low.size or gi + 1 >= len(wd.epochs):
         return None
-    pairs = {k: [[round(float(a[m, gi]), 3), round(float(a[m, gi + 1]), 3)] for m in low]
-             for k, a in (("share", wd["frac_unit_circle_ols"]), ("r2", wd["r2_ols"]))}
+    pairs = {
+        k: [[round(float(a[m, gi]), 3), round(float(a[m, gi + 1]), 3)] for m in low]
+        for k, a in (("share", wd["frac_unit_circle_ols"]), ("r2", wd["r2_ols"]))
+    }
     return {"epoch": int(wd.epochs[gi + 1]), "models": low.tolist(), **pairs}
 
 
@@ -172,68 +182,126 @@ def _still_forming(r: GrokClaimsRun, cfg: Params) -> Measured | None:
     if f is None:
         return None
     flat = sum(1 for a, b in f["share"] + f["r2"] if not b > a)
-    return Measured({"shares and OLS R² (models below the share) not higher one checkpoint later": flat},
-                    ours=f"models {f['models']}: share {f['share']}, OLS R² {f['r2']} (at grokking, then at {f['epoch']})",
-                    value=float("nan"), context={"later": f["epoch"]})
+    return Measured(
+        {"shares and OLS R² (models below the share) not higher one checkpoint later": flat},
+        ours=f"models {f['models']}: share {f['share']}, OLS R² {f['r2']} (at grokking, then at {f['epoch']})",
+        value=float("nan"),
+        context={"later": f["epoch"]},
+    )
 
 
 WHERE_CLOCKS = "Fig. 1C (clocks at epochs 0 and 300: 'eigenvalues scatter inside the unit circle')"
 
 GROK_PAPER = Rule(
-    "modadd.grok_epoch", "grok epoch (all models ≥ 0.99 test acc) in [500, 1200]", "grokking at epoch ~800",
-    "§3 ('At grokking (epoch 800)'), Fig. 1A", OBSERVED, (Comparison("grok epoch", WITHIN, (500, 1200), over=ONE),),
-    f"{GROK_RULE}, within {{t0}}: our window around ~800 (other seeds grok at other epochs)", _grok_paper,
-    {"grok epoch": 3000})
+    "modadd.grok_epoch",
+    "grok epoch (all models ≥ 0.99 test acc) in [500, 1200]",
+    "grokking at epoch ~800",
+    "§3 ('At grokking (epoch 800)'), Fig. 1A",
+    OBSERVED,
+    (Comparison("grok epoch", WITHIN, (500, 1200), over=ONE),),
+    f"{GROK_RULE}, within {{t0}}: our window around ~800 (other seeds grok at other epochs)",
+    _grok_paper,
+    {"grok epoch": 3000},
+)
 GROK_OFF_TASK = Rule(
-    "modadd.grok_epoch", "groks (all models ≥ 0.99) by FORK_EPOCH = {fork}, not in [500, 1200] ({relaxed})",
-    "grokking at epoch ~800 (p = 53)", "§3, Fig. 1A", OBSERVED,
+    "modadd.grok_epoch",
+    "groks (all models ≥ 0.99) by FORK_EPOCH = {fork}, not in [500, 1200] ({relaxed})",
+    "grokking at epoch ~800 (p = 53)",
+    "§3, Fig. 1A",
+    OBSERVED,
     (Comparison("grok epoch (off the paper task)", "<=", 0, relative_to="FORK_EPOCH", over=ONE),),
-    f"{GROK_RULE}, by FORK_EPOCH: the paper's epoch window is for p = 53 at a 50 % split", _grok_off_task,
-    {"grok epoch (off the paper task)": 3000})
+    f"{GROK_RULE}, by FORK_EPOCH: the paper's epoch window is for p = 53 at a 50 % split",
+    _grok_off_task,
+    {"grok epoch (off the paper task)": 3000},
+)
 CORE_PAPER = Rule(
-    "modadd.core_at_grok", "core dim at grokking in [10, 25] (every model)", "cores ~15-D at grokking",
-    "Fig. 1A, §3 results", OBSERVED, (Comparison("necessary dim at grokking", WITHIN, (10, 25)),),
-    "necessary dim at the grok checkpoint, every model, in {t0}: our window around ~15", _core_paper,
-    {"necessary dim at grokking": [60, 60]}, unit="model")
+    "modadd.core_at_grok",
+    "core dim at grokking in [10, 25] (every model)",
+    "cores ~15-D at grokking",
+    "Fig. 1A, §3 results",
+    OBSERVED,
+    (Comparison("necessary dim at grokking", WITHIN, (10, 25)),),
+    "necessary dim at the grok checkpoint, every model, in {t0}: our window around ~15",
+    _core_paper,
+    {"necessary dim at grokking": [60, 60]},
+    unit="model",
+)
 CORE_OFF_TASK = Rule(
-    "modadd.core_at_grok", "core dim at grokking in [4, 25] (every model), not [10, 25] ({relaxed})",
-    "cores ~15-D at grokking", "Fig. 1A, §3 results", OBSERVED,
+    "modadd.core_at_grok",
+    "core dim at grokking in [4, 25] (every model), not [10, 25] ({relaxed})",
+    "cores ~15-D at grokking",
+    "Fig. 1A, §3 results",
+    OBSERVED,
     (Comparison("necessary dim at grokking (off the paper task)", WITHIN, (4, 25)),),
     "necessary dim at the grok checkpoint, every model, in {t0}: our window around ~15; lower bound 4, not 10, off the "
-    "paper's task (p = {p} has {harmonics} harmonics)", _core_off_task,
-    {"necessary dim at grokking (off the paper task)": [60, 60]}, unit="model")
+    "paper's task (p = {p} has {harmonics} harmonics)",
+    _core_off_task,
+    {"necessary dim at grokking (off the paper task)": [60, 60]},
+    unit="model",
+)
 
 SPECS: tuple[Spec, ...] = (
     GROK_PAPER,
     GROK_OFF_TASK,
-    Rule("modadd.pre_grok_disk", "before grokking (test acc < 0.1): median |λ| < 0.8 at every checkpoint", "inside the disk",
-         WHERE_CLOCKS, OBSERVED, (Comparison(PRE_DISK, "<", 0.8),),
-         "max over models and pre-grokking checkpoints of the median |λ| of the ridge-1, block-holdout fit (the fit the "
-         "code release draws in the Fig. 1C clocks) < {t0}, our bound; the in-sample OLS fit is not used here: it fits ~40 "
-         "dims to p points and pushes |λ| up (printed in the chapter)", _pre_disk,
-         {PRE_DISK: [0.99, 0.99]}, unit="model"),
-    Rule("modadd.pre_grok_r2", "before grokking: R_h² < 0.6 at every checkpoint", "R_h² ≈ 0",
-         "Fig. 1C (R_h² annotations), §3", OBSERVED, (Comparison(PRE_R2, "<", 0.6),),
-         "max over models and pre-grokking checkpoints of the holdout R_h² (ridge 1, the last 4 classes held out, as the "
-         "code release's clocks) < {t0}: our bound between '≈ 0' and the post-grokking values",
-         _pre_r2, {PRE_R2: [0.95, 0.95]}, unit="model"),
+    Rule(
+        "modadd.pre_grok_disk",
+        "before grokking (test acc < 0.1): median |λ| < 0.8 at every checkpoint",
+        "inside the disk",
+        WHERE_CLOCKS,
+        OBSERVED,
+        (Comparison(PRE_DISK, "<", 0.8),),
+        "max over models and pre-grokking checkpoints of the median |λ| of the ridge-1, block-holdout fit (the fit the "
+        "code release draws in the Fig. 1C clocks) < {t0}, our bound; the in-sample OLS fit is not used here: it fits ~40 "
+        "dims to p points and pushes |λ| up (printed in the chapter)",
+        _pre_disk,
+        {PRE_DISK: [0.99, 0.99]},
+        unit="model",
+    ),
+    Rule(
+        "modadd.pre_grok_r2",
+        "before grokking: R_h² < 0.6 at every checkpoint",
+        "R_h² ≈ 0",
+        "Fig. 1C (R_h² annotations), §3",
+        OBSERVED,
+        (Comparison(PRE_R2, "<", 0.6),),
+        "max over models and pre-grokking checkpoints of the holdout R_h² (ridge 1, the last 4 classes held out, as the "
+        "code release's clocks) < {t0}: our bound between '≈ 0' and the post-grokking values",
+        _pre_r2,
+        {PRE_R2: [0.95, 0.95]},
+        unit="model",
+    ),
     CORE_PAPER,
     CORE_OFF_TASK,
-    Rule("modadd.snap", "at grokking: ≥ 80 % of the shift operator's eigenvalues within sin(π/p) of the unit circle (OLS, "
-         "every model)", "'At grokking (epoch 800), eigenvalues snap onto the unit circle'",
-         f"§3, Fig. 1C; the share as computed in the {CODE_SHARE}", OBSERVED,
-         (Comparison("OLS share on the circle at grokking", ">=", SHARE_MIN),),
-         "share of the OLS eigenvalues with ||λ| − 1| ≤ sin(π/p) at the grok checkpoint ≥ {t0}, every model: the fit and "
-         "band of the code release; 'snap onto' states no share, {t0} is ours", _snap,
-         {"OLS share on the circle at grokking": [0.3, 0.3]}, unit="model", gap="at_grok_unit_circle::shares {rounded}",
-         cause="OLS shares at the grok checkpoint are {shares}{why}", cause_class="ours"),
-    Rule(OURS + "clock_still_forming_at_grok", "diagnosis, timing: the clock is still forming at the grok checkpoint "
-         "(share and OLS R² higher at epoch {later})", "–", "ours (diagnosis)", OBSERVED,
-         (Comparison("shares and OLS R² (models below the share) not higher one checkpoint later", "<=", 0, over=ONE),),
-         f"in every model below {SHARE_MIN:g} at the grok checkpoint (the first at which every model has ≥ 0.99 test "
-         "accuracy), the OLS share and the in-sample OLS R² of the shift fit are both higher one checkpoint later: the "
-         "checkpoint catches the clock while it forms", _still_forming,
-         {"shares and OLS R² (models below the share) not higher one checkpoint later": 2}, explains="modadd.snap"),
+    Rule(
+        "modadd.snap",
+        "at grokking: ≥ 80 % of the shift operator's eigenvalues within sin(π/p) of the unit circle (OLS, every model)",
+        "'At grokking (epoch 800), eigenvalues snap onto the unit circle'",
+        f"§3, Fig. 1C; the share as computed in the {CODE_SHARE}",
+        OBSERVED,
+        (Comparison("OLS share on the circle at grokking", ">=", SHARE_MIN),),
+        "share of the OLS eigenvalues with ||λ| − 1| ≤ sin(π/p) at the grok checkpoint ≥ {t0}, every model: the fit and "
+        "band of the code release; 'snap onto' states no share, {t0} is ours",
+        _snap,
+        {"OLS share on the circle at grokking": [0.3, 0.3]},
+        unit="model",
+        gap="at_grok_unit_circle::shares {rounded}",
+        cause="OLS shares at the grok checkpoint are {shares}{why}",
+        cause_class="ours",
+    ),
+    Rule(
+        OURS + "clock_still_forming_at_grok",
+        "diagnosis, timing: the clock is still forming at the grok checkpoint (share and OLS R² higher at epoch {later})",
+        "–",
+        "ours (diagnosis)",
+        OBSERVED,
+        (Comparison("shares and OLS R² (models below the share) not higher one checkpoint later", "<=", 0, over=ONE),),
+        f"in every model below {SHARE_MIN:g} at the grok checkpoint (the first at which every model has ≥ 0.99 test "
+        "accuracy), the OLS share and the in-sample OLS R² of the shift fit are both higher one checkpoint later: the "
+        "checkpoint catches the clock while it forms",
+        _still_forming,
+        {"shares and OLS R² (models below the share) not higher one checkpoint later": 2},
+        explains="modadd.snap",
+    ),
 )
 
 #: The rules judged on a run that never groks (the others are about "at / after grokking").

@@ -41,15 +41,19 @@ class KeepRemoveRun:
 def _sufficient(r: KeepRemoveRun, cfg: Params) -> Measured:
     short_e = (r.wd["test_acc"] - keep_at_energy_rank(r.wd))[:, r.post]
     m, c = np.unravel_index(int(np.argmax(short_e)), short_e.shape)
-    return Measured({"each model's largest keep-only shortfall at the energy rank": short_e.max(axis=1).tolist()},
-                    ours=f"max shortfall {short_e.max():.4g} (model {m}, epoch {int(r.wd.epochs[r.post][c])})",
-                    value=float(short_e.max()))
+    return Measured(
+        {"each model's largest keep-only shortfall at the energy rank": short_e.max(axis=1).tolist()},
+        ours=f"max shortfall {short_e.max():.4g} (model {m}, epoch {int(r.wd.epochs[r.post][c])})",
+        value=float(short_e.max()),
+    )
 
 
 def _necessary(r: KeepRemoveRun, cfg: Params) -> Measured:
     p, at = cfg["P"], remove_at_energy_rank(r.wd)[:, r.gi]
-    return Measured({"remove-acc at the energy rank at grokking": at.tolist(), "2/p": 2.0 / p},
-                    ours="[" + ", ".join(f"{v:.4f} = {v * p:.2f}/p" for v in at) + "]")
+    return Measured(
+        {"remove-acc at the energy rank at grokking": at.tolist(), "2/p": 2.0 / p},
+        ours="[" + ", ".join(f"{v:.4f} = {v * p:.2f}/p" for v in at) + "]",
+    )
 
 
 def _ratio(r: KeepRemoveRun) -> np.ndarray:
@@ -60,10 +64,13 @@ def _within_factor(r: KeepRemoveRun, cfg: Params) -> Measured:
     p, ratio = cfg["P"], _ratio(r)
     m, c = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     rem_e, rem_n = remove_at_energy_rank(r.wd)[:, r.post], r.wd["remove_acc"][:, r.post]
-    return Measured({"each model's largest necessary dim ÷ energy rank": ratio.max(axis=1).tolist()}, value=float(ratio.max()),
-                    ours=f"max {ratio.max():.3g} (model {int(m)}, epoch {int(r.wd.epochs[r.post][c])}); removing the "
-                    f"energy core leaves ≤ {rem_e.max() * p:.1f}/p, the necessary dim ≤ {rem_n.max() * p:.2f}/p",
-                    context={"worst": f"{ratio.max():.3g} at model {int(m)} epoch {int(r.wd.epochs[r.post][c])}"})
+    return Measured(
+        {"each model's largest necessary dim ÷ energy rank": ratio.max(axis=1).tolist()},
+        value=float(ratio.max()),
+        ours=f"max {ratio.max():.3g} (model {int(m)}, epoch {int(r.wd.epochs[r.post][c])}); removing the "
+        f"energy core leaves ≤ {rem_e.max() * p:.1f}/p, the necessary dim ≤ {rem_n.max() * p:.2f}/p",
+        context={"worst": f"{ratio.max():.3g} at model {int(m)} epoch {int(r.wd.epochs[r.post][c])}"},
+    )
 
 
 def _redundancy(r: KeepRemoveRun, cfg: Params) -> Measured | None:
@@ -73,41 +80,71 @@ def _redundancy(r: KeepRemoveRun, cfg: Params) -> Measured | None:
         return None  # the necessary dim stays within the factor: nothing to explain
     suff, er = r.wd["suff_dim"][:, r.post], r.wd["energy_rank"][:, r.post]
     worst = max(int(suff[a, b] - er[a, b]) for a, b in bad)
-    return Measured({"largest sufficient dim − energy rank there": worst}, ours=f"max sufficient dim − energy rank there: {worst}")
+    return Measured(
+        {"largest sufficient dim − energy rank there": worst}, ours=f"max sufficient dim − energy rank there: {worst}"
+    )
 
 
 WHERE_B = "Fig. 1B 'Core is Necessary and Sufficient'"
 OBSERVED = "3 models, p = 53, weight decay 1: every checkpoint from grokking on (Fig. 1B), the grok checkpoint for removal"
 SPECS: tuple[Rule, ...] = (
-    Rule("modadd.sufficient", f"from grokking on: keeping only the 0.99-energy core keeps accuracy ≥ base − {KEEP_TOL:g} "
-         "(every model)", "keeping only the core keeps the accuracy", WHERE_B, OBSERVED,
-         (Comparison("each model's largest keep-only shortfall at the energy rank", "<=", KEEP_TOL),),
-         "max over post-grokking checkpoints of (base − accuracy with only the first energy-rank ACE directions kept) ≤ "
-         "{t0} in every model, our tolerance. Kept at the 0.99-energy rank, as removal is tested below: the paper's "
-         "core-only curve keeps the necessary dim, which is at or above the sufficient dim, so it keeps the accuracy by "
-         "construction and tests nothing", _sufficient, {"each model's largest keep-only shortfall at the energy rank": [0.5, 0.5]},
-         unit="model"),
-    Rule("modadd.necessary", "at grokking: removing the 0.99-energy core drops accuracy to ≤ 2/p (every model)",
-         "removing the core drops accuracy to chance (1/p)",
-         "Fig. 1B (chance |V|⁻¹); the necessity floor 2/|V| of the code release (src/cores/extraction.py)", OBSERVED,
-         (Comparison("remove-acc at the energy rank at grokking", "<=", 0, relative_to="2/p"),),
-         "remove-acc at the 0.99-energy rank at the grok checkpoint ≤ 2/p, the code's necessity floor (twice chance 1/p). "
-         "The necessary dim is the first rank ≥ the energy rank whose removal reaches 2/p, so remove-acc at the necessary "
-         "dim is ≤ 2/p by construction and tests nothing", _necessary, {"remove-acc at the energy rank at grokking": [0.5, 0.5]},
-         unit="model"),
-    Rule(OURS + "necessary_within_twice_energy_rank", f"from grokking on: necessary dim ≤ {NEC_FACTOR:g} × the 0.99-energy "
-         "rank (every model)", "the core is necessary: removing it drops accuracy to chance",
-         "Fig. 1B, Fig. 2B (necessary dim: remove → chance)", OBSERVED,
-         (Comparison("each model's largest necessary dim ÷ energy rank", "<=", NEC_FACTOR),),
-         "at every post-grokking checkpoint the remove curve reaches the floor 2/p within {t0}× the 0.99-energy rank "
-         "(ours): the core ACE ranks first is (nearly) what must go", _within_factor,
-         {"each model's largest necessary dim ÷ energy rank": [5.0, 5.0]}, unit="model", gap="necessary_within_factor"),
-    Rule(OURS + "energy_core_sufficient_where_burst", f"diagnosis, necessity: where the necessary dim exceeds "
-         f"{NEC_FACTOR:g}× the energy rank, the energy core alone is sufficient (redundancy)", "inflation is redundancy "
-         "(Fig. 2B)", "ours (diagnosis)", OBSERVED, (Comparison("largest sufficient dim − energy rank there", "<=", 0, over=ONE),),
-         "at those checkpoints the sufficient dim (keep-only reaches base − 1e-3) ≤ the energy rank: copies of the solution "
-         "outside the energy core, not a missing part of it, keep remove-acc above the floor", _redundancy,
-         {"largest sufficient dim − energy rank there": 5}, explains="modadd.necessary"),
+    Rule(
+        "modadd.sufficient",
+        f"from grokking on: keeping only the 0.99-energy core keeps accuracy ≥ base − {KEEP_TOL:g} (every model)",
+        "keeping only the core keeps the accuracy",
+        WHERE_B,
+        OBSERVED,
+        (Comparison("each model's largest keep-only shortfall at the energy rank", "<=", KEEP_TOL),),
+        "max over post-grokking checkpoints of (base − accuracy with only the first energy-rank ACE directions kept) ≤ "
+        "{t0} in every model, our tolerance. Kept at the 0.99-energy rank, as removal is tested below: the paper's "
+        "core-only curve keeps the necessary dim, which is at or above the sufficient dim, so it keeps the accuracy by "
+        "construction and tests nothing",
+        _sufficient,
+        {"each model's largest keep-only shortfall at the energy rank": [0.5, 0.5]},
+        unit="model",
+    ),
+    Rule(
+        "modadd.necessary",
+        "at grokking: removing the 0.99-energy core drops accuracy to ≤ 2/p (every model)",
+        "removing the core drops accuracy to chance (1/p)",
+        "Fig. 1B (chance |V|⁻¹); the necessity floor 2/|V| of the code release (src/cores/extraction.py)",
+        OBSERVED,
+        (Comparison("remove-acc at the energy rank at grokking", "<=", 0, relative_to="2/p"),),
+        "remove-acc at the 0.99-energy rank at the grok checkpoint ≤ 2/p, the code's necessity floor (twice chance 1/p). "
+        "The necessary dim is the first rank ≥ the energy rank whose removal reaches 2/p, so remove-acc at the necessary "
+        "dim is ≤ 2/p by construction and tests nothing",
+        _necessary,
+        {"remove-acc at the energy rank at grokking": [0.5, 0.5]},
+        unit="model",
+    ),
+    Rule(
+        OURS + "necessary_within_twice_energy_rank",
+        f"from grokking on: necessary dim ≤ {NEC_FACTOR:g} × the 0.99-energy rank (every model)",
+        "the core is necessary: removing it drops accuracy to chance",
+        "Fig. 1B, Fig. 2B (necessary dim: remove → chance)",
+        OBSERVED,
+        (Comparison("each model's largest necessary dim ÷ energy rank", "<=", NEC_FACTOR),),
+        "at every post-grokking checkpoint the remove curve reaches the floor 2/p within {t0}× the 0.99-energy rank "
+        "(ours): the core ACE ranks first is (nearly) what must go",
+        _within_factor,
+        {"each model's largest necessary dim ÷ energy rank": [5.0, 5.0]},
+        unit="model",
+        gap="necessary_within_factor",
+    ),
+    Rule(
+        OURS + "energy_core_sufficient_where_burst",
+        f"diagnosis, necessity: where the necessary dim exceeds "
+        f"{NEC_FACTOR:g}× the energy rank, the energy core alone is sufficient (redundancy)",
+        "inflation is redundancy (Fig. 2B)",
+        "ours (diagnosis)",
+        OBSERVED,
+        (Comparison("largest sufficient dim − energy rank there", "<=", 0, over=ONE),),
+        "at those checkpoints the sufficient dim (keep-only reaches base − 1e-3) ≤ the energy rank: copies of the solution "
+        "outside the energy core, not a missing part of it, keep remove-acc above the floor",
+        _redundancy,
+        {"largest sufficient dim − energy rank there": 5},
+        explains="modadd.necessary",
+    ),
 )
 
 
@@ -122,9 +159,13 @@ def keep_remove_claims(claims: Claims, wd: ArmResult, cfg: Params, gi: int, post
     run = KeepRemoveRun(wd, gi, post)
     rem_e = remove_at_energy_rank(wd)
     ratio = _ratio(run)
-    nums.update(post_grok_max_keep_gap=float((wd["test_acc"] - wd["keep_acc"])[:, post].max()),
-                post_grok_max_keep_gap_energy_rank=(wd["test_acc"] - keep_at_energy_rank(wd))[:, post].max(axis=1).tolist(),
-                at_grok_remove_acc_energy_rank=rem_e[:, gi].tolist(), post_grok_max_remove_acc=float(wd["remove_acc"][:, post].max()),
-                post_grok_max_remove_acc_energy_rank=float(rem_e[:, post].max()), post_grok_max_necessary_over_energy=float(ratio.max()))
+    nums.update(
+        post_grok_max_keep_gap=float((wd["test_acc"] - wd["keep_acc"])[:, post].max()),
+        post_grok_max_keep_gap_energy_rank=(wd["test_acc"] - keep_at_energy_rank(wd))[:, post].max(axis=1).tolist(),
+        at_grok_remove_acc_energy_rank=rem_e[:, gi].tolist(),
+        post_grok_max_remove_acc=float(wd["remove_acc"][:, post].max()),
+        post_grok_max_remove_acc_energy_rank=float(rem_e[:, post].max()),
+        post_grok_max_necessary_over_energy=float(ratio.max()),
+    )
     worst = _within_factor(run, cfg).context["worst"]
     claims.rows += judge_all(SPECS, run, cfg, lambda key: measured_gap(cfg, key, worst)).rows

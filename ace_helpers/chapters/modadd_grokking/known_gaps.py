@@ -4,8 +4,8 @@ measured causes (each one tested by a diagnosis row of :mod:`ace_helpers.chapter
 from __future__ import annotations
 
 from ace_helpers.chapters.modadd import config
-from ace_helpers.repro.params import Params
 from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
+from ace_helpers.repro.params import Params
 
 #: The gaps of the book run forked at 1100 (claims on its weight-decay arm).
 _BOOK_GAPS: dict[str, str] = {
@@ -55,13 +55,19 @@ _ENSEMBLE_GAPS: dict[str, str] = {
 KNOWN_GAPS = KnownGaps(
     gaps={
         "ci": {
-            "at_grok_unit_circle": seed_sensitive(4, 5, "the OLS share at the grok checkpoint 0.769, 0.909, 0.909, "
-                                                  "0.833, 1.0 against 0.8; below it, the clock is still forming: "
-                                                  "timing row"),
-            "post_grok_unit_circle": seed_sensitive(4, 5, "the lowest post-grokking OLS share 0.769, 0.909, 0.909, "
-                                                    "0.833, 0.8 against 0.8: the grok checkpoint's"),
-            "post_grok_unit_circle_ridge": seed_sensitive(4, 5, "the lowest post-grokking ridge share 0.769 at the "
-                                                          "preset's seed, ≥ 0.8 at the four others"),
+            "at_grok_unit_circle": seed_sensitive(
+                4,
+                5,
+                "the OLS share at the grok checkpoint 0.769, 0.909, 0.909, "
+                "0.833, 1.0 against 0.8; below it, the clock is still forming: "
+                "timing row",
+            ),
+            "post_grok_unit_circle": seed_sensitive(
+                4, 5, "the lowest post-grokking OLS share 0.769, 0.909, 0.909, 0.833, 0.8 against 0.8: the grok checkpoint's"
+            ),
+            "post_grok_unit_circle_ridge": seed_sensitive(
+                4, 5, "the lowest post-grokking ridge share 0.769 at the preset's seed, ≥ 0.8 at the four others"
+            ),
             "post_grok_r2_holdout": "CPU-sensitive at this preset, so its test line does not assert it: under the "
             "reproducible kernels it holds on AMD CPUs (every checkpoint at all 5 seeds of the seed check; lowest R_h² "
             "0.689 at the preset's seed), while on an Intel Xeon with AMX, whose matrix products differ in the last "
@@ -69,7 +75,8 @@ KNOWN_GAPS = KnownGaps(
         },
         # the run trained on an Intel Xeon (its fp32 products differ in the last bits from the AMD CPU's
         # that trained the stored run forked at 1100, so its weight-decay arm is a sibling of that one)
-        "book": _BOOK_GAPS | {
+        "book": _BOOK_GAPS
+        | {
             "post_grok_unit_circle": "training length: after grokking the core bursts (its necessary dim jumps to "
             "several times the 0.99-energy rank: the necessity row) and the share dips; the run stops inside the dip. "
             "The ridge fit does not lift it (fit row), but at some of the low checkpoints the eigenvalues lie just "

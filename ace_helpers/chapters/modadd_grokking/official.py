@@ -23,8 +23,10 @@ def official_numbers(arrays: Mapping[str, np.ndarray]) -> dict[str, object]:
     epochs = [int(e) for e in arrays["wd1/core_formation/epochs"]]
     grok = int(arrays["wd1/core_formation/grok_ep"])
     at = epochs.index(grok)
-    return {"modadd.grok_epoch": float(grok),
-            "modadd.core_at_grok": [float(v) for v in arrays["wd1/core_formation/r_nec"][:, at]]}
+    return {
+        "modadd.grok_epoch": float(grok),
+        "modadd.core_at_grok": [float(v) for v in arrays["wd1/core_formation/r_nec"][:, at]],
+    }
 
 
 def stored_official(root: Path | None = None) -> dict[str, object] | None:

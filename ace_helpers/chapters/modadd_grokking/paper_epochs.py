@@ -19,20 +19,24 @@ from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, grok_epoch
 from ace_helpers.chapters.modadd.stats import SHARE_MIN
 from ace_helpers.chapters.modadd_grokking.known_gaps import KNOWN_GAPS
-from ace_helpers.repro.params import Params
 from ace_helpers.repro.artifacts import load_artifact, project_root
+from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
 from ace_helpers.repro.rules import ONE, Comparison, Measured, NotTested, Rule, Spec, judge_all
 
 #: The paper's observation points (Fig. 1C: grokking at 800, so 300 is before it and 900 one checkpoint after).
 BEFORE, LATER, LATE = 300, 2000, 20_000
-OBSERVED = ("3 models, p = 53, train fraction 0.5, weight decay 1.0; clocks at epochs 300 and grokking + 100 "
-            "(Fig. 1C: 800 and 900), 2000 (Fig. 1C) and 20 000 (Fig. 2C)")
+OBSERVED = (
+    "3 models, p = 53, train fraction 0.5, weight decay 1.0; clocks at epochs 300 and grokking + 100 "
+    "(Fig. 1C: 800 and 900), 2000 (Fig. 1C) and 20 000 (Fig. 2C)"
+)
 WHERE_R2 = "Fig. 1C (R_h² annotations at the clock epochs), §3"
 WHERE_CIRCLE = "Fig. 1C (epoch 2000), Fig. 2C (epoch 20 000)"
 WHERE_INVARIANT = "title and abstract; Fig. 1C (the clocks one checkpoint after grokking)"
-OBSERVED_INVARIANT = ("independently trained models (3, p = 53, train fraction 0.5, AdamW lr 1e-3, weight decay 1.0), one "
-                      "checkpoint after grokking (Fig. 1C: epoch 900)")
+OBSERVED_INVARIANT = (
+    "independently trained models (3, p = 53, train fraction 0.5, AdamW lr 1e-3, weight decay 1.0), one "
+    "checkpoint after grokking (Fig. 1C: epoch 900)"
+)
 
 
 #: The code release's own run of this protocol to epoch 2000 (3 models), stored by :mod:`ace_helpers.repro.official_runs`.
@@ -65,9 +69,11 @@ def _r2_jump(run: EpochRun, cfg: Params) -> Measured | NotTested:
     before, post = _at(arm, "r2_holdout", BEFORE), _at(arm, "r2_holdout", after)
     if before is None or post is None or BEFORE >= grok:
         return NotTested(f"no checkpoint at epoch {BEFORE} before grokking and at grokking + 100 (grok epoch {grok})")
-    return Measured({"R_h² before grokking": before, "R_h² one checkpoint after grokking": post},
-                    ours=f"epoch {BEFORE}: {_fmt(before)}; epoch {after}: {_fmt(post)}",
-                    context={"after": after, "post": _fmt(post)})
+    return Measured(
+        {"R_h² before grokking": before, "R_h² one checkpoint after grokking": post},
+        ours=f"epoch {BEFORE}: {_fmt(before)}; epoch {after}: {_fmt(post)}",
+        context={"after": after, "post": _fmt(post)},
+    )
 
 
 def _on_circle(run: EpochRun, cfg: Params) -> Measured | NotTested:
@@ -78,17 +84,21 @@ def _on_circle(run: EpochRun, cfg: Params) -> Measured | NotTested:
     if later is None or late is None:
         return NotTested(f"the run stops at epoch {int(arm.epochs[-1])}, before the paper's epochs {LATER} and {LATE:,}")
     off = "" if LATER not in official else f" (official code: {_fmt(official[LATER])})"
-    return Measured({f"OLS share at epoch {LATER}": later, f"OLS share at epoch {LATE}": late},
-                    ours=f"epoch {LATER}: {_fmt(later)}; epoch {LATE:,}: {_fmt(late)}",
-                    context={"later": _fmt(later), "late": _fmt(late), "official": off},
-                    official=list(official[LATER]) if LATER in official else None)
+    return Measured(
+        {f"OLS share at epoch {LATER}": later, f"OLS share at epoch {LATE}": late},
+        ours=f"epoch {LATER}: {_fmt(later)}; epoch {LATE:,}: {_fmt(late)}",
+        context={"later": _fmt(later), "late": _fmt(late), "official": off},
+        official=list(official[LATER]) if LATER in official else None,
+    )
 
 
 #: The invariance rule's bounds (ours): every clock's R_h², the largest over the smallest core, and the spread of the
 #: models' median ``|λ|``.
 INV_R2, INV_SIZE, INV_SPREAD = 0.9, 1.5, 0.1
-_AGREE = (Comparison("largest / smallest core dim", "<=", INV_SIZE, over=ONE),
-          Comparison("spread of the median |λ| (OLS)", "<=", INV_SPREAD, over=ONE))
+_AGREE = (
+    Comparison("largest / smallest core dim", "<=", INV_SIZE, over=ONE),
+    Comparison("spread of the median |λ| (OLS)", "<=", INV_SPREAD, over=ONE),
+)
 
 
 def _invariant(run: EpochRun, cfg: Params) -> Measured | NotTested:
@@ -111,11 +121,16 @@ def _invariant(run: EpochRun, cfg: Params) -> Measured | NotTested:
     why = [f"R_h² {_fmt(r2)} not all ≥ {INV_R2:g}"] if min(r2) < INV_R2 else []
     why += [f"core dims {', '.join(f'{d:.0f}' for d in dims)} differ"] if max(dims) > INV_SIZE * min(dims) else []
     why += [f"median |λ| {_fmt(med)} differ"] if max(med) - min(med) > INV_SPREAD else []
-    return Measured({"R_h² one checkpoint after grokking": r2, "largest / smallest core dim": max(dims) / min(dims),
-                     "spread of the median |λ| (OLS)": max(med) - min(med)},
-                    ours=f"epoch {after}, {len(dims)} models: R_h² {_fmt(r2)}; core dims {', '.join(f'{d:.0f}' for d in dims)}; "
-                    f"median |λ| {_fmt(med)}; rotational modes {', '.join(f'{m:.0f}' for m in modes)}",
-                    context={"after": after, "why": "; ".join(why) or "every invariant agrees"})
+    return Measured(
+        {
+            "R_h² one checkpoint after grokking": r2,
+            "largest / smallest core dim": max(dims) / min(dims),
+            "spread of the median |λ| (OLS)": max(med) - min(med),
+        },
+        ours=f"epoch {after}, {len(dims)} models: R_h² {_fmt(r2)}; core dims {', '.join(f'{d:.0f}' for d in dims)}; "
+        f"median |λ| {_fmt(med)}; rotational modes {', '.join(f'{m:.0f}' for m in modes)}",
+        context={"after": after, "why": "; ".join(why) or "every invariant agrees"},
+    )
 
 
 def _fmt(values: Sequence[float]) -> str:
@@ -123,33 +138,60 @@ def _fmt(values: Sequence[float]) -> str:
 
 
 SPECS: tuple[Spec, ...] = (
-    Rule("modadd.r2_jump", "R_h² jumps from ≈ 0 before grokking to ≈ 1 one checkpoint after it (the paper's epochs)",
-         "R_h² jumps from ~0 to ~1 at grokking", WHERE_R2, OBSERVED,
-         (Comparison("R_h² before grokking", "<=", 0.2), Comparison("R_h² one checkpoint after grokking", ">=", 0.9)),
-         "every model: R_h² ≤ {t0} at epoch 300 (before grokking, as the paper's clock) and ≥ {t1} one checkpoint after "
-         "grokking (the paper's epoch 900; ours for '≈ 0' and '≈ 1'); models on both sides of a bound: inconclusive; "
-         "the stricter every-checkpoint version is our own row", _r2_jump,
-         {"R_h² one checkpoint after grokking": [0.3, 0.3, 0.3]},
-         cause="one checkpoint after grokking R_h² reads {post} against {t1}: the models straddle it", cause_class="samples"),
-    Rule("modadd.stays_on_circle", "the clock stays on the circle: ≥ 80 % of the OLS eigenvalues within sin(π/p) of it at "
-         "epochs 2000 and 20 000", "on the circle after grokking", WHERE_CIRCLE, OBSERVED,
-         (Comparison(f"OLS share at epoch {LATER}", ">=", SHARE_MIN), Comparison(f"OLS share at epoch {LATE}", ">=", SHARE_MIN)),
-         "every model: OLS share ≥ {t0} at epoch 2000 (Fig. 1C) and at epoch 20 000 (Fig. 2C), the paper's two later "
-         "clocks; partly: at epoch 20 000 only; the stricter every-checkpoint version is our own row", _on_circle,
-         {"OLS share at epoch 2000": [0.2, 0.2, 0.2], "OLS share at epoch 20000": [0.2, 0.2, 0.2]},
-         partly=(Comparison(f"OLS share at epoch {LATE}", ">=", SHARE_MIN),),
-         gap="paper_epoch_circle", cause="OLS shares at epoch 2000 are {later}{official}; at 20 000: {late}", cause_class="ours"),
-    Rule("modadd.invariant", "the cores of independently trained models are invariant: each has a clock, and their sizes "
-         "and operator spectra agree (one checkpoint after grokking)", "the cores of independently trained models are "
-         "invariant (the title's claim, for this task)", WHERE_INVARIANT, OBSERVED_INVARIANT,
-         (Comparison("R_h² one checkpoint after grokking", ">=", INV_R2), *_AGREE),
-         "one checkpoint after grokking (the paper's epoch 900), on invariants that do not depend on which key frequencies "
-         "a model picks: every model has a clock (R_h² ≥ {t0}), the largest core is at most {t1}× the smallest, and the "
-         "models' median |λ| of the OLS shift operator differ by at most {t2} (ours: the paper states invariance without "
-         "a rule); partly: sizes and spectra agree while some model's clock fits below {t0}", _invariant,
-         {"R_h² one checkpoint after grokking": [0.2, 0.95, 0.3], "largest / smallest core dim": 3.0,
-          "spread of the median |λ| (OLS)": 0.5},
-         partly=_AGREE, unit="model", cause="at epoch {after}: {why}", cause_class="samples"),
+    Rule(
+        "modadd.r2_jump",
+        "R_h² jumps from ≈ 0 before grokking to ≈ 1 one checkpoint after it (the paper's epochs)",
+        "R_h² jumps from ~0 to ~1 at grokking",
+        WHERE_R2,
+        OBSERVED,
+        (Comparison("R_h² before grokking", "<=", 0.2), Comparison("R_h² one checkpoint after grokking", ">=", 0.9)),
+        "every model: R_h² ≤ {t0} at epoch 300 (before grokking, as the paper's clock) and ≥ {t1} one checkpoint after "
+        "grokking (the paper's epoch 900; ours for '≈ 0' and '≈ 1'); models on both sides of a bound: inconclusive; "
+        "the stricter every-checkpoint version is our own row",
+        _r2_jump,
+        {"R_h² one checkpoint after grokking": [0.3, 0.3, 0.3]},
+        cause="one checkpoint after grokking R_h² reads {post} against {t1}: the models straddle it",
+        cause_class="samples",
+    ),
+    Rule(
+        "modadd.stays_on_circle",
+        "the clock stays on the circle: ≥ 80 % of the OLS eigenvalues within sin(π/p) of it at epochs 2000 and 20 000",
+        "on the circle after grokking",
+        WHERE_CIRCLE,
+        OBSERVED,
+        (Comparison(f"OLS share at epoch {LATER}", ">=", SHARE_MIN), Comparison(f"OLS share at epoch {LATE}", ">=", SHARE_MIN)),
+        "every model: OLS share ≥ {t0} at epoch 2000 (Fig. 1C) and at epoch 20 000 (Fig. 2C), the paper's two later "
+        "clocks; partly: at epoch 20 000 only; the stricter every-checkpoint version is our own row",
+        _on_circle,
+        {"OLS share at epoch 2000": [0.2, 0.2, 0.2], "OLS share at epoch 20000": [0.2, 0.2, 0.2]},
+        partly=(Comparison(f"OLS share at epoch {LATE}", ">=", SHARE_MIN),),
+        gap="paper_epoch_circle",
+        cause="OLS shares at epoch 2000 are {later}{official}; at 20 000: {late}",
+        cause_class="ours",
+    ),
+    Rule(
+        "modadd.invariant",
+        "the cores of independently trained models are invariant: each has a clock, and their sizes "
+        "and operator spectra agree (one checkpoint after grokking)",
+        "the cores of independently trained models are invariant (the title's claim, for this task)",
+        WHERE_INVARIANT,
+        OBSERVED_INVARIANT,
+        (Comparison("R_h² one checkpoint after grokking", ">=", INV_R2), *_AGREE),
+        "one checkpoint after grokking (the paper's epoch 900), on invariants that do not depend on which key frequencies "
+        "a model picks: every model has a clock (R_h² ≥ {t0}), the largest core is at most {t1}× the smallest, and the "
+        "models' median |λ| of the OLS shift operator differ by at most {t2} (ours: the paper states invariance without "
+        "a rule); partly: sizes and spectra agree while some model's clock fits below {t0}",
+        _invariant,
+        {
+            "R_h² one checkpoint after grokking": [0.2, 0.95, 0.3],
+            "largest / smallest core dim": 3.0,
+            "spread of the median |λ| (OLS)": 0.5,
+        },
+        partly=_AGREE,
+        unit="model",
+        cause="at epoch {after}: {why}",
+        cause_class="samples",
+    ),
 )
 
 

@@ -48,8 +48,19 @@ RESULTS = STORE / "comparison.json"
 #: The trainers of ours and their runs' settings (chapter 2's book preset, 6 models, to epoch 2000, fp32).
 OURS = {"ensemble": {"TRAINER": "ensemble", "PRECISION": "fp32"}, "loop": {"TRAINER": "loop", "PRECISION": "fp32"}}
 EPOCHS, N_MODELS, GROK_ACC = 2000, 6, 0.99
-STATISTICS = ("grok_epoch", "final_acc", "share_at_grok", "share_next", "r2_ols_300", "r2_ols_900", "r2_ols_2000",
-              "r2h_900", "r2h_2000", "burst", "nec_over_energy")
+STATISTICS = (
+    "grok_epoch",
+    "final_acc",
+    "share_at_grok",
+    "share_next",
+    "r2_ols_300",
+    "r2_ols_900",
+    "r2_ols_2000",
+    "r2h_900",
+    "r2h_2000",
+    "burst",
+    "nec_over_energy",
+)
 TEST = "two-sided Mann–Whitney U, exact null distribution (scipy.stats.mannwhitneyu)"
 
 
@@ -57,8 +68,9 @@ def run_config(trainer: str) -> Any:
     """The settings of our ``trainer``'s run (``"ensemble"`` or ``"loop"``)."""
     if trainer not in OURS:
         raise ValueError(f"trainer={trainer!r}; allowed: {sorted(OURS)}")
-    return config.PARAMS.resolve(PRESET="book", N_MODELS=N_MODELS, EPOCHS=EPOCHS, WORKERS=1,
-                                 ARTIFACT_DIR=str(project_root() / STORE), **OURS[trainer])
+    return config.PARAMS.resolve(
+        PRESET="book", N_MODELS=N_MODELS, EPOCHS=EPOCHS, WORKERS=1, ARTIFACT_DIR=str(project_root() / STORE), **OURS[trainer]
+    )
 
 
 def _grok_index(epochs: np.ndarray, acc: np.ndarray) -> int | None:
@@ -72,28 +84,49 @@ def _at(epochs: np.ndarray, values: np.ndarray, epoch: int) -> float:
     return float(values[hit[0]]) if hit.size else math.nan
 
 
-def model_stats(epochs: np.ndarray, acc: np.ndarray, share: np.ndarray, r2_ols: np.ndarray, nec: np.ndarray,
-                r2h: np.ndarray | None = None, energy: np.ndarray | None = None) -> dict[str, float]:
+def model_stats(
+    epochs: np.ndarray,
+    acc: np.ndarray,
+    share: np.ndarray,
+    r2_ols: np.ndarray,
+    nec: np.ndarray,
+    r2h: np.ndarray | None = None,
+    energy: np.ndarray | None = None,
+) -> dict[str, float]:
     """One model's statistics from its per-checkpoint arrays, each (C,) over ``epochs`` (C,) (NaN where not measured)."""
     gi = _grok_index(epochs, acc)
     nan = math.nan
-    out = {"grok_epoch": float(epochs[gi]) if gi is not None else nan, "final_acc": _at(epochs, acc, EPOCHS),
-           "share_at_grok": float(share[gi]) if gi is not None else nan,
-           "share_next": float(share[gi + 1]) if gi is not None and gi + 1 < len(epochs) else nan,
-           **{f"r2_ols_{e}": _at(epochs, r2_ols, e) for e in (300, 900, 2000)},
-           **{f"r2h_{e}": _at(epochs, r2h, e) if r2h is not None else nan for e in (900, 2000)}}
+    out = {
+        "grok_epoch": float(epochs[gi]) if gi is not None else nan,
+        "final_acc": _at(epochs, acc, EPOCHS),
+        "share_at_grok": float(share[gi]) if gi is not None else nan,
+        "share_next": float(share[gi + 1]) if gi is not None and gi + 1 < len(epochs) else nan,
+        **{f"r2_ols_{e}": _at(epochs, r2_ols, e) for e in (300, 900, 2000)},
+        **{f"r2h_{e}": _at(epochs, r2h, e) if r2h is not None else nan for e in (900, 2000)},
+    }
     post = (epochs >= epochs[gi]) & (epochs <= EPOCHS) if gi is not None else np.zeros(len(epochs), bool)
     out["burst"] = float(nec[post].max() / max(nec[gi], 1)) if gi is not None else nan
-    out["nec_over_energy"] = (float((nec[post] / np.maximum(energy[post], 1)).max())
-                              if gi is not None and energy is not None else nan)
+    out["nec_over_energy"] = (
+        float((nec[post] / np.maximum(energy[post], 1)).max()) if gi is not None and energy is not None else nan
+    )
     return out
 
 
 def ours_stats(arm: ArmResult) -> list[dict[str, float]]:
     """Per model, the statistics of one of our runs' weight-decay arm."""
     e = arm.epochs
-    return [model_stats(e, arm["test_acc"][m], arm["frac_unit_circle_ols"][m], arm["r2_ols"][m], arm["core_dim"][m],
-                        arm["r2_holdout"][m], arm["energy_rank"][m]) for m in range(arm["test_acc"].shape[0])]
+    return [
+        model_stats(
+            e,
+            arm["test_acc"][m],
+            arm["frac_unit_circle_ols"][m],
+            arm["r2_ols"][m],
+            arm["core_dim"][m],
+            arm["r2_holdout"][m],
+            arm["energy_rank"][m],
+        )
+        for m in range(arm["test_acc"].shape[0])
+    ]
 
 
 def official_stats(arrays: Mapping[str, np.ndarray]) -> list[dict[str, float]]:
@@ -125,21 +158,33 @@ def compare(stats: Mapping[str, list[dict[str, float]]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for s in STATISTICS:
         values = {t: [m[s] for m in stats[t]] for t in names}
-        medians = {t: (float(np.median([v for v in vals if math.isfinite(v)]))
-                       if any(math.isfinite(v) for v in vals) else None) for t, vals in values.items()}
-        tests = {f"{a} vs {b}": mann_whitney(values[a], values[b]) for i, a in enumerate(names) for b in names[i + 1:]}
-        out[s] = {"values": {t: [v if math.isfinite(v) else None for v in vals] for t, vals in values.items()},
-                  "median": medians, "tests": tests}
+        medians = {
+            t: (float(np.median([v for v in vals if math.isfinite(v)])) if any(math.isfinite(v) for v in vals) else None)
+            for t, vals in values.items()
+        }
+        tests = {f"{a} vs {b}": mann_whitney(values[a], values[b]) for i, a in enumerate(names) for b in names[i + 1 :]}
+        out[s] = {
+            "values": {t: [v if math.isfinite(v) else None for v in vals] for t, vals in values.items()},
+            "median": medians,
+            "tests": tests,
+        }
     return out
 
 
 #: How the chapter names each statistic.
-LABELS = {"grok_epoch": "grok epoch", "final_acc": "test accuracy at epoch 2000", "share_at_grok": "OLS share on the circle "
-          "at grokking", "share_next": "OLS share one checkpoint later", "r2_ols_300": "in-sample OLS R² at epoch 300",
-          "r2_ols_900": "in-sample OLS R² at epoch 900", "r2_ols_2000": "in-sample OLS R² at epoch 2000",
-          "r2h_900": "held-out R_h² at epoch 900", "r2h_2000": "held-out R_h² at epoch 2000",
-          "burst": "largest necessary dim after grokking ÷ at grokking", "nec_over_energy": "largest necessary dim ÷ "
-          "0.99-energy rank after grokking"}
+LABELS = {
+    "grok_epoch": "grok epoch",
+    "final_acc": "test accuracy at epoch 2000",
+    "share_at_grok": "OLS share on the circle at grokking",
+    "share_next": "OLS share one checkpoint later",
+    "r2_ols_300": "in-sample OLS R² at epoch 300",
+    "r2_ols_900": "in-sample OLS R² at epoch 900",
+    "r2_ols_2000": "in-sample OLS R² at epoch 2000",
+    "r2h_900": "held-out R_h² at epoch 900",
+    "r2h_2000": "held-out R_h² at epoch 2000",
+    "burst": "largest necessary dim after grokking ÷ at grokking",
+    "nec_over_energy": "largest necessary dim ÷ 0.99-energy rank after grokking",
+}
 
 
 def table(comparison: Mapping[str, Any]) -> str:
@@ -147,7 +192,7 @@ def table(comparison: Mapping[str, Any]) -> str:
     over its models, and the p-value of every pair of trainers."""
     stats = comparison["statistics"]
     trainers = list(comparison["models"])
-    pairs = [f"{a} vs {b}" for i, a in enumerate(trainers) for b in trainers[i + 1:]]
+    pairs = [f"{a} vs {b}" for i, a in enumerate(trainers) for b in trainers[i + 1 :]]
     rows = []
     for s in STATISTICS:
         cells = []
@@ -156,7 +201,11 @@ def table(comparison: Mapping[str, Any]) -> str:
             cells.append(f"{np.median(vals):.3g} ({min(vals):.3g}–{max(vals):.3g})" if vals else "—")
         tests = [stats[s]["tests"][p] for p in pairs]
         rows.append((LABELS[s], *cells, *(f"{t['p']:.3f}" if t else "—" for t in tests)))
-    head = ("statistic", *(f"{t} ({comparison['models'][t]} models): median (range)" for t in trainers), *(f"p, {p}" for p in pairs))
+    head = (
+        "statistic",
+        *(f"{t} ({comparison['models'][t]} models): median (range)" for t in trainers),
+        *(f"p, {p}" for p in pairs),
+    )
     return markdown_table(head, rows)
 
 
@@ -174,8 +223,9 @@ def differences(comparison: Mapping[str, Any], alpha: float = 0.05) -> dict[str,
         for pair, test in entry["tests"].items():
             a, b = pair.split(" vs ")
             if test is not None and test["p"] < alpha:
-                out.setdefault(pair, []).append(f"{LABELS[s]} ({entry['median'][a]:.3g} vs {entry['median'][b]:.3g}, "
-                                                f"p = {test['p']:.3f})")
+                out.setdefault(pair, []).append(
+                    f"{LABELS[s]} ({entry['median'][a]:.3g} vs {entry['median'][b]:.3g}, p = {test['p']:.3f})"
+                )
     return out
 
 
@@ -183,7 +233,7 @@ def summary(comparison: Mapping[str, Any], alpha: float = 0.05) -> str:
     """One computed paragraph: for every pair of trainers, the statistics that tell them apart at ``alpha``."""
     found = differences(comparison, alpha)
     trainers = list(comparison["models"])
-    pairs = [f"{a} vs {b}" for i, a in enumerate(trainers) for b in trainers[i + 1:]]
+    pairs = [f"{a} vs {b}" for i, a in enumerate(trainers) for b in trainers[i + 1 :]]
     lines = []
     for pair in pairs:
         if pair in found:
@@ -191,18 +241,24 @@ def summary(comparison: Mapping[str, Any], alpha: float = 0.05) -> str:
             continue
         tested = [(t["p"], LABELS[s]) for s in STATISTICS if (t := comparison["statistics"][s]["tests"][pair]) is not None]
         low = min(tested) if tested else None
-        lines.append(f"**{pair}**: no statistic differs at p < {alpha:g}"
-                     + (f" (the smallest p is {low[0]:.3f}, for the {low[1]})" if low else ""))
+        lines.append(
+            f"**{pair}**: no statistic differs at p < {alpha:g}"
+            + (f" (the smallest p is {low[0]:.3f}, for the {low[1]})" if low else "")
+        )
     return "\n\n".join(lines)
 
 
 def snap_sentence(comparison: Mapping[str, Any], bound: float = SHARE_MIN) -> str:
     """How many models of each trainer have an OLS share ≥ ``bound`` at their own grok checkpoint, as a sentence."""
     values = comparison["statistics"]["share_at_grok"]["values"]
-    parts = [f"{sum(v is not None and v >= bound for v in vals)} of {len(vals)} {trainer} models"
-             for trainer, vals in values.items()]
-    return (f"At each model's own grok checkpoint the OLS share on the circle is at least {bound:g} in "
-            + ", ".join(parts[:-1]) + f" and {parts[-1]}.")
+    parts = [
+        f"{sum(v is not None and v >= bound for v in vals)} of {len(vals)} {trainer} models" for trainer, vals in values.items()
+    ]
+    return (
+        f"At each model's own grok checkpoint the OLS share on the circle is at least {bound:g} in "
+        + ", ".join(parts[:-1])
+        + f" and {parts[-1]}."
+    )
 
 
 def gather(root: Path | None = None) -> dict[str, list[dict[str, float]]]:
@@ -221,16 +277,20 @@ def gather(root: Path | None = None) -> dict[str, list[dict[str, float]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ace_helpers.chapters.modadd_grokking.trainers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m ace_helpers.chapters.modadd_grokking.trainers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--out", default=str(project_root() / RESULTS), help="where to write the comparison (JSON)")
     args = parser.parse_args(argv)
     stats = gather()
     if len(stats) < 2:
         print(f"only {sorted(stats)} stored: nothing to compare", file=sys.stderr)
         return 1
-    path = write_json(args.out, {"test": TEST, "epochs": EPOCHS, "models": {t: len(v) for t, v in stats.items()},
-                                 "statistics": compare(stats)})
+    path = write_json(
+        args.out, {"test": TEST, "epochs": EPOCHS, "models": {t: len(v) for t, v in stats.items()}, "statistics": compare(stats)}
+    )
     print(f"wrote {path}")
     return 0
 

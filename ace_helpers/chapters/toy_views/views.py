@@ -10,8 +10,8 @@ import nnsight
 import numpy as np
 import torch
 
-from ace_helpers.chapters.modadd.analysis import analyse_activations, last_token_activations
 from ace_helpers.chapters.markov_run import run as markov
+from ace_helpers.chapters.modadd.analysis import analyse_activations, last_token_activations
 from ace_helpers.method.core import Core, extract_core_from_gramians
 
 #: Share of the Fourier power of W_U·Q (the core's image in logit space) that a model's key
@@ -67,8 +67,9 @@ def modadd_view(model: Any, data: Any, energy: float) -> View:
     """The ACE core at the last token of layer 2 (chapter 2's analysis, its necessary rank) and the test activations."""
     wrapped = nnsight.NNsight(model)
     h_test = last_token_activations(model, data.test_inputs)
-    _, core = analyse_activations(h_test, model.lm_head.weight, model.lm_head.bias, data.test_answers, data.p,
-                                  energy=energy, holdout=0)
+    _, core = analyse_activations(
+        h_test, model.lm_head.weight, model.lm_head.bias, data.test_answers, data.p, energy=energy, holdout=0
+    )
     h_train = last_token_activations(model, data.train_inputs).double().numpy()
     with torch.no_grad():
         clean = model(data.test_inputs).argmax(-1)
