@@ -21,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import inspect
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ace_helpers.repro.code_keys import code_key
 from ace_helpers.repro.comparisons import (  # noqa: F401 - the comparisons of a rule, re-exported with it
     EQUAL,
     EVERY,
@@ -177,11 +177,9 @@ class Rule:
 
     def fingerprint(self) -> str:
         """A 16-hex hash of what decides the verdict: the id, the observation point, the tests, the partly tests, the
-        mixed verdict, the diagnosis link and the measuring function's source.  Prose is not in it."""
-        try:
-            source = inspect.getsource(self.measure)
-        except (OSError, TypeError):
-            source = getattr(self.measure, "__qualname__", repr(self.measure))
+        mixed verdict, the diagnosis link and the measuring function's code (:func:`~ace_helpers.repro.code_keys.code_key`: its syntax tree, so
+        that formatting, comments and the function's own name do not count).  Prose is not in it."""
+        source = code_key(self.measure)
         data = [
             self.id,
             self.observed,

@@ -177,3 +177,20 @@ def test_a_window_read_on_an_interval():
         row = judge_all([rule], {"acc": list(interval)}, None, lambda k: None).rows[0]
         assert row.verdict == verdict, interval
     assert row.interval is None and row.threshold == [-1.25, -0.8] and row.op == "in"
+
+
+def test_a_rules_fingerprint_ignores_formatting_comments_and_the_functions_name(tmp_path):
+    import importlib.util
+
+    from ace_helpers.repro.code_keys import code_key
+
+    (tmp_path / "a.py").write_text("def f(r, cfg):\n    return r['x'] + 1\n")
+    (tmp_path / "b.py").write_text("def renamed(r,\n              cfg):  # a comment\n    return (r[\n        'x'] + 1)\n")
+    (tmp_path / "c.py").write_text("def f(r, cfg):\n    return r['x'] + 2\n")
+    fns = []
+    for name in "abc":
+        spec = importlib.util.spec_from_file_location(name, tmp_path / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        fns.append(next(v for k, v in vars(mod).items() if callable(v) and not k.startswith("_")))
+    assert code_key(fns[0]) == code_key(fns[1]) != code_key(fns[2])

@@ -91,8 +91,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ace_helpers.chapters.markov_cores.claims import KNOWN_GAPS, build_claims, eigen_summary, r2_ratios
 from ace_helpers.chapters.markov_cores.baselines import baseline_results
+from ace_helpers.chapters.markov_cores.claims import KNOWN_GAPS, build_claims
 from ace_helpers.chapters.markov_cores.knobs import (  # noqa: F401 - the chapter's knobs, declared once there
     CHAIN_3_NONCIRCULANT,
     CHAIN_5_COMPLEX,
@@ -104,6 +104,8 @@ from ace_helpers.chapters.markov_cores.knobs import (  # noqa: F401 - the chapte
     check,
     memory_estimate,
 )
+from ace_helpers.chapters.markov_cores.measures import eigen_summary, r2_ratios
+from ace_helpers.chapters.markov_run.jobs import hook_site, run_chains
 from ace_helpers.chapters.markov_run.run import (  # noqa: F401 - the chapter's pipeline
     ABLATIONS,
     ALL_VARIANTS,
@@ -130,17 +132,42 @@ from ace_helpers.chapters.markov_run.run import (  # noqa: F401 - the chapter's 
     toy_config,
     train_models,
 )
-from ace_helpers.chapters.markov_run.jobs import hook_site, run_chains  # noqa: F401 - the chapter's run
 from ace_helpers.repro.params import Params
 from ace_helpers.toys.tasks.markov import state_r2
 
 __all__ = [
-    "ABLATIONS", "ALL_VARIANTS", "KNOWN_GAPS", "PAPER_ABLATION", "PAPER_TAIL", "PARAMS", "PRESETS", "TAILS", "ChainRun",
-    "SeedAnalysis", "TrainResult", "VariantResult", "activation_gramian", "analyse_model", "baseline_results", "build_claims",
-    "capture_states", "chain_results", "eigen_summary", "hook_site",
-    "model_seeds", "r2_ratios", "relative_eig_errors", "run", "run_chains", "sampling_floor",
-    "state_mean_coords", "state_r2", "tail_jacobian", "toy_config", "train_models",
-]  # fmt: skip
+    "ABLATIONS",
+    "ALL_VARIANTS",
+    "KNOWN_GAPS",
+    "PAPER_ABLATION",
+    "PAPER_TAIL",
+    "PARAMS",
+    "PRESETS",
+    "TAILS",
+    "ChainRun",
+    "SeedAnalysis",
+    "TrainResult",
+    "VariantResult",
+    "activation_gramian",
+    "analyse_model",
+    "baseline_results",
+    "build_claims",
+    "capture_states",
+    "chain_results",
+    "eigen_summary",
+    "hook_site",
+    "model_seeds",
+    "r2_ratios",
+    "relative_eig_errors",
+    "run",
+    "run_chains",
+    "sampling_floor",
+    "state_mean_coords",
+    "state_r2",
+    "tail_jacobian",
+    "toy_config",
+    "train_models",
+]
 
 
 def run(cfg: Params, *, workers: int | None = None) -> dict[str, Any]:

@@ -40,12 +40,13 @@ def subspace_table(results: dict[str, Any]) -> str:
         raise ValueError(f"results lack {missing}: run the chapter's baselines (markov_cores.run) first")
     rows = []
     for label, (cca_key, ov_key) in VIEWS.items():
-        overlap = (_list(results[ov_key], ".3f") if ov_key else
-                   f"{results['random_overlap_q05']:.3f}–{results['random_overlap_q95']:.3f} (5–95 %)")
-        rows.append((label, _list([float(np.mean(c)) for c in results[cca_key]]), _list(_weakest(results, cca_key)),
-                     overlap))  # fmt: skip
-    return markdown_table(("subspace (per seed)", "mean CCA (pairs)", "weakest CCA (pairs)", "projector overlap (pairs)"),
-                          rows)  # fmt: skip
+        overlap = (
+            _list(results[ov_key], ".3f")
+            if ov_key
+            else f"{results['random_overlap_q05']:.3f}–{results['random_overlap_q95']:.3f} (5–95 %)"
+        )
+        rows.append((label, _list([float(np.mean(c)) for c in results[cca_key]]), _list(_weakest(results, cca_key)), overlap))
+    return markdown_table(("subspace (per seed)", "mean CCA (pairs)", "weakest CCA (pairs)", "projector overlap (pairs)"), rows)
 
 
 def cca_specificity(results: dict[str, Any]) -> str:
@@ -53,14 +54,20 @@ def cca_specificity(results: dict[str, Any]) -> str:
     PCA subspaces (the rule of ``ours.markov_cores.cca_not_core_specific``), with the numbers."""
     core, oracle, pca, rand = (_weakest(results, k) for k in ("cca", "oracle_cca", "pca_cca", "random_cca"))
     same = results["core_oracle_overlap"]
-    numbers = (f"weakest canonical correlation per seed pair: cores {_list(core)}, one-hot-state oracle subspaces "
-               f"{_list(oracle)}, PCA subspaces {_list(pca)}, random subspaces {_list(rand, '.3f')}; each seed's core "
-               f"overlaps its own oracle subspace {_list(same, '.3f')}")
+    numbers = (
+        f"weakest canonical correlation per seed pair: cores {_list(core)}, one-hot-state oracle subspaces "
+        f"{_list(oracle)}, PCA subspaces {_list(pca)}, random subspaces {_list(rand, '.3f')}; each seed's core "
+        f"overlaps its own oracle subspace {_list(same, '.3f')}"
+    )
     if min(o - c for o, c in zip(oracle, core)) >= -CCA_SLACK:
-        return (f"CCA ≈ 1 is **not specific to the core** in this run: a subspace built from the current state alone "
-                f"aligns across seeds as well ({numbers}).")
-    return (f"In this run the cores align **beyond** what the current state explains: the oracle subspaces fall more "
-            f"than {CCA_SLACK:g} below the cores in some pair ({numbers}).")
+        return (
+            f"CCA ≈ 1 is **not specific to the core** in this run: a subspace built from the current state alone "
+            f"aligns across seeds as well ({numbers})."
+        )
+    return (
+        f"In this run the cores align **beyond** what the current state explains: the oracle subspaces fall more "
+        f"than {CCA_SLACK:g} below the cores in some pair ({numbers})."
+    )
 
 
 def consensus_table(results: dict[str, Any]) -> str:
@@ -70,13 +77,27 @@ def consensus_table(results: dict[str, Any]) -> str:
         raise ValueError("results lack consensus_keep_acc_zero: run the chapter's baselines (markov_cores.run) first")
     rows = []
     for s, base in enumerate(results["base_acc"]):
-        rows.append((
-            f"seed {s + 1}", f"{base:.4f}",
-            f"{results['consensus_keep_acc_zero'][s]:.4f} / {results['consensus_remove_acc_zero'][s]:.4f}",
-            f"{results['consensus_keep_acc_mean'][s]:.4f} / {results['consensus_remove_acc_mean'][s]:.4f}",
-            f"{results['keep_acc_paper'][s]:.4f} / {results['remove_acc_paper'][s]:.4f}",
-            f"{results['keep_acc'][s]:.4f} / {results['remove_acc'][s]:.4f}", f"{results['chance_acc']:.4f}",
-        ))  # fmt: skip
+        rows.append(
+            (
+                f"seed {s + 1}",
+                f"{base:.4f}",
+                f"{results['consensus_keep_acc_zero'][s]:.4f} / {results['consensus_remove_acc_zero'][s]:.4f}",
+                f"{results['consensus_keep_acc_mean'][s]:.4f} / {results['consensus_remove_acc_mean'][s]:.4f}",
+                f"{results['keep_acc_paper'][s]:.4f} / {results['remove_acc_paper'][s]:.4f}",
+                f"{results['keep_acc'][s]:.4f} / {results['remove_acc'][s]:.4f}",
+                f"{results['chance_acc']:.4f}",
+            )
+        )
     dims = f"{results['consensus_dim']}-D"
-    return markdown_table(("seed", "full model", f"consensus {dims} kept / removed (zero)", f"consensus {dims} (mean)",
-                           "core kept / removed (paper's variant)", "core (chosen variant)", "chance"), rows)  # fmt: skip
+    return markdown_table(
+        (
+            "seed",
+            "full model",
+            f"consensus {dims} kept / removed (zero)",
+            f"consensus {dims} (mean)",
+            "core kept / removed (paper's variant)",
+            "core (chosen variant)",
+            "chance",
+        ),
+        rows,
+    )

@@ -75,8 +75,10 @@ def state_oracle_basis(h: np.ndarray, states: np.ndarray, rank: int) -> np.ndarr
     _, sv, vt = np.linalg.svd(np.sqrt(counts)[:, None] * means, full_matrices=False)
     found = int(np.sum(sv > sv[0] * 1e-10)) if sv[0] > 0 else 0
     if rank > found:
-        raise ValueError(f"rank={rank!r} is not allowed: the {len(classes)} states present explain {found} "
-                         f"direction(s) of h, so rank must be in [1, {found}]")
+        raise ValueError(
+            f"rank={rank!r} is not allowed: the {len(classes)} states present explain {found} "
+            f"direction(s) of h, so rank must be in [1, {found}]"
+        )
     return vt[:rank].T
 
 
@@ -90,9 +92,14 @@ def layer_states(models: Sequence[ToyTransformer], inputs: torch.Tensor) -> list
 
 
 def subspace_baselines(
-    models: Sequence[ToyTransformer], inputs: torch.Tensor, rank: int, pairs: Sequence[tuple[int, int]], *,
-    seed: int = BASELINE_SEED, cores: Sequence[np.ndarray] | None = None,
-) -> dict[str, list[Any]]:  # fmt: skip
+    models: Sequence[ToyTransformer],
+    inputs: torch.Tensor,
+    rank: int,
+    pairs: Sequence[tuple[int, int]],
+    *,
+    seed: int = BASELINE_SEED,
+    cores: Sequence[np.ndarray] | None = None,
+) -> dict[str, list[Any]]:
     """Per seed pair (``pairs``), on each model's layer output for ``inputs`` (N, T) at every position:
 
     ``pca_overlap`` and ``oracle_overlap`` (projector overlap of the two top-``rank`` PCA subspaces, and
@@ -107,14 +114,21 @@ def subspace_baselines(
 
 
 def _compare_views(
-    hs: Sequence[np.ndarray], states: np.ndarray, rank: int, pairs: Sequence[tuple[int, int]], *, seed: int,
+    hs: Sequence[np.ndarray],
+    states: np.ndarray,
+    rank: int,
+    pairs: Sequence[tuple[int, int]],
+    *,
+    seed: int,
     cores: Sequence[np.ndarray] | None = None,
-) -> dict[str, list[Any]]:  # fmt: skip
+) -> dict[str, list[Any]]:
     """:func:`subspace_baselines` on captured rows ``hs`` (one (N, D) array per model) and their states (N,)."""
     rng = np.random.default_rng(seed)
-    views = {"pca": [_pca_basis(h, rank) for h in hs],
-             "random": [np.linalg.qr(rng.standard_normal((h.shape[1], rank)))[0] for h in hs],
-             "oracle": [state_oracle_basis(h, states, rank) for h in hs]}  # fmt: skip
+    views = {
+        "pca": [_pca_basis(h, rank) for h in hs],
+        "random": [np.linalg.qr(rng.standard_normal((h.shape[1], rank)))[0] for h in hs],
+        "oracle": [state_oracle_basis(h, states, rank) for h in hs],
+    }
     out: dict[str, list[Any]] = {"pca_overlap": [], "oracle_overlap": [], "pca_cca": [], "random_cca": [], "oracle_cca": []}
     for i, j in pairs:
         for name in ("pca", "oracle"):
@@ -146,8 +160,16 @@ def baseline_results(run: Any, key: tuple[str, str] | None = None) -> dict[str, 
     key = run.variants[0] if key is None else key
     hs = layer_states(run.train.models, run.data.test_inputs)
     out: dict[str, Any] = {"init_weight_cosine": init_weight_cosine(run.train.models, run.seeds, run.pairs)}
-    out.update(_compare_views(hs, run.data.test_inputs.reshape(-1).numpy(), rank, run.pairs, seed=BASELINE_SEED,
-                              cores=[v.core.basis for v in run.variant(key)]))
+    out.update(
+        _compare_views(
+            hs,
+            run.data.test_inputs.reshape(-1).numpy(),
+            rank,
+            run.pairs,
+            seed=BASELINE_SEED,
+            cores=[v.core.basis for v in run.variant(key)],
+        )
+    )
     out.update({f"random_overlap_{k}": v for k, v in random_overlap_quantiles(rank, dim).items() if k != "mean"})
     out.update(consensus_results(run.train.models, hs, run.data))
     return out

@@ -60,15 +60,19 @@ class Consensus:
 def _views(hs: Sequence[Any]) -> list[np.ndarray]:
     """The views as float64 (N, D_i) arrays, checked: at least 2, 2-D, the same N >= 2 rows, finite."""
     if isinstance(hs, np.ndarray) or not isinstance(hs, Sequence) or len(hs) < 2:
-        raise ValueError(f"hs must be a list of at least 2 activation arrays (N, D_i); got {type(hs).__name__}"
-                         + (f" of length {len(hs)}" if isinstance(hs, Sequence) else ""))
+        raise ValueError(
+            f"hs must be a list of at least 2 activation arrays (N, D_i); got {type(hs).__name__}"
+            + (f" of length {len(hs)}" if isinstance(hs, Sequence) else "")
+        )
     views = [np.asarray(h, dtype=np.float64) for h in hs]
     for i, v in enumerate(views):
         if v.ndim != 2 or v.shape[0] < 2 or v.shape[1] < 1:
             raise ValueError(f"hs[{i}] has shape {v.shape}: each view must be (N, D) with N >= 2 rows and D >= 1")
         if v.shape[0] != views[0].shape[0]:
-            raise ValueError(f"hs[{i}] has {v.shape[0]} rows but hs[0] has {views[0].shape[0]}: the views must "
-                             "hold the same inputs, row for row")
+            raise ValueError(
+                f"hs[{i}] has {v.shape[0]} rows but hs[0] has {views[0].shape[0]}: the views must "
+                "hold the same inputs, row for row"
+            )
         if not np.all(np.isfinite(v)):
             raise ValueError(f"hs[{i}] holds a NaN or infinity")
     return views
@@ -121,9 +125,14 @@ def basis_core(basis: np.ndarray, mean: np.ndarray) -> Core:
 
 
 def consensus_results(
-    models: Sequence[ToyTransformer], hs: Sequence[np.ndarray], data: MarkovData, *,
-    max_fraction: float = MAX_FRACTION, energy: float = ENERGY, batch_size: int = ANALYSIS_BATCH,
-) -> dict[str, Any]:  # fmt: skip
+    models: Sequence[ToyTransformer],
+    hs: Sequence[np.ndarray],
+    data: MarkovData,
+    *,
+    max_fraction: float = MAX_FRACTION,
+    energy: float = ENERGY,
+    batch_size: int = ANALYSIS_BATCH,
+) -> dict[str, Any]:
     """The consensus baseline of a chain's seeds, as flat ``results.json`` keys.
 
     ``hs``: each model's layer output on ``data.test_inputs`` at every position, (N·T, D) rows in the
@@ -137,8 +146,12 @@ def consensus_results(
         raise ValueError(f"{len(models)} models but {len(hs)} activation arrays: one array per model")
     cons = gcca_consensus(hs, max_fraction=max_fraction, energy=energy)
     x, y = data.test_inputs, data.test_targets
-    out: dict[str, Any] = {"consensus_dim": cons.rank, "consensus_energy_rank": cons.energy_rank,
-                           "consensus_cut_ratio": cons.cut_ratio, "consensus_ranks": [b.shape[1] for b in cons.bases]}  # fmt: skip
+    out: dict[str, Any] = {
+        "consensus_dim": cons.rank,
+        "consensus_energy_rank": cons.energy_rank,
+        "consensus_cut_ratio": cons.cut_ratio,
+        "consensus_ranks": [b.shape[1] for b in cons.bases],
+    }
     ablations = (("zero", False), ("mean", True))
     out.update({f"consensus_{mode}_acc_{a}": [] for a, _ in ablations for mode in ("keep", "remove")})
     for model, h, basis in zip(models, hs, cons.bases):

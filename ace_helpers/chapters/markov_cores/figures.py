@@ -34,8 +34,19 @@ def _seed_labels(n: int) -> list[str]:
 
 def _heatmap(mat: np.ndarray, ax: Axes, *, vmin: float, vmax: float, cmap: str, fmt: str = ".3f") -> Axes:
     labels = _seed_labels(mat.shape[0])
-    sns.heatmap(mat, ax=ax, vmin=vmin, vmax=vmax, cmap=cmap, annot=True, fmt=fmt, square=True,
-                xticklabels=labels, yticklabels=labels, cbar_kws={"shrink": 0.8})
+    sns.heatmap(
+        mat,
+        ax=ax,
+        vmin=vmin,
+        vmax=vmax,
+        cmap=cmap,
+        annot=True,
+        fmt=fmt,
+        square=True,
+        xticklabels=labels,
+        yticklabels=labels,
+        cbar_kws={"shrink": 0.8},
+    )
     return ax
 
 
@@ -137,8 +148,9 @@ def plot_spectrum(
     markers = ["x", "+", "1", "2", "3", "4"]
     for i, (eigs, ratio) in enumerate(zip(core_eigs, r2_ratio)):
         e = np.asarray(eigs, dtype=float).reshape(-1, 2)
-        ax.scatter(e[:, 0], e[:, 1], marker=markers[i % len(markers)], s=60, zorder=4,
-                   label=f"seed {i + 1} (R²/R²$_o$ = {ratio:.3f})")
+        ax.scatter(
+            e[:, 0], e[:, 1], marker=markers[i % len(markers)], s=60, zorder=4, label=f"seed {i + 1} (R²/R²$_o$ = {ratio:.3f})"
+        )
     ax.set_xlim(-1.1, 1.1)
     ax.set_ylim(-1.1, 1.1)
     ax.set_aspect("equal")
@@ -149,9 +161,7 @@ def plot_spectrum(
     return ax
 
 
-def plot_energy_cut(
-    shares: Mapping[str, Sequence[Sequence[float]]], energy: float, ax: Axes | None = None
-) -> Axes:
+def plot_energy_cut(shares: Mapping[str, Sequence[Sequence[float]]], energy: float, ax: Axes | None = None) -> Axes:
     """Energy left after the first k balanced directions, 1 − cumsum(w)/Σw, per tail and seed (log y).
 
     The rank rule stops at the first k whose remaining energy is <= 1 − ``energy`` (dashed line).
@@ -183,14 +193,12 @@ def seed_pairs(n_seeds: int) -> list[tuple[int, int]]:
     return list(combinations(range(int(n_seeds)), 2))
 
 
-
 def pair_matrix(values: Sequence[float], n_seeds: int, pairs: Sequence[tuple[int, int]], diagonal: float = 1.0) -> np.ndarray:
     """Symmetric (n_seeds, n_seeds) matrix from pairwise ``values`` (order of ``pairs``)."""
     mat = np.full((n_seeds, n_seeds), float(diagonal))
     for v, (i, j) in zip(values, pairs):
         mat[i, j] = mat[j, i] = float(v)
     return mat
-
 
 
 def _pairs(values: Sequence[Sequence[float]]) -> list[str]:
@@ -213,13 +221,15 @@ def variant_table(results: dict[str, Any], tail: str, ablation: str) -> str:
         ("core-only accuracy", results["keep_acc"], results["keep_acc_paper"]),
         ("core-removed accuracy", results["remove_acc"], results["remove_acc_paper"]),
         ("max eigenvalue error (absolute)", results["eig_max_error"], results["eig_max_error_paper"]),
-        ("max relative eigenvalue error", [max(e) for e in results["eig_rel_error"]],
-         [max(e) for e in results["eig_rel_error_paper"]]),
+        (
+            "max relative eigenvalue error",
+            [max(e) for e in results["eig_rel_error"]],
+            [max(e) for e in results["eig_rel_error_paper"]],
+        ),
         ("R² / R²_oracle", ours_o, pap_o),
         ("R² / r2_state", ours_s, pap_s),
         ("projector overlap (pairs)", results["projector_overlap"], results["projector_overlap_paper"]),
-        ("canonical correlations (pairs; ours: top n − 1, paper's: top 3)", _pairs(results["cca"]),
-         _pairs(results["cca_paper"])),
+        ("canonical correlations (pairs; ours: top n − 1, paper's: top 3)", _pairs(results["cca"]), _pairs(results["cca_paper"])),
     ]:
         rows.append((label, fmt(a), fmt(b)))
     return markdown_table(("quantity", f"ours ({tail}, {ablation})", "paper's variant (logits, zero)"), rows)
@@ -230,6 +240,7 @@ def ablation_table(results: dict[str, Any], prefix: str = "", chain: int | None 
 
     ``prefix="extra_"`` with ``chain=c`` reads extra chain ``c``.
     """
+
     def get(key: str) -> Any:
         value = results[prefix + key]
         return value if chain is None else value[chain]
@@ -243,20 +254,41 @@ def ablation_table(results: dict[str, Any], prefix: str = "", chain: int | None 
 
 def extra_table(results: dict[str, Any]) -> str:
     """Markdown table of the extra chains (one row per chain, seeds joined)."""
-    header = ("chain", "n", "rank (centered)", "rank (logits)", "eigenvalues of T", "max relative eig. error (floor)",
-              "R²/r2_state", "R²/R²_oracle", "full / core-only / removed / chance")  # fmt: skip
+    header = (
+        "chain",
+        "n",
+        "rank (centered)",
+        "rank (logits)",
+        "eigenvalues of T",
+        "max relative eig. error (floor)",
+        "R²/r2_state",
+        "R²/R²_oracle",
+        "full / core-only / removed / chance",
+    )
     rows = []
     for c, n in enumerate(results["extra_n_states"]):
         eigs = ", ".join(f"{re:.3f}{im:+.3f}i" if abs(im) > 1e-9 else f"{re:.3f}" for re, im in results["extra_true_eigs"][c])
         r2, r2s, r2o = results["extra_r2"][c], results["extra_r2_state"][c], results["extra_r2_oracle"][c]
-        acc = (f"{np.mean(results['extra_base_acc'][c]):.3f} / {np.mean(results['extra_keep_acc'][c]):.3f} / "
-               f"{np.mean(results['extra_remove_acc'][c]):.3f} / {results['extra_chance_acc'][c]:.3f}")
-        rows.append((
-            f"{c + 1}", f"{n}", f"{results['extra_core_ranks_centered'][c]}", f"{results['extra_core_ranks_logits'][c]}", eigs,
-            (f"{', '.join(f'{100 * max(e):.2f} %' for e in results['extra_eig_rel_error'][c])} "
-             f"({100 * max(results['extra_eig_rel_floor'][c]):.2f} %)"),
-            ", ".join(f"{a / b:.3f}" for a, b in zip(r2, r2s)), ", ".join(f"{a / r2o:.3f}" for a in r2), acc,
-        ))  # fmt: skip
+        acc = (
+            f"{np.mean(results['extra_base_acc'][c]):.3f} / {np.mean(results['extra_keep_acc'][c]):.3f} / "
+            f"{np.mean(results['extra_remove_acc'][c]):.3f} / {results['extra_chance_acc'][c]:.3f}"
+        )
+        rows.append(
+            (
+                f"{c + 1}",
+                f"{n}",
+                f"{results['extra_core_ranks_centered'][c]}",
+                f"{results['extra_core_ranks_logits'][c]}",
+                eigs,
+                (
+                    f"{', '.join(f'{100 * max(e):.2f} %' for e in results['extra_eig_rel_error'][c])} "
+                    f"({100 * max(results['extra_eig_rel_floor'][c]):.2f} %)"
+                ),
+                ", ".join(f"{a / b:.3f}" for a, b in zip(r2, r2s)),
+                ", ".join(f"{a / r2o:.3f}" for a in r2),
+                acc,
+            )
+        )
     return markdown_table(header, rows)
 
 
@@ -274,8 +306,14 @@ def eigen_table(results: dict[str, Any]) -> str:
     for i, (re, im) in enumerate(results["true_eigs"]):
         cells = [f"{100 * results['eig_rel_error'][s][i]:.2f} %" for s in range(seeds)]
         state = max(e[i] for e in results["eig_rel_error_state"])
-        rows.append((f"{_lam(re, im)} ({np.hypot(re, im):.3f})", *cells, f"{100 * state:.2f} %",
-                     f"{100 * results['eig_rel_floor'][i]:.2f} %"))  # fmt: skip
+        rows.append(
+            (
+                f"{_lam(re, im)} ({np.hypot(re, im):.3f})",
+                *cells,
+                f"{100 * state:.2f} %",
+                f"{100 * results['eig_rel_floor'][i]:.2f} %",
+            )
+        )
     return markdown_table(header, rows)
 
 
@@ -314,6 +352,8 @@ def prose_numbers(results: dict[str, Any]) -> dict[str, str]:
         out["weak_unset"] = _range([100 * (1 - v) for v in weakest], ".0f") + " %"
         others = [v for r2 in results["coord_state_r2"] for v in r2[:-1]]
         out["strong_unset"] = _range([100 * (1 - v) for v in others], ".1f") + " %" if others else "n/a"
-        out["weak_energy"] = _range([100 * s[len(r2) - 1] for s, r2 in zip(results["energy_shares_centered"],
-                                                                             results["coord_state_r2"])], ".1f") + " %"
+        out["weak_energy"] = (
+            _range([100 * s[len(r2) - 1] for s, r2 in zip(results["energy_shares_centered"], results["coord_state_r2"])], ".1f")
+            + " %"
+        )
     return out

@@ -68,36 +68,88 @@ def _extra_chains(name: str, value: Any, knobs: Mapping[str, Any]) -> list[list[
 
 
 KNOBS: tuple[Knob, ...] = (
-    knob("T", "transition matrix as a list of rows (row: current state); None: the 4-state paper chain", _chain,
-         ci=PAPER_CHAIN, book=PAPER_CHAIN),
-    knob("N_SEEDS", "number of models; model m uses seed SEED + 100·m (paper: 3)", plain(check_int, low=2, high=16),
-         ci=2, book=3),
+    knob(
+        "T",
+        "transition matrix as a list of rows (row: current state); None: the 4-state paper chain",
+        _chain,
+        ci=PAPER_CHAIN,
+        book=PAPER_CHAIN,
+    ),
+    knob(
+        "N_SEEDS", "number of models; model m uses seed SEED + 100·m (paper: 3)", plain(check_int, low=2, high=16), ci=2, book=3
+    ),
     knob("EPOCHS", "training epochs (paper: 40)", plain(check_int, low=1), ci=8, book=40),
     knob("D_MODEL", "residual width of the one-layer transformer (paper: 64)", _d_model, ci=64, book=64),
     knob("N_TRAIN", "training sequences (paper: 3000)", plain(check_int, low=1), ci=1000, book=3000),
-    knob("N_TEST", "test sequences; ACE uses all positions of all of them (paper: 3000)", plain(check_int, low=2),
-         ci=1000, book=3000),
-    knob("SEQ_LEN", "sequence length; the model sees SEQ_LEN − 1 tokens (paper: 32)", plain(check_int, low=3, high=65),
-         ci=32, book=32),
-    knob("ENERGY", "cumulative-energy threshold of the ACE rank rule (paper: 0.999)",
-         plain(check_range, low=0.0, high=1.0, low_open=True), ci=0.999, book=0.999),
-    knob("TAIL", '"centered" (logits minus their mean) | "logits" (the paper\'s raw logits)',
-         plain(check_choice, choices=TAILS), ci="centered", book="centered"),
-    knob("ABLATION", '"mean" (project about the activation mean) | "zero" (the paper\'s raw projection)',
-         plain(check_choice, choices=ABLATIONS), ci="mean", book="mean"),
+    knob(
+        "N_TEST",
+        "test sequences; ACE uses all positions of all of them (paper: 3000)",
+        plain(check_int, low=2),
+        ci=1000,
+        book=3000,
+    ),
+    knob(
+        "SEQ_LEN",
+        "sequence length; the model sees SEQ_LEN − 1 tokens (paper: 32)",
+        plain(check_int, low=3, high=65),
+        ci=32,
+        book=32,
+    ),
+    knob(
+        "ENERGY",
+        "cumulative-energy threshold of the ACE rank rule (paper: 0.999)",
+        plain(check_range, low=0.0, high=1.0, low_open=True),
+        ci=0.999,
+        book=0.999,
+    ),
+    knob(
+        "TAIL",
+        '"centered" (logits minus their mean) | "logits" (the paper\'s raw logits)',
+        plain(check_choice, choices=TAILS),
+        ci="centered",
+        book="centered",
+    ),
+    knob(
+        "ABLATION",
+        '"mean" (project about the activation mean) | "zero" (the paper\'s raw projection)',
+        plain(check_choice, choices=ABLATIONS),
+        ci="mean",
+        book="mean",
+    ),
     knob("SEED", "base seed of model initialisation, data order and dropout", plain(check_int, low=0), ci=0, book=0),
-    knob("LR", "AdamW learning rate (paper: 1e-4, no weight decay)", plain(check_range, low=0.0, high=1.0, low_open=True),
-         ci=1e-3, book=1e-4),
+    knob(
+        "LR",
+        "AdamW learning rate (paper: 1e-4, no weight decay)",
+        plain(check_range, low=0.0, high=1.0, low_open=True),
+        ci=1e-3,
+        book=1e-4,
+    ),
     knob("BATCH_SIZE", "mini-batch size (paper: 64)", plain(check_int, low=1), ci=64, book=64),
-    knob("PRECISION", '"auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16" (bf16 '
-         "matmuls)", _precision, ci="auto", book="auto"),
-    knob("DEVICE", 'where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
-         plain(check_device), ci="auto", book="auto"),
+    knob(
+        "PRECISION",
+        '"auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16" (bf16 matmuls)',
+        _precision,
+        ci="auto",
+        book="auto",
+    ),
+    knob(
+        "DEVICE",
+        'where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
+        plain(check_device),
+        ci="auto",
+        book="auto",
+    ),
     knob("DATA_SEED", "numpy RandomState seed of the training sequences (paper: 0)", plain(check_int, low=0), ci=0, book=0),
-    knob("TEST_DATA_SEED", "numpy RandomState seed of the test sequences (paper: 999)", plain(check_int, low=0),
-         ci=999, book=999),
-    knob("EXTRA_CHAINS", '"try your own chain": more transition matrices, analysed the same way', _extra_chains,
-         ci=EXTRA, book=EXTRA),
+    knob(
+        "TEST_DATA_SEED", "numpy RandomState seed of the test sequences (paper: 999)", plain(check_int, low=0), ci=999, book=999
+    ),
+    knob(
+        "EXTRA_CHAINS",
+        '"try your own chain": more transition matrices, analysed the same way',
+        _extra_chains,
+        ci=EXTRA,
+        book=EXTRA,
+    ),
     knob("EXTRA_SEEDS", "models trained per extra chain", plain(check_int, low=1, high=16), ci=1, book=1, paper=3),
     knob("EXTRA_EPOCHS", "training epochs for the extra chains", plain(check_int, low=1), ci=8, book=40),
 )
@@ -109,9 +161,11 @@ def memory_estimate(p: Mapping[str, Any]) -> dict[str, int]:
     (float32 capture + 3 float64 copies); ``models`` seeds × (12·D² + 2·n·D + 64·D) parameters × 16
     (weights, gradients, two AdamW moments)."""
     n_max, d = max(len(t) for t in [p["T"], *p["EXTRA_CHAINS"]]), p["D_MODEL"]
-    return {"tokens": (p["N_TRAIN"] + p["N_TEST"]) * p["SEQ_LEN"] * 24,
-            "activations": p["N_TEST"] * (p["SEQ_LEN"] - 1) * d * 28,
-            "models": max(p["N_SEEDS"], p["EXTRA_SEEDS"]) * (12 * d * d + 2 * n_max * d + 64 * d) * 16}
+    return {
+        "tokens": (p["N_TRAIN"] + p["N_TEST"]) * p["SEQ_LEN"] * 24,
+        "activations": p["N_TEST"] * (p["SEQ_LEN"] - 1) * d * 28,
+        "models": max(p["N_SEEDS"], p["EXTRA_SEEDS"]) * (12 * d * d + 2 * n_max * d + 64 * d) * 16,
+    }
 
 
 def across(p: dict[str, Any]) -> None:
@@ -122,11 +176,17 @@ def across(p: dict[str, Any]) -> None:
             raise ValueError(f"{name} has {len(T)} states but D_MODEL={p['D_MODEL']}: D_MODEL must be >= the number of states")
     need, gib = memory_estimate(p), lambda b: f"{b / 2**30:.3g}"
     if sum(need.values()) > MEMORY_LIMIT:
-        lower = {"tokens": "N_TRAIN, N_TEST, SEQ_LEN", "activations": "N_TEST, SEQ_LEN, D_MODEL",
-                 "models": "D_MODEL, N_SEEDS, EXTRA_SEEDS"}[max(need, key=need.get)]
-        raise ValueError(f"N_TRAIN={p['N_TRAIN']}, N_TEST={p['N_TEST']}, SEQ_LEN={p['SEQ_LEN']}, D_MODEL={p['D_MODEL']} "
-                         f"would need ~{gib(sum(need.values()))} GiB (" + ", ".join(f"{gib(v)} GiB for the {k}" for k, v in
-                         need.items()) + f"); the limit is {gib(MEMORY_LIMIT)} GiB: lower {lower}")
+        lower = {
+            "tokens": "N_TRAIN, N_TEST, SEQ_LEN",
+            "activations": "N_TEST, SEQ_LEN, D_MODEL",
+            "models": "D_MODEL, N_SEEDS, EXTRA_SEEDS",
+        }[max(need, key=need.get)]
+        raise ValueError(
+            f"N_TRAIN={p['N_TRAIN']}, N_TEST={p['N_TEST']}, SEQ_LEN={p['SEQ_LEN']}, D_MODEL={p['D_MODEL']} "
+            f"would need ~{gib(sum(need.values()))} GiB ("
+            + ", ".join(f"{gib(v)} GiB for the {k}" for k, v in need.items())
+            + f"); the limit is {gib(MEMORY_LIMIT)} GiB: lower {lower}"
+        )
 
 
 PRESETS = presets(KNOBS)
@@ -137,6 +197,8 @@ def check(values: dict[str, Any]) -> None:
     """Validate every knob (``ValueError`` naming it); ``T`` and ``EXTRA_CHAINS`` become lists of float rows.  (A
     module-level function, so that resolved settings pickle for worker processes.)"""
     _CHECK(values)
+
+
 #: The chapter's knobs: ``PARAMS.resolve(globals())`` in the notebook, ``PARAMS.resolve(N_SEEDS=3)`` elsewhere.
 PARAMS = ChapterParams(NOTEBOOK, PRESETS, check)
 #: The lines of the notebook's parameters cell (a test holds the notebook to them).
