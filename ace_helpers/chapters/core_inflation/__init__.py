@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.core_inflation.reference_rules import reference_claims  # noqa: F401 - the chapter's face
 from ace_helpers.chapters.core_inflation.claims import (  # noqa: F401 - the chapter's claims
     KNOWN_GAPS,
     MIN_GROWTH,
@@ -33,6 +32,7 @@ from ace_helpers.chapters.core_inflation.fork import (  # noqa: F401 - the fork 
     has_spectra,
     headline_ids,
 )
+from ace_helpers.chapters.core_inflation.reference_rules import reference_claims  # noqa: F401 - the chapter's face
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import (  # noqa: F401 - the chapter's analysis, for the notebook
     ArmResult,
@@ -84,6 +84,7 @@ from ace_helpers.repro.tables import markdown_table
 
 PARAMS = ChapterParams("03_core_inflation", config.PRESETS, config.check)
 
+
 def mode_caps(dims: np.ndarray, p: int) -> np.ndarray:
     """:func:`mode_cap` of every entry of an integer array of core dims (any shape, e.g. (M, C))."""
     return np.vectorize(lambda d: mode_cap(int(d), p), otypes=[int])(np.asarray(dims))
@@ -97,8 +98,15 @@ def residue_rows(arm: ArmResult, p: int, epochs: Sequence[int]) -> list[dict[str
         for e in epochs:
             i = arm.index(int(e))
             r = int(arm["energy_rank"][m, i])
-            rows.append({"model": m, "epoch": int(e), "energy_rank": r, "core_dim": int(arm["core_dim"][m, i]),
-                         "residue_in_floors": round(float(arm["remove_curve"][m, i, r]) * p / 2, 2)})  # fmt: skip
+            rows.append(
+                {
+                    "model": m,
+                    "epoch": int(e),
+                    "energy_rank": r,
+                    "core_dim": int(arm["core_dim"][m, i]),
+                    "residue_in_floors": round(float(arm["remove_curve"][m, i, r]) * p / 2, 2),
+                }
+            )
     return rows
 
 
@@ -107,35 +115,41 @@ def residue_table(arm: ArmResult, p: int, epochs: Sequence[int], *, most: int = 
     epochs = sorted({int(e) for e in epochs})
     pick = [epochs[i] for i in np.unique(np.linspace(0, len(epochs) - 1, min(most, len(epochs))).round().astype(int))]
     header = ("model", "epoch", "energy rank", "necessary dim", "accuracy left at the energy rank (× 2/p)")
-    return markdown_table(header, [(f"{r['model']}", f"{r['epoch']}", f"{r['energy_rank']}", f"{r['core_dim']}",
-                                    f"{r['residue_in_floors']}") for r in residue_rows(arm, p, pick)])  # fmt: skip
+    return markdown_table(
+        header,
+        [
+            (f"{r['model']}", f"{r['epoch']}", f"{r['energy_rank']}", f"{r['core_dim']}", f"{r['residue_in_floors']}")
+            for r in residue_rows(arm, p, pick)
+        ],
+    )
 
 
-def compare_with_long_run(cfg: Params, run: GrokRun, long_cfg: Params, lrun: GrokRun) -> tuple[bool, list[int], float]:
+def compare_with_long_run(cfg: Params, grok_run: GrokRun, long_cfg: Params, lrun: GrokRun) -> tuple[bool, list[int], float]:
     """Whether the long run reproduces this chapter's run where they overlap: ``(same, shared epochs, largest difference)``.
 
     ``(False, [], nan)`` when the long run is not this run continued (other run knobs).
     """
-    return same_prefix(run, lrun) if continues(long_cfg, cfg) else (False, [], float("nan"))
+    return same_prefix(grok_run, lrun) if continues(long_cfg, cfg) else (False, [], float("nan"))
 
 
 # --------------------------------------------------------------------------------------------
 # the dimension-matched reference of Fig. 2D (ace_helpers.chapters.modadd.reference): its stored run
 
-def reference_source(cfg: Params, run: GrokRun) -> tuple[Params, GrokRun]:
+
+def reference_source(cfg: Params, grok_run: GrokRun) -> tuple[Params, GrokRun]:
     """The run whose model 0 the stored reference retrains, with that run: ``(cfg, run)`` itself when
     it is the paper preset trained as :data:`REFERENCE_TRAINING`, else that paper run when stored (the
     reference was retrained from it), or ``(cfg, run)`` when that is not stored.  Trains nothing."""
     if cfg["PRESET"] == "paper" and all(cfg[k] == v for k, v in REFERENCE_TRAINING.items()):
-        return cfg, run
+        return cfg, grok_run
     paper_cfg = PARAMS.resolve(PRESET="paper", **REFERENCE_TRAINING)
     found = load_long_run(paper_cfg)
-    return (paper_cfg, found[0]) if found is not None else (cfg, run)
+    return (paper_cfg, found[0]) if found is not None else (cfg, grok_run)
 
 
 def results(
     cfg: Params,
-    run: GrokRun,
+    grok_run: GrokRun,
     claims: Claims,
     long: tuple[Params, GrokRun, Mapping[str, int]] | None,
     long_claims: Claims | None,
@@ -147,34 +161,68 @@ def results(
     """The chapter's ``results.json`` entries (keys listed in the notebook's Results section);
     ``long_claims``: the claims on the stored long run ``long``, when there is one; ``fork_claims``:
     on the stored paper-preset run forked at 900, ``fork``."""
-    wd, nowd = run.wd, run.nowd
-    out = arm_results(wd) | arm_results(nowd, prefix="nowd_") | {
-        "fork_epoch": cfg["FORK_EPOCH"],
-        "not_tested": [r.claim for r in claims.not_tested],
-    } | run_entries(run, claims.counts(), wall_s)
+    wd, nowd = grok_run.wd, grok_run.nowd
+    out = (
+        arm_results(wd)
+        | arm_results(nowd, prefix="nowd_")
+        | {
+            "fork_epoch": cfg["FORK_EPOCH"],
+            "not_tested": [r.claim for r in claims.not_tested],
+        }
+        | run_entries(grok_run, claims.counts(), wall_s)
+    )
     if long is not None:
         long_cfg, lrun, through = long
-        out["long_run"] = {
-            "preset": "paper", "trainer": long_cfg["TRAINER"], "precision": long_cfg["PRECISION"], "n_models": lrun.n_models, "through_epoch": through, "numbers": long_claims.numbers,
-            "not_tested": [r.claim for r in long_claims.not_tested], "claims_failed": long_claims.counts()["claims_failed"],
-        } | arm_results(lrun.wd) | arm_results(lrun.nowd, prefix="nowd_")  # fmt: skip
+        out["long_run"] = (
+            {
+                "preset": "paper",
+                "trainer": long_cfg["TRAINER"],
+                "precision": long_cfg["PRECISION"],
+                "n_models": lrun.n_models,
+                "through_epoch": through,
+                "numbers": long_claims.numbers,
+                "not_tested": [r.claim for r in long_claims.not_tested],
+                "claims_failed": long_claims.counts()["claims_failed"],
+            }
+            | arm_results(lrun.wd)
+            | arm_results(lrun.nowd, prefix="nowd_")
+        )
     out["fork_run"] = None
     if fork is not None and fork_claims is not None:
         f_cfg, frun, f_through = fork
-        out["fork_run"] = {
-            "fork_epoch": f_cfg["FORK_EPOCH"], "trainer": f_cfg["TRAINER"], "precision": f_cfg["PRECISION"],
-            "n_models": frun.n_models, "through_epoch": dict(f_through), "numbers": fork_claims.numbers,
-        } | arm_results(frun.wd) | arm_results(frun.nowd, prefix="nowd_")  # fmt: skip
-    out["mode_reference"] = None if reference is None else [
-        {"epoch": r["epoch"], "dim": r["dim"], "cap": r["cap"], "ace": r["ace"], "random": np.asarray(r["random"]).tolist(),
-         "gaussian": np.asarray(r["gaussian"]).tolist()} for r in reference
-    ]  # fmt: skip
+        out["fork_run"] = (
+            {
+                "fork_epoch": f_cfg["FORK_EPOCH"],
+                "trainer": f_cfg["TRAINER"],
+                "precision": f_cfg["PRECISION"],
+                "n_models": frun.n_models,
+                "through_epoch": dict(f_through),
+                "numbers": fork_claims.numbers,
+            }
+            | arm_results(frun.wd)
+            | arm_results(frun.nowd, prefix="nowd_")
+        )
+    out["mode_reference"] = (
+        None
+        if reference is None
+        else [
+            {
+                "epoch": r["epoch"],
+                "dim": r["dim"],
+                "cap": r["cap"],
+                "ace": r["ace"],
+                "random": np.asarray(r["random"]).tolist(),
+                "gaussian": np.asarray(r["gaussian"]).tolist(),
+            }
+            for r in reference
+        ]
+    )
     return out
 
 
-def finished_at_paper_fork(run: tuple[Params, GrokRun, Mapping[str, int]]) -> bool:
+def finished_at_paper_fork(grok_run: tuple[Params, GrokRun, Mapping[str, int]]) -> bool:
     """Whether a stored ``(cfg, run, through)`` is the paper preset's run forked at the paper's epoch (900) and finished."""
-    run_cfg, _, through = run
+    run_cfg, _, through = grok_run
     return run_cfg["FORK_EPOCH"] == config.PRESETS["paper"]["FORK_EPOCH"] and min(through.values()) >= run_cfg["EPOCHS"]
 
 
@@ -210,18 +258,40 @@ def chapter_records(
     if long is not None and long_claims is not None:
         long_cfg, _, through = long
         carried = own["long"] + (own["fork_900"] if long_at_900 else ())  # the finished run forked at 900 carries both
-        sections.append((long_claims.records(f"stored paper-preset run, through epoch {through['wd']}",
-                                             how_trained(long_cfg), departures=run_departures(long_cfg)), carried))  # fmt: skip
+        sections.append(
+            (
+                long_claims.records(
+                    f"stored paper-preset run, through epoch {through['wd']}",
+                    how_trained(long_cfg),
+                    departures=run_departures(long_cfg),
+                ),
+                carried,
+            )
+        )
     if fork is not None and fork_claims is not None:
         f_cfg, _, f_through = fork
         carried = () if long_at_900 else own["fork_900"]  # beside a finished run forked at 900: evidence only
-        sections.append((fork_claims.records(f"stored paper-preset run forked at {f_cfg['FORK_EPOCH']}, through epoch "
-                                             f"{f_through['wd']}", how_trained(f_cfg), departures=run_departures(f_cfg)),
-                         carried))  # fmt: skip
+        sections.append(
+            (
+                fork_claims.records(
+                    f"stored paper-preset run forked at {f_cfg['FORK_EPOCH']}, through epoch {f_through['wd']}",
+                    how_trained(f_cfg),
+                    departures=run_departures(f_cfg),
+                ),
+                carried,
+            )
+        )
     if reference is not None:
         ref_claims, ref_epochs = reference
-        sections.append((ref_claims.records(f"dimension-matched reference: model 0 retrained to epochs {list(ref_epochs)}",
-                                            departures=["model 0 only, retrained to a few epochs (ours)"]), ()))
+        sections.append(
+            (
+                ref_claims.records(
+                    f"dimension-matched reference: model 0 retrained to epochs {list(ref_epochs)}",
+                    departures=["model 0 only, retrained to a few epochs (ours)"],
+                ),
+                (),
+            )
+        )
     return assign_headlines(sections)
 
 

@@ -13,30 +13,29 @@ import numpy as np
 
 from ace_helpers.chapters.core_inflation import official
 from ace_helpers.chapters.core_inflation.fork import has_spectra
-from ace_helpers.chapters.core_inflation.readings import Facts, window_quartiles
-from ace_helpers.chapters.core_inflation.rules import (  # noqa: F401 - the chapter's bounds, re-exported
+from ace_helpers.chapters.core_inflation.measures import (  # noqa: F401 - the chapter's bounds, re-exported
     DIM_MIN,
     MIN_GROWTH,
     NOWD_FACTOR,
-    OURS,
     REDIST_FACTOR,
     REDIST_SHARE,
-    SPECS,
-    InflationRun,
-    facts,
     sufficient_dims,
 )
+from ace_helpers.chapters.core_inflation.readings import Facts, window_quartiles
+from ace_helpers.chapters.core_inflation.rules import OURS, SPECS, InflationRun, facts
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import GrokRun, per_model_at
+from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
 from ace_helpers.repro.official import attach_official
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
-from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
 from ace_helpers.repro.rules import ONE, Comparison, Measured, Rule, Spec, judge_all
 
-_WD_OFF_GAP = ("without weight decay, removing the energy-rank directions leaves accuracy above the 2/p floor (the "
-               "residue table in the chapter), so the necessity scan runs tens of dimensions past the energy rank, "
-               "which itself does not grow (the WD-off energy-rank row)")  # fmt: skip
+_WD_OFF_GAP = (
+    "without weight decay, removing the energy-rank directions leaves accuracy above the 2/p floor (the "
+    "residue table in the chapter), so the necessity scan runs tens of dimensions past the energy rank, "
+    "which itself does not grow (the WD-off energy-rank row)"
+)
 
 #: Claims measured *not* to reproduce with a preset's exact run (seeds and N_MODELS included),
 #: and why; shown as "not reproduced" or "partly" with the cause, they do not fail the notebook.
@@ -44,8 +43,11 @@ _WD_OFF_GAP = ("without weight decay, removing the energy-rank directions leaves
 #: its 3 models); every mechanism named here is checked by a row of its own.
 KNOWN_GAPS = KnownGaps(
     gaps={
-        "ci": {"suff_flat": seed_sensitive(2, 5, "max/min of the sufficient dim after grokking 1.25, 1.667, 3.25, 2, "
-                                           "1.25 against 1.5")},
+        "ci": {
+            "suff_flat": seed_sensitive(
+                2, 5, "max/min of the sufficient dim after grokking 1.25, 1.667, 3.25, 2, 1.25 against 1.5"
+            )
+        },
         config.BOOK_1100: {"nowd_no_inflation": _WD_OFF_GAP},
         config.BOOK_LOOP: {"nowd_no_inflation": _WD_OFF_GAP},
         # the first stored paper run (2 of its 3 models): each model alone, fp32
@@ -89,8 +91,7 @@ KNOWN_GAPS = KnownGaps(
             "nowd_no_inflation": _WD_OFF_GAP,
             "dim_60": "the seeds' cores end far apart (ours lists them): those below 48 have stopped growing over the "
             "second half of the run (the plateau row), so more epochs would not bring every model to ~60",
-            "growth_45": "the growth follows the final sizes: the cores that stop below 48 (the plateau row) grew "
-            "less than ~45",
+            "growth_45": "the growth follows the final sizes: the cores that stop below 48 (the plateau row) grew less than ~45",
             "suff_flat": "with weight decay the sufficient dim grows too (less than the necessary dim, so their gap "
             "still widens); this is not the strict 1e-3 keep tolerance: it grows at a 1 % tolerance as well (the "
             "tolerance row)",
@@ -102,6 +103,7 @@ KNOWN_GAPS = KnownGaps(
     run_knobs=(*config.RUN_KNOBS, "N_MODELS"),
     runs={**config.FORK_1100_RUNS, config.PAPER_ENSEMBLE: config.PAPER_ENSEMBLE_RUN},
 )
+
 
 def _gap(cfg: Params, key: str, full_run: bool, horizon: int) -> str | None:
     """The known gap ``key`` of this run; a rule stated for 20 000 epochs (``"late:<key>"``) that a shorter run on
@@ -118,16 +120,21 @@ def chapter_numbers(f: Facts) -> dict[str, Any]:
     """The measured values the chapter's prose and ``results.json`` quote (``claims.numbers``), from a run's facts."""
     wd, nowd = f.wd, f.nowd
     nums: dict[str, Any] = {
-        "grok_epoch": f.grok, "core_dim_last": wd["core_dim"][:, -1].tolist(), "modes_ols_last": wd["rotational_modes_ols"][:, -1].tolist(),
-        "nowd_core_dim_last": nowd["core_dim"][:, -1].tolist(), "nowd_modes_ols_last": nowd["rotational_modes_ols"][:, -1].tolist(),
+        "grok_epoch": f.grok,
+        "core_dim_last": wd["core_dim"][:, -1].tolist(),
+        "modes_ols_last": wd["rotational_modes_ols"][:, -1].tolist(),
+        "nowd_core_dim_last": nowd["core_dim"][:, -1].tolist(),
+        "nowd_modes_ols_last": nowd["rotational_modes_ols"][:, -1].tolist(),
         "core_dim_window_median": window_quartiles(wd, "core_dim", DIM_MIN, "core dim")[1],
-    }  # fmt: skip
+    }
     if not f.before_fork:
         return nums
     nums["core_dim_growth_since_grok"] = f.growth().tolist()
     for field, short in (("core_dim", "dim"), ("rotational_modes_ols", "modes")):
         nums[f"nowd_{short}_ratio_to_grok_at_end"] = {"epoch": f.e_end, "ratio": f.nowd_ratio(field).tolist()}
-        nums[f"nowd_{short}_max_ratio_to_grok"] = (nowd[field].max(axis=1) / np.maximum(per_model_at(wd, field, f.grok), 1)).tolist()
+        nums[f"nowd_{short}_max_ratio_to_grok"] = (
+            nowd[field].max(axis=1) / np.maximum(per_model_at(wd, field, f.grok), 1)
+        ).tolist()
     nums["nowd_energy_rank_max_ratio_to_fork"] = (nowd["energy_rank"] / nowd["energy_rank"][:, :1]).max(axis=1).tolist()
     if f.shared:
         for field, name in (("energy_rank", "energy_rank_wd_minus_nowd"), ("rotational_modes_ols", "modes_ols_wd_minus_nowd")):
@@ -170,16 +177,26 @@ class Continuation:
 def _reproduces(c: Continuation, cfg: Params) -> Measured | None:
     if not c.shared:
         return None  # the long run is not this run continued: nothing to compare
-    return Measured({"largest difference at the shared checkpoints": c.largest}, ours=f"{c.largest:.1e}", value=c.largest,
-                    context={"preset": c.preset, "last": c.shared[-1]})
+    return Measured(
+        {"largest difference at the shared checkpoints": c.largest},
+        ours=f"{c.largest:.1e}",
+        value=c.largest,
+        context={"preset": c.preset, "last": c.shared[-1]},
+    )
 
 
 CONTINUATION_SPECS: tuple[Spec, ...] = (
-    Rule(OURS + "long_run_reproduces_run", "reproduces the {preset} run at the shared checkpoints (epochs ≤ {last}; "
-         "largest difference ≤ {t0})", "–", "ours (reproducibility)", "the stored long run and this chapter's run, both "
-         "arms, at the epochs both stored", (Comparison("largest difference at the shared checkpoints", "<=", 1e-9, over=ONE),),
-         "every stored per-checkpoint number of both arms within {t0} (training segments are seeded by their position)",
-         _reproduces, {"largest difference at the shared checkpoints": 1e-3}),
+    Rule(
+        OURS + "long_run_reproduces_run",
+        "reproduces the {preset} run at the shared checkpoints (epochs ≤ {last}; largest difference ≤ {t0})",
+        "–",
+        "ours (reproducibility)",
+        "the stored long run and this chapter's run, both arms, at the epochs both stored",
+        (Comparison("largest difference at the shared checkpoints", "<=", 1e-9, over=ONE),),
+        "every stored per-checkpoint number of both arms within {t0} (training segments are seeded by their position)",
+        _reproduces,
+        {"largest difference at the shared checkpoints": 1e-3},
+    ),
 )
 
 
@@ -191,6 +208,7 @@ def long_run_claims(
     :func:`ace_helpers.chapters.modadd.long_run.same_prefix` returns it)."""
     long_claims = build_claims(lrun, long_cfg, last_epoch=through["wd"])
     _, shared, largest = comparison
-    long_claims.rows += judge_all(CONTINUATION_SPECS, Continuation(cfg["PRESET"], list(shared), largest), cfg,
-                                  lambda key: None).rows
+    long_claims.rows += judge_all(
+        CONTINUATION_SPECS, Continuation(cfg["PRESET"], list(shared), largest), cfg, lambda key: None
+    ).rows
     return long_claims

@@ -98,8 +98,14 @@ def plot_rotational_modes(
     if caps is not None:
         for x, cap, arm in ((epochs_wd, caps[0], "WD = 1"), (epochs_nowd, caps[1], "WD 1 → 0")):
             color = COLORS["wd" if arm == "WD = 1" else "nowd"]
-            ax.plot(np.asarray(x), np.atleast_2d(cap).mean(0), color=color, linestyle="--", linewidth=1,
-                    label=f"cap ⌊d/2⌋ + 1 (d: core dim), {arm}")  # fmt: skip
+            ax.plot(
+                np.asarray(x),
+                np.atleast_2d(cap).mean(0),
+                color=color,
+                linestyle="--",
+                linewidth=1,
+                label=f"cap ⌊d/2⌋ + 1 (d: core dim), {arm}",
+            )
     top = p // 2 + 1
     ax.axhline(top, color="0.5", linestyle=":", label=f"⌊p/2⌋ + 1 = {top}")
     ax.set_ylim(0, top + 1)
@@ -126,10 +132,28 @@ def plot_modes_fits(
     ridge variant with a held-out block (right); both with the caps ⌊d/2⌋ + 1 (arrays (M, C) per arm)."""
     fig, axes = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.6), sharey=True)
     caps = (caps_wd, caps_nowd)
-    plot_rotational_modes(epochs_wd, modes_ols_wd, epochs_nowd, modes_ols_nowd, p, ax=axes[0], caps=caps,
-                          title="2D: OLS on all class means", legend=False)  # fmt: skip
-    plot_rotational_modes(epochs_wd, modes_ridge_wd, epochs_nowd, modes_ridge_nowd, p, ax=axes[1], caps=caps,
-                          title="2D, our variant: ridge, held-out block", legend=False)  # fmt: skip
+    plot_rotational_modes(
+        epochs_wd,
+        modes_ols_wd,
+        epochs_nowd,
+        modes_ols_nowd,
+        p,
+        ax=axes[0],
+        caps=caps,
+        title="2D: OLS on all class means",
+        legend=False,
+    )
+    plot_rotational_modes(
+        epochs_wd,
+        modes_ridge_wd,
+        epochs_nowd,
+        modes_ridge_nowd,
+        p,
+        ax=axes[1],
+        caps=caps,
+        title="2D, our variant: ridge, held-out block",
+        legend=False,
+    )
     axes[1].set_ylabel("")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
@@ -160,7 +184,9 @@ def plot_mode_reference(
         d = np.asarray([r["dim"] for r in rs])
         rnd = np.stack([np.asarray(r["random"]) for r in rs])
         ax.plot(d, [r["cap"] for r in rs], color="0.2", linestyle="--", linewidth=1, label="cap ⌊d/2⌋ + 1")
-        ax.plot(d, np.median(rnd, axis=1), color=COLORS["nowd"], marker="s", markersize=3, label="random subspaces of dim d (median)")
+        ax.plot(
+            d, np.median(rnd, axis=1), color=COLORS["nowd"], marker="s", markersize=3, label="random subspaces of dim d (median)"
+        )
         ax.fill_between(d, rnd.min(axis=1), rnd.max(axis=1), color=COLORS["nowd"], alpha=0.2, linewidth=0)
         ax.plot(d, [np.median(r["gaussian"]) for r in rs], color="0.5", linestyle=":", label="random class means (median)")
         ax.plot(d, [r["ace"] for r in rs], color=COLORS["wd"], marker="o", markersize=3, label="first d ACE directions")
@@ -206,9 +232,7 @@ def plot_inflation_overview(
     return fig
 
 
-def plot_fork_comparison(
-    runs: Sequence[tuple[str, Any, Any, int]], ax: Sequence[Axes] | None = None
-) -> Figure:
+def plot_fork_comparison(runs: Sequence[tuple[str, Any, Any, int]], ax: Sequence[Axes] | None = None) -> Figure:
     """The WD-off transient in two runs: core dim (left) and OLS modes (right) of the WD-off arm
     against epochs after the fork, one band (mean over models, min–max) per run.
 
@@ -223,8 +247,16 @@ def plot_fork_comparison(
     for (label, wd, nowd, fork), style in zip(runs, styles):
         for a, field in zip(ax, ("core_dim", "rotational_modes_ols")):
             after = np.asarray(nowd.epochs) - fork
-            band(a, after, nowd[field], COLORS["nowd"], f"WD 1 → 0, {label}", linestyle=style, marker="s" if style == "-" else None,
-                 markersize=2)  # fmt: skip
+            band(
+                a,
+                after,
+                nowd[field],
+                COLORS["nowd"],
+                f"WD 1 → 0, {label}",
+                linestyle=style,
+                marker="s" if style == "-" else None,
+                markersize=2,
+            )
     label, wd, _, fork = runs[0]
     keep = np.asarray(wd.epochs) >= fork
     for a, field in zip(ax, ("core_dim", "rotational_modes_ols")):
@@ -244,9 +276,7 @@ def plot_fork_comparison(
     return fig
 
 
-def plot_harmonics(
-    arms: Sequence[tuple[str, Any, str]], field: str = "emb_spectrum", ax: Sequence[Axes] | None = None
-) -> Figure:
+def plot_harmonics(arms: Sequence[tuple[str, Any, str]], field: str = "emb_spectrum", ax: Sequence[Axes] | None = None) -> Figure:
     """Weight decay as redistribution: left, the effective number of harmonics (1 / Σ s_k², model mean
     with min–max band) of a weight's Fourier spectrum per epoch; right, the spectrum (share of power
     per frequency 1..⌊p/2⌋, model mean) at each arm's last checkpoint.
@@ -263,8 +293,13 @@ def plot_harmonics(
     for k, (label, arm, colour) in enumerate(arms):
         band(ax[0], np.asarray(arm.epochs), effective_harmonics(arm[field]), colour, label, marker="o", markersize=2)
         last = np.asarray(arm[field])[:, -1].mean(axis=0)
-        ax[1].bar(np.arange(1, half + 1) + (k - (len(arms) - 1) / 2) * width, last, width=width, color=colour,
-                  label=f"{label}, epoch {int(arm.epochs[-1])}")  # fmt: skip
+        ax[1].bar(
+            np.arange(1, half + 1) + (k - (len(arms) - 1) / 2) * width,
+            last,
+            width=width,
+            color=colour,
+            label=f"{label}, epoch {int(arm.epochs[-1])}",
+        )
     ax[0].axhline(half, color="black", linestyle=":", linewidth=1, label=f"⌊p/2⌋ = {half}")
     epoch_axis(ax[0])
     ax[0].set_ylabel("effective number of harmonics")

@@ -19,9 +19,14 @@ from ace_helpers.repro.tables import markdown_table
 
 #: This chapter's paper claims (ids of ``paper-claims.md``).
 CHAPTER_IDS: tuple[str, ...] = (
-    "inflation.grows", "inflation.sufficient_flat", "inflation.redundancy", "inflation.modes",
-    "inflation.no_wd", "inflation.no_wd_modes", "inflation.redistribution",
-)  # fmt: skip
+    "inflation.grows",
+    "inflation.sufficient_flat",
+    "inflation.redundancy",
+    "inflation.modes",
+    "inflation.no_wd",
+    "inflation.no_wd_modes",
+    "inflation.redistribution",
+)
 #: Claims about the WD-off arm, or measured on spectra only the runs forked at 900 store: their
 #: headline is the paper-preset run forked at the paper's epoch.
 FORK_IDS: tuple[str, ...] = ("inflation.no_wd", "inflation.no_wd_modes", "inflation.redistribution")
@@ -62,10 +67,20 @@ def fork_table(new: ArmResult, new_fork: int, old: ArmResult, old_fork: int, aft
         if i is None or j is None:
             continue
         e_new, e_old = int(new.epochs[i]), int(old.epochs[j])
-        rows.append((f"{d}", f"{e_new} / {e_old}", f"{new['core_dim'][:, i].tolist()} / {old['core_dim'][:, j].tolist()}",
-                     f"{new['rotational_modes_ols'][:, i].tolist()} / {old['rotational_modes_ols'][:, j].tolist()}"))  # fmt: skip
-    header = ("epochs after the fork", f"epoch (fork {new_fork} / fork {old_fork})", "WD-off core dim per model",
-              "WD-off OLS modes per model")  # fmt: skip
+        rows.append(
+            (
+                f"{d}",
+                f"{e_new} / {e_old}",
+                f"{new['core_dim'][:, i].tolist()} / {old['core_dim'][:, j].tolist()}",
+                f"{new['rotational_modes_ols'][:, i].tolist()} / {old['rotational_modes_ols'][:, j].tolist()}",
+            )
+        )
+    header = (
+        "epochs after the fork",
+        f"epoch (fork {new_fork} / fork {old_fork})",
+        "WD-off core dim per model",
+        "WD-off OLS modes per model",
+    )
     return markdown_table(header, rows)
 
 

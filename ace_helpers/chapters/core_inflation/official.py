@@ -34,8 +34,11 @@ def official_numbers(arrays: Mapping[str, np.ndarray]) -> dict[str, object]:
         raise ValueError("the release's two arms are analysed at different epochs")
     grok = int(arrays["wd1/core_formation/grok_ep"])
     modes = {arm: arrays[f"{arm}/mode_spread/present"].sum(axis=1) for arm in ("wd1", "wd0")}
-    return {"inflation.no_wd": _ratio(arrays["wd1/core_formation/r_nec"], arrays["wd0/core_formation/r_nec"], epochs, grok),
-            "inflation.no_wd_modes": _ratio(modes["wd1"], modes["wd0"], epochs, grok), "epoch": epochs[-1]}
+    return {
+        "inflation.no_wd": _ratio(arrays["wd1/core_formation/r_nec"], arrays["wd0/core_formation/r_nec"], epochs, grok),
+        "inflation.no_wd_modes": _ratio(modes["wd1"], modes["wd0"], epochs, grok),
+        "epoch": epochs[-1],
+    }
 
 
 def stored_official(root: Path | None = None) -> dict[str, object] | None:

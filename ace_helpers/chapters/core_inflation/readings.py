@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.core_inflation.fork import effective_harmonics
+from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, GrokRun, grok_epoch, per_model_at
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.rules import Measured, NotTested
-
 
 #: A per-model rule on a quantity that fluctuates from checkpoint to checkpoint reads the checkpoints of the last
 #: WINDOW share of the run (in the paper's 20 000-epoch run: epochs 15 000–20 000, 11 checkpoints), not the last alone.
@@ -80,8 +79,10 @@ class Facts:
     def harmonics(self, field: str) -> tuple[np.ndarray, np.ndarray]:
         """The effective number of harmonics of a weight's spectrum ``field``, with and without weight decay, at the last
         shared epoch."""
-        return (effective_harmonics(self.wd[field][:, self.wd.index(self.e_end)]),
-                effective_harmonics(self.nowd[field][:, self.nowd.index(self.e_end)]))
+        return (
+            effective_harmonics(self.wd[field][:, self.wd.index(self.e_end)]),
+            effective_harmonics(self.nowd[field][:, self.nowd.index(self.e_end)]),
+        )
 
     def suff_spread(self) -> np.ndarray:
         """Max ÷ min of the sufficient dim over the post-grokking checkpoints."""
@@ -100,9 +101,19 @@ def facts(r: InflationRun, cfg: Params) -> Facts:
     horizon = int(cfg["EPOCHS"] if r.last_epoch is None else r.last_epoch)
     shared = np.intersect1d(wd.epochs, nowd.epochs)
     paper_task = config.paper_task(cfg)
-    return Facts(cfg["P"], wd, nowd, grok_epoch(wd.epochs, wd["test_acc"]), int(wd.epochs[-1]), horizon, paper_task,
-                 paper_task and horizon >= 20000, int(shared[-1]) if shared.size else int(nowd.epochs[-1]),
-                 bool(shared.size), int(cfg["FORK_EPOCH"]))
+    return Facts(
+        cfg["P"],
+        wd,
+        nowd,
+        grok_epoch(wd.epochs, wd["test_acc"]),
+        int(wd.epochs[-1]),
+        horizon,
+        paper_task,
+        paper_task and horizon >= 20000,
+        int(shared[-1]) if shared.size else int(nowd.epochs[-1]),
+        bool(shared.size),
+        int(cfg["FORK_EPOCH"]),
+    )
 
 
 Fn = Callable[[Facts, Params], "Measured | None"]
@@ -119,8 +130,11 @@ def late(fn: Fn) -> Callable[[InflationRun, Params], Measured | NotTested | None
         if m is None:
             return None
         if not f.paper_task:
-            return NotTested(f"needs 20 000 epochs at p = 53 (this run: {f.horizon} at p = {f.p})", ours=str(m.ours),
-                             context={**m.context, "at": ""})
+            return NotTested(
+                f"needs 20 000 epochs at p = 53 (this run: {f.horizon} at p = {f.p})",
+                ours=str(m.ours),
+                context={**m.context, "at": ""},
+            )
         return replace(m, context={**m.context, "at": "" if f.full_run else f" [at epoch {f.horizon} of 20 000]"})
 
     return measure
@@ -145,8 +159,10 @@ def window_quartiles(arm: ArmResult, key: str, bound: float, what: str) -> tuple
     why = ""
     if undecided and (q75 >= bound).all():
         m = undecided[0]
-        why = (f"model {m}'s {what} over its last {int(mask.sum())} checkpoints has quartiles {q25[m]:g}–{q75[m]:g}, "
-               f"around the bound {bound:g}")
+        why = (
+            f"model {m}'s {what} over its last {int(mask.sum())} checkpoints has quartiles {q25[m]:g}–{q75[m]:g}, "
+            f"around the bound {bound:g}"
+        )
     return q25.tolist(), med.tolist(), q75.tolist(), why
 
 

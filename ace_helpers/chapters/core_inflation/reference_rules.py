@@ -49,8 +49,10 @@ def _interval(row: Mapping[str, Any]) -> list[float]:
 def _grok(r: ReferenceRun, cfg: Any) -> Measured:
     mine = grok_epoch(r.ref.arrays["wd/epochs"], r.ref.arrays["wd/test_acc"])
     stored = grok_epoch(r.lrun.wd.epochs, r.lrun.wd["test_acc"][:1])
-    return Measured({"retrained grok epoch − stored model 0's": float("inf") if mine is None or stored is None else mine - stored},
-                    ours=[mine, stored])
+    return Measured(
+        {"retrained grok epoch − stored model 0's": float("inf") if mine is None or stored is None else mine - stored},
+        ours=[mine, stored],
+    )
 
 
 def _modes(last: bool):
@@ -58,32 +60,56 @@ def _modes(last: bool):
         row = r.rows[-1] if last else r.rows[0]
         if last and row is r.rows[0]:
             return None  # one reference epoch: nothing after the inflation
-        return Measured({"median random modes ÷ the core's": _interval(row)}, value=_ratio(row),
-                        ours=[row["ace"], float(np.median(row["random"])), _ratio(row)],
-                        context={"epoch": row["epoch"], "dim": row["dim"], "draws": len(row["random"])})
+        return Measured(
+            {"median random modes ÷ the core's": _interval(row)},
+            value=_ratio(row),
+            ours=[row["ace"], float(np.median(row["random"])), _ratio(row)],
+            context={"epoch": row["epoch"], "dim": row["dim"], "draws": len(row["random"])},
+        )
 
     measure.__qualname__ = measure.__name__ = f"modes[{'after the inflation' if last else 'at grokking'}]"
     return measure
 
 
 SPECS: tuple[Rule, ...] = (
-    Rule(OURS + "reference_grok_epoch", "the retrained model groks when the stored model 0 does (first checkpoint with test "
-         "acc ≥ 0.99: retrained, stored)", "–", "ours (reproducibility)", OBSERVED,
-         (Comparison("retrained grok epoch − stored model 0's", "==", 0, over=ONE),),
-         "the same grok epoch; the numbers themselves differ in the last digits from epoch 0 on (other CPU arithmetic than "
-         "the machine that trained the stored run), so the runs are siblings, not copies", _grok,
-         {"retrained grok epoch − stored model 0's": 300.0}),
-    Rule(OURS + "reference_core_beats_random_at_grok", "at grokking (epoch {epoch}) the core holds more modes than random "
-         "subspaces of its dimension (d = {dim}: core, random median, ratio)", "–", WHERE, OBSERVED,
-         (Comparison("median random modes ÷ the core's", "<", RESTATES, over=INTERVAL),),
-         "median over {draws} random orthonormal d-dimensional subspaces of the same activations, same OLS fit, < {t0} × "
-         "the core's count (ours)", _modes(last=False), {"median random modes ÷ the core's": [0.9, 1.0]}),
-    Rule(OURS + "reference_random_matches_after_inflation", "after the inflation (epoch {epoch}) random subspaces of the "
-         "core's dimension hold nearly as many modes (d = {dim}: core, random median, ratio)", "–", WHERE, OBSERVED,
-         (Comparison("median random modes ÷ the core's", ">=", RESTATES, over=INTERVAL),),
-         "the same median ≥ {t0} × the core's count (ours): the count is then mostly what a subspace of that dimension "
-         "holds in these activations, not a property of the core", _modes(last=True),
-         {"median random modes ÷ the core's": [0.2, 0.3]}),
+    Rule(
+        OURS + "reference_grok_epoch",
+        "the retrained model groks when the stored model 0 does (first checkpoint with test acc ≥ 0.99: retrained, stored)",
+        "–",
+        "ours (reproducibility)",
+        OBSERVED,
+        (Comparison("retrained grok epoch − stored model 0's", "==", 0, over=ONE),),
+        "the same grok epoch; the numbers themselves differ in the last digits from epoch 0 on (other CPU arithmetic than "
+        "the machine that trained the stored run), so the runs are siblings, not copies",
+        _grok,
+        {"retrained grok epoch − stored model 0's": 300.0},
+    ),
+    Rule(
+        OURS + "reference_core_beats_random_at_grok",
+        "at grokking (epoch {epoch}) the core holds more modes than random "
+        "subspaces of its dimension (d = {dim}: core, random median, ratio)",
+        "–",
+        WHERE,
+        OBSERVED,
+        (Comparison("median random modes ÷ the core's", "<", RESTATES, over=INTERVAL),),
+        "median over {draws} random orthonormal d-dimensional subspaces of the same activations, same OLS fit, < {t0} × "
+        "the core's count (ours)",
+        _modes(last=False),
+        {"median random modes ÷ the core's": [0.9, 1.0]},
+    ),
+    Rule(
+        OURS + "reference_random_matches_after_inflation",
+        "after the inflation (epoch {epoch}) random subspaces of the "
+        "core's dimension hold nearly as many modes (d = {dim}: core, random median, ratio)",
+        "–",
+        WHERE,
+        OBSERVED,
+        (Comparison("median random modes ÷ the core's", ">=", RESTATES, over=INTERVAL),),
+        "the same median ≥ {t0} × the core's count (ours): the count is then mostly what a subspace of that dimension "
+        "holds in these activations, not a property of the core",
+        _modes(last=True),
+        {"median random modes ÷ the core's": [0.2, 0.3]},
+    ),
 )
 
 
