@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ace_helpers.chapters.core_inflation import official  # noqa: F401 - the code release's own arm, for the notebook
 from ace_helpers.chapters.core_inflation.claims import (  # noqa: F401 - the chapter's claims
     KNOWN_GAPS,
     MIN_GROWTH,
