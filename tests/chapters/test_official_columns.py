@@ -38,3 +38,19 @@ def test_chapter_3_reads_the_weight_decay_off_ratios_at_the_last_epoch_over_grok
     stored = load_artifact(ROOT / "book/artifacts/official_modadd", "official_modadd_e2000_k3")
     at_2000 = three.official_numbers(stored.arrays)  # the 3-model run to epoch 2000: in the rule's shape
     assert len(at_2000["inflation.no_wd"]) == 3 and at_2000["epoch"] == 2000
+
+
+def test_the_releases_weight_decay_off_arm_to_epoch_5000_is_stored_with_its_provenance() -> None:
+    """The code release rerun here unmodified to epoch 5000 (one model), its arm without weight decay forked at 900:
+    its own analysis keeps that arm's necessary dimension flat while the weight-decay arm's grows."""
+    import json
+
+    manifest = json.loads((ROOT / three.OFFICIAL_STORE / f"{three.OFFICIAL_RUN}.manifest.json").read_text())
+    assert manifest["params"]["commit"] == "da253a0769d3bf35048404c46d87205846262bfc"
+    assert (manifest["params"]["TOTAL_EPOCHS"], manifest["params"]["K_MODELS"]) == (5000, 1)
+    arrays = three.stored_arrays(ROOT)
+    assert arrays is not None, "book/artifacts/official_modadd/official_modadd_e5000_k1 does not load"
+    numbers = three.official_numbers(arrays)
+    assert numbers["epoch"] == 5000 and numbers["inflation.no_wd"][0] < 1.5  # the release's arm does not inflate
+    wd = arrays["wd1/core_formation/r_nec"][0]
+    assert wd[-1] > 1.5 * wd[list(arrays["wd1/core_formation/epochs"]).index(int(arrays["wd1/core_formation/grok_ep"]))]

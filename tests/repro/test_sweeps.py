@@ -87,8 +87,8 @@ def test_the_chapter_reads_a_complete_sweep_store_and_trains_when_a_run_is_missi
                              EXTRA_OMEGAS_P=[], TRAIN_FRACTION=0.8, TRAIN_FRACTION_P=0.8)
     tasks = grok_jobs(cfg)
     report = run_sweep(tasks, tmp_path / "store", in_process=True, progress=False, log=None)
-    monkeypatch.setattr(gsl, "run_omega_sweep", None)  # reading the store trains nothing
-    monkeypatch.setattr(gsl, "run_p_sweep", None)
+    monkeypatch.setattr(gsl.pipeline, "run_omega_sweep", None)  # reading the store trains nothing
+    monkeypatch.setattr(gsl.pipeline, "run_p_sweep", None)
     sweeps = gsl.Sweeps(cfg, tmp_path / "artifact", store=tmp_path / "store")
     assert sweeps.from_artifact and "all 2 runs" in sweeps.describe()
     assert sweeps.omega() + sweeps.p() == grok_records(tasks, report)

@@ -26,7 +26,7 @@ from ace_helpers.chapters.core_inflation.rules import OURS, SPECS, InflationRun,
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import GrokRun, per_model_at
 from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
-from ace_helpers.repro.official import attach_official
+from ace_helpers.repro.official import attach_official, triangulate
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
 from ace_helpers.repro.rules import ONE, Comparison, Measured, Rule, Spec, judge_all
@@ -161,7 +161,9 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
     f = facts(InflationRun(run, last_epoch), cfg)
     claims = judge_all(SPECS, InflationRun(run, last_epoch), cfg, lambda key: _gap(cfg, key, f.full_run, f.horizon))
     claims.numbers = chapter_numbers(f)
-    return attach_official(claims, official.stored_official() if config.paper_task(cfg) else None)
+    numbers = official.stored_official() if config.paper_task(cfg) else None
+    where = f"epoch {numbers['epoch']}, 1 model" if numbers else ""
+    return triangulate(attach_official(claims, numbers), SPECS, numbers, where)
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,6 @@ and trains them otherwise (a paper-preset run stores what it trained).
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ace_helpers.chapters.grokking_scaling_law.claims import (
@@ -56,11 +53,8 @@ from ace_helpers.chapters.grokking_scaling_law.claims import (
     setting_rows,
 )
 from ace_helpers.chapters.grokking_scaling_law.claims_limits import MARGIN_SPECS, REDUNDANCY_SPECS, margin_as_stated
-from ace_helpers.chapters.grokking_scaling_law.jobs import default_store, grok_jobs
-from ace_helpers.chapters.grokking_scaling_law.margin_ode import MarginTrace, OdeFit, fit_margin_ode, trace_margins
-from ace_helpers.chapters.grokking_scaling_law.redundancy import MAX_STEPS as REDUNDANCY_MAX_STEPS
-from ace_helpers.chapters.grokking_scaling_law.redundancy import RedundancyRun, redundancy_runs, redundancy_slope
 from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS, PRESETS, check, sweep_memory  # noqa: F401 - the chapter's knobs
+from ace_helpers.chapters.grokking_scaling_law.margin_ode import MarginTrace, OdeFit, fit_margin_ode, trace_margins
 from ace_helpers.chapters.grokking_scaling_law.paper_store import (
     MIN_SEEDS,
     NO_PAPER_SWEEPS,
@@ -72,6 +66,9 @@ from ace_helpers.chapters.grokking_scaling_law.paper_store import (
     sweeps_from_runs,
     with_paper_evidence,
 )
+from ace_helpers.chapters.grokking_scaling_law.pipeline import ARTIFACT_NAME, ScalingRun, Sweeps, artifact_dir, artifact_key, run  # noqa: F401
+from ace_helpers.chapters.grokking_scaling_law.redundancy import MAX_STEPS as REDUNDANCY_MAX_STEPS
+from ace_helpers.chapters.grokking_scaling_law.redundancy import RedundancyRun, redundancy_runs, redundancy_slope
 from ace_helpers.chapters.grokking_scaling_law.runs import (
     ACC_THRESHOLD,
     SEED0,
@@ -89,169 +86,76 @@ from ace_helpers.chapters.grokking_scaling_law.runs import (
 )
 from ace_helpers.chapters.modadd.grokked import hook_site  # noqa: F401 - ACE in plain sight, for the notebook
 from ace_helpers.chapters.modadd.long_run import stored_redundancy_gap
-from ace_helpers.method.devices import device_key, device_kind, resolve_device
-from ace_helpers.repro.artifacts import load_artifact, project_root, save_artifact
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
 from ace_helpers.repro.rules import judge_all
-from ace_helpers.repro.sweeps import stored
 
 __all__ = [
-    "ACC_THRESHOLD", "KNOWN_GAPS", "MIN_SEEDS", "NO_PAPER_SWEEPS", "PARAMS", "PRESETS", "SEED0", "GrokRecord", "GrokTimes", "ClaimRow", "SweepFits",
-    "ScalingRun", "Sweeps", "build_claims", "fit_claims", "fit_sweeps", "gap_numbers", "grok_times", "not_tested", "p_sweep_omegas", "p_sweep_rows",
-    "paper_claims", "records_from_dicts", "results", "run", "run_grok_sweep", "run_omega_sweep", "run_p_sweep", "setting_rows",
-    "setting_stats", "stored_departures", "stored_paper_sweeps", "StoredSweeps", "sweeps_from_runs", "sweep_config", "uncensored",
-    "limit_numbers", "with_paper_evidence", "MarginTrace", "OdeFit", "fit_margin_ode", "trace_margins", "margin_rows",
-    "RedundancyRun", "REDUNDANCY_MAX_STEPS", "redundancy_runs", "redundancy_slope", "redundancy_from_rows",
-]  # fmt: skip
+    "ACC_THRESHOLD",
+    "KNOWN_GAPS",
+    "MIN_SEEDS",
+    "NO_PAPER_SWEEPS",
+    "PARAMS",
+    "PRESETS",
+    "REDUNDANCY_MAX_STEPS",
+    "SEED0",
+    "ClaimRow",
+    "GrokRecord",
+    "GrokTimes",
+    "MarginTrace",
+    "OdeFit",
+    "RedundancyRun",
+    "ScalingRun",
+    "StoredSweeps",
+    "SweepFits",
+    "Sweeps",
+    "build_claims",
+    "fit_claims",
+    "fit_margin_ode",
+    "fit_sweeps",
+    "gap_numbers",
+    "grok_times",
+    "limit_numbers",
+    "margin_rows",
+    "not_tested",
+    "own_as_evidence",
+    "p_sweep_omegas",
+    "p_sweep_rows",
+    "paper_claims",
+    "records_from_dicts",
+    "redundancy_from_rows",
+    "redundancy_runs",
+    "redundancy_slope",
+    "results",
+    "run",
+    "run_grok_sweep",
+    "run_omega_sweep",
+    "run_p_sweep",
+    "setting_rows",
+    "setting_stats",
+    "stored_departures",
+    "stored_paper_sweeps",
+    "sweep_config",
+    "sweeps_from_runs",
+    "trace_margins",
+    "uncensored",
+    "with_paper_evidence",
+]
 
 
-
-# --------------------------------------------------------------------------------------------
-# the sweeps of one run, with the artifact cache of the paper-preset sweeps
-# --------------------------------------------------------------------------------------------
-ARTIFACT_NAME = "sweeps"
-
-
-def artifact_dir() -> Path:
-    """Where the paper-preset sweeps are stored: ``book/artifacts/04_grokking_scaling_law``."""
-    return project_root() / "book" / "artifacts" / NOTEBOOK
-
-
-def artifact_key(cfg: Params) -> dict:
-    """The artifact's parameters: every knob of the run (not ``PRESET`` or ``OUTPUT_DIR``) but ``DEVICE``, whose kind
-    is recorded only when it is not the CPU (the stored CPU sweeps keep their keys; a GPU sweep is stored as another
-    sample of the same runs)."""
-    knobs = cfg.knob_values()
-    return knobs | device_key(device_kind(knobs.pop("DEVICE")))
-
-
-class Sweeps:
-    """The ω and p sweeps of one run: read from the stored artifact when its knobs match, else
-    from the sweep store when it holds every run, else trained.
-
-    ``Sweeps(cfg)`` looks the artifact up, then the store that ``python -m
-    ace_helpers.chapters.grokking_scaling_law.jobs 04_grokking_scaling_law --preset PRESET`` fills (one checksummed
-    artifact per run, keyed by its parameters: ``book/artifacts/<notebook>_sweep/<preset>``);
-    :meth:`omega` and :meth:`p` return each sweep's records (timing what they train); :meth:`save`
-    stores a paper-preset run's freshly trained sweeps as the artifact (other presets store nothing).
-    """
-
-    def __init__(self, cfg: Params, directory: str | Path | None = None, store: str | Path | None = None) -> None:
-        self.cfg = cfg
-        self.directory = Path(directory) if directory is not None else artifact_dir()
-        self.stored = load_artifact(self.directory, ARTIFACT_NAME, artifact_key(cfg))
-        self.swept: list[GrokRecord] | None = None
-        self.store_count = (0, 0)
-        if self.stored is None:
-            self.swept = self._from_store(store)
-        self.omega_runs: list[GrokRecord] | None = None
-        self.p_runs: list[GrokRecord] | None = None
-        self.omega_wall_s = 0.0
-        self.p_wall_s = 0.0
-
-    def _from_store(self, store: str | Path | None) -> list[GrokRecord] | None:
-        """Every run of this configuration from the sweep store, or None when any is missing."""
-
-        tasks = grok_jobs(self.cfg)
-        folder = Path(store) if store is not None else default_store(NOTEBOOK, self.cfg["PRESET"])
-        found = [stored(t, folder) for t in tasks] if folder.is_dir() else []
-        self.store_count = (sum(f is not None for f in found), len(tasks))
-        return records_from_dicts(found) if found and all(f is not None for f in found) else None
-
-    @property
-    def from_artifact(self) -> bool:
-        """Whether the records come from the stored artifact or the sweep store (nothing is trained)."""
-        return self.stored is not None or self.swept is not None
-
-    def describe(self) -> str:
-        """One line: where the records come from."""
-        if self.stored:
-            return "using the stored artifact (params match)"
-        done, total = self.store_count
-        if self.swept is not None:
-            return f"using the sweep store: all {total} runs of these knobs are stored there"
-        return f"no matching stored artifact; the sweep store holds {done} of {total} runs of these knobs: training now"
-
-    def _stored(self, sweep: str) -> list[GrokRecord]:
-        rows = records_from_dicts(self.stored.data["runs"]) if self.stored else list(self.swept or [])
-        return [r for r in rows if r.sweep == sweep]
-
-    def omega(self, progress: bool = False) -> list[GrokRecord]:
-        """The ω sweep's records (stored, or trained now)."""
-        start = time.perf_counter()
-        self.omega_runs = self._stored("omega") if self.from_artifact else run_omega_sweep(self.cfg, progress)
-        self.omega_wall_s = time.perf_counter() - start
-        return self.omega_runs
-
-    def p(self, progress: bool = False) -> list[GrokRecord]:
-        """The p sweep's records (stored, or trained now)."""
-        start = time.perf_counter()
-        self.p_runs = self._stored("p") if self.from_artifact else run_p_sweep(self.cfg, progress)
-        self.p_wall_s = time.perf_counter() - start
-        return self.p_runs
-
-    @property
-    def runs(self) -> list[GrokRecord]:
-        """All records, ω sweep first."""
-        if self.omega_runs is None or self.p_runs is None:
-            raise RuntimeError("run Sweeps.omega() and Sweeps.p() first")
-        return self.omega_runs + self.p_runs
-
-    def save(self) -> Path | None:
-        """Store freshly trained paper-preset sweeps as the artifact; returns its manifest path (else None)."""
-        if self.cfg["PRESET"] != "paper" or self.from_artifact:
-            return None
-        return save_artifact(self.directory, ARTIFACT_NAME, params=artifact_key(self.cfg),
-                             data={"runs": [r.to_dict() for r in self.runs]}, wall_s=self.omega_wall_s + self.p_wall_s)
-
-
-@dataclass
-class ScalingRun:
-    """One run of the chapter: its sweeps (where they came from, their records) and the fits over them."""
-
-    sweeps: Sweeps
-    fits: SweepFits
-    #: The margin-ODE runs (:func:`trace_margins`) and their fits (:func:`fit_margin_ode`); empty when not made.
-    margin_traces: list[MarginTrace] = field(default_factory=list)
-    margin: list[OdeFit] = field(default_factory=list)
-    #: The redundancy intervention's runs (:func:`redundancy_runs`); empty when not made.
-    redundancy: list[RedundancyRun] = field(default_factory=list)
-
-    @property
-    def omega_runs(self) -> list[GrokRecord]:
-        """The ω sweep's records."""
-        return self.sweeps.omega_runs or []
-
-    @property
-    def p_runs(self) -> list[GrokRecord]:
-        """The p sweep's records."""
-        return self.sweeps.p_runs or []
-
-
-def run(cfg: Params, progress: bool = False) -> ScalingRun:
-    """Both sweeps of ``cfg`` (stored, or trained now) and their fits; a paper-preset run stores
-    what it trained as the artifact (:meth:`Sweeps.save`)."""
-    sweeps = Sweeps(cfg)
-    omega_runs, p_runs = sweeps.omega(progress), sweeps.p(progress)
-    sweeps.save()
-    device = resolve_device(cfg["DEVICE"])
-    traces = trace_margins(device=device)  # the margin ODE's four small runs (the same at every preset; minutes)
-    redundancy = redundancy_runs(device=device)  # the redundancy intervention's twelve small runs (every preset)
-    return ScalingRun(sweeps, fit_sweeps(omega_runs, p_runs, cfg["OMEGA_P"]), traces, [fit_margin_ode(t) for t in traces],
-                      redundancy)
-
-
-def build_claims(res: ScalingRun, cfg: Params, margin: list[OdeFit] | None = None,
-                 redundancy: list[RedundancyRun] | None = None) -> Claims:
+def build_claims(
+    res: ScalingRun, cfg: Params, margin: list[OdeFit] | None = None, redundancy: list[RedundancyRun] | None = None
+) -> Claims:
     """The chapter's claims from its fits (:func:`fit_claims`), with those it cannot test inside; ``margin``:
     the margin-ODE fits (default: the run's own, ``ScalingRun.margin``), else our fit of the ODE is not tested
     (``scaling.margin_ode`` itself never is: the paper does not define ψ and c, :func:`margin_as_stated`);
     ``redundancy``: the redundancy runs (default: ``ScalingRun.redundancy``), else ``scaling.redundancy_cause`` is not tested."""
     claims = fit_claims(res.fits, cfg)
     claims.not_tested.append(margin_as_stated())
-    for specs, runs in ((MARGIN_SPECS, res.margin if margin is None else margin),
-                        (REDUNDANCY_SPECS, res.redundancy if redundancy is None else redundancy)):
+    for specs, runs in (
+        (MARGIN_SPECS, res.margin if margin is None else margin),
+        (REDUNDANCY_SPECS, res.redundancy if redundancy is None else redundancy),
+    ):
         more = judge_all(specs, list(runs), cfg, lambda gap: gap or None)  # their known gaps are measured texts
         claims.rows += more.rows
         claims.not_tested += more.not_tested
@@ -271,8 +175,10 @@ def margin_fits_from_rows(rows: list[dict[str, Any]]) -> list[OdeFit]:
 def margin_rows(fits: list[OdeFit]) -> list[dict[str, Any]]:
     """The margin-ODE fits for ``results.json`` (``margin_ode``): per run ``omega``, ``seed``, ``omega_fit``
     (ω̂, in units of 1/(lr·step)), ``c``, ``r2`` (of dm/dt), ``n`` (evaluations fitted), ``log2_ratio``."""
-    return [{"omega": f.omega, "seed": f.seed, "omega_fit": f.omega_fit, "c": f.c, "r2": f.r2, "n": f.n,
-             "log2_ratio": f.log2_ratio} for f in fits]  # fmt: skip
+    return [
+        {"omega": f.omega, "seed": f.seed, "omega_fit": f.omega_fit, "c": f.c, "r2": f.r2, "n": f.n, "log2_ratio": f.log2_ratio}
+        for f in fits
+    ]
 
 
 def linked_redundancy() -> str:
@@ -280,8 +186,10 @@ def linked_redundancy() -> str:
     gap = stored_redundancy_gap()
     if gap is None:
         return "chapter 3's book-preset run is not stored (book/artifacts/modadd_grokking); nothing to link"
-    return (f"chapter 3 (preset {gap['preset']}, stored run): redundancy = necessary - sufficient core dim, "
-            f"mean over models, at its last checkpoint (epoch {gap['epoch']}): {gap['mean_gap']:.1f}")
+    return (
+        f"chapter 3 (preset {gap['preset']}, stored run): redundancy = necessary - sufficient core dim, "
+        f"mean over models, at its last checkpoint (epoch {gap['epoch']}): {gap['mean_gap']:.1f}"
+    )
 
 
 def limit_numbers(fits: SweepFits) -> dict[str, Any]:
@@ -292,14 +200,17 @@ def limit_numbers(fits: SweepFits) -> dict[str, Any]:
     (Ω's exponent from the ω sweep with the p sweep's p_crit) and ``omega_Omega_omega_sweep`` (ω·Ω per ω)."""
     lg, om = fits.large, fits.omega_Omega
     return {
-        "large_primes": list(lg.primes) if lg else [], "p_exponent_large": lg.slope if lg else None,
-        "p_exponent_large_ci": list(lg.interval) if lg else None, "p_large_law_secant": lg.secant if lg else None,
-        "p_large_excess": lg.excess if lg else None, "p_large_excess_ci": list(lg.excess_interval) if lg else None,
+        "large_primes": list(lg.primes) if lg else [],
+        "p_exponent_large": lg.slope if lg else None,
+        "p_exponent_large_ci": list(lg.interval) if lg else None,
+        "p_large_law_secant": lg.secant if lg else None,
+        "p_large_excess": lg.excess if lg else None,
+        "p_large_excess_ci": list(lg.excess_interval) if lg else None,
         "p_log_secant_all": lg.secant_all if lg else None,
         "Omega_exponent_omega_sweep": om.exponent if om else None,
         "Omega_exponent_omega_sweep_ci": list(om.interval) if om else None,
         "omega_Omega_omega_sweep": list(om.omega_Omega) if om else None,
-    }  # fmt: skip
+    }
 
 
 def paper_results(paper: StoredSweeps | None) -> dict[str, Any] | None:
@@ -310,15 +221,27 @@ def paper_results(paper: StoredSweeps | None) -> dict[str, Any] | None:
     fits = fit_sweeps(paper.runs["omega"], paper.runs["p"], paper.cfg["OMEGA_P"])
     w = fits.omega
     return {
-        "n_runs": {k: len(v) for k, v in paper.runs.items()}, "seeds": {k: list(paper.seeds(k)) for k in paper.runs},
-        "omega_exponent": w.exponent if w else None, "omega_exponent_ci": list(w.ci) if w else None,
-        "omega_r2": w.r2 if w else None, "p_crit": fits.p_log.p_crit if fits.p_log else None, **limit_numbers(fits), "cpu_hours": paper.wall_s / 3600, "trained": paper.trained,
+        "n_runs": {k: len(v) for k, v in paper.runs.items()},
+        "seeds": {k: list(paper.seeds(k)) for k in paper.runs},
+        "omega_exponent": w.exponent if w else None,
+        "omega_exponent_ci": list(w.ci) if w else None,
+        "omega_r2": w.r2 if w else None,
+        "p_crit": fits.p_log.p_crit if fits.p_log else None,
+        **limit_numbers(fits),
+        "cpu_hours": paper.wall_s / 3600,
+        "trained": paper.trained,
         "runs": [r.to_dict() for k in paper.runs for r in paper.runs[k]],
-    }  # fmt: skip
+    }
 
 
-def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps | None = None,
-            margin: list[OdeFit] | None = None, redundancy: list[RedundancyRun] | None = None) -> dict[str, Any]:
+def results(
+    res: ScalingRun,
+    claims: Claims,
+    wall_s: float,
+    paper: StoredSweeps | None = None,
+    margin: list[OdeFit] | None = None,
+    redundancy: list[RedundancyRun] | None = None,
+) -> dict[str, Any]:
     """The chapter's flat ``results.json`` dict (keys in the module docstring); ``paper``: the
     stored paper-settings runs shown beside this run (:func:`paper_results`)."""
     sweeps, fits = res.sweeps, res.fits
@@ -326,19 +249,31 @@ def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps 
     w, lf, pf, ol = fits.omega, fits.p_log, fits.p_pow, fits.omega_law
     return {
         "n_censored": int(sum(r.censored for r in runs)),
-        "omega_exponent": w.exponent if w else None, "omega_exponent_ci": list(w.ci) if w else None,
-        "omega_r2": w.r2 if w else None, "omega_prefactor": w.prefactor if w else None,
+        "omega_exponent": w.exponent if w else None,
+        "omega_exponent_ci": list(w.ci) if w else None,
+        "omega_r2": w.r2 if w else None,
+        "omega_prefactor": w.prefactor if w else None,
         "omega_n_fit": len(uncensored(runs, "omega")[2]),
         "omega_means": [row["mean"] for row in setting_rows(fits)],
-        "Omega": lf.Omega if lf else None, "Omega_se": lf.Omega_se if lf else None,
-        "p_crit": lf.p_crit if lf else None, "p_crit_se": lf.p_crit_se if lf else None,
-        "p_r2": lf.r2 if lf else None, "p_sse": lf.sse if lf else None, "p_sse_const": lf.sse_const if lf else None,
-        "p_sse_inv": lf.sse_inv if lf else None, "p_aic": lf.aic if lf else None,
-        "p_aic_const": lf.aic_const if lf else None, "p_n_fit": len(uncensored(runs, "p", fits.omega_p)[2]),
-        "p_exponent": pf.exponent if pf else None, "p_exponent_ci": list(pf.ci) if pf else None,
-        "p_log_secant": gap_numbers(fits).get("secant"), **limit_numbers(fits),
-        "omega_law_b": ol.b if ol else None, "omega_law_b_ci": list(ol.b_ci) if ol else None,
-        "omega_law_p_crit": ol.p_crit if ol else None, "omega_law_r2": ol.r2 if ol else None,
+        "Omega": lf.Omega if lf else None,
+        "Omega_se": lf.Omega_se if lf else None,
+        "p_crit": lf.p_crit if lf else None,
+        "p_crit_se": lf.p_crit_se if lf else None,
+        "p_r2": lf.r2 if lf else None,
+        "p_sse": lf.sse if lf else None,
+        "p_sse_const": lf.sse_const if lf else None,
+        "p_sse_inv": lf.sse_inv if lf else None,
+        "p_aic": lf.aic if lf else None,
+        "p_aic_const": lf.aic_const if lf else None,
+        "p_n_fit": len(uncensored(runs, "p", fits.omega_p)[2]),
+        "p_exponent": pf.exponent if pf else None,
+        "p_exponent_ci": list(pf.ci) if pf else None,
+        "p_log_secant": gap_numbers(fits).get("secant"),
+        **limit_numbers(fits),
+        "omega_law_b": ol.b if ol else None,
+        "omega_law_b_ci": list(ol.b_ci) if ol else None,
+        "omega_law_p_crit": ol.p_crit if ol else None,
+        "omega_law_r2": ol.r2 if ol else None,
         "runs": [r.to_dict() for r in runs],
         "eval_every": sweeps.cfg["EVAL_EVERY"],
         "from_artifact": sweeps.from_artifact,
@@ -350,4 +285,4 @@ def results(res: ScalingRun, claims: Claims, wall_s: float, paper: StoredSweeps 
         "margin_ode": margin_rows(margin) if margin else None,
         "redundancy": [r.to_dict() for r in redundancy] if redundancy else None,
         "wall_s": wall_s,
-    }  # fmt: skip
+    }

@@ -56,36 +56,42 @@ from ace_helpers.method.fits import (
     fit_power_law,
     log_law_secant,
 )
+from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
 from ace_helpers.repro.params import Params
 from ace_helpers.repro.report import Claims
-from ace_helpers.repro.untested import ClaimRow
-from ace_helpers.repro.known_gaps import KnownGaps, seed_sensitive
 from ace_helpers.repro.rules import Spec, judge_all
+from ace_helpers.repro.untested import ClaimRow
 
 OURS, DIAGNOSIS = "ours (beyond the paper)", "ours (diagnosis)"
 
 #: Measured at each preset's own run; formatted with the run's numbers (:func:`gap_numbers`).
-KNOWN_GAPS = KnownGaps({
-    # one seed per prime and three primes: the p sweep's claims change with the seed (the ω sweep's do not)
-    "ci": {
-        "p_decreasing": seed_sensitive(4, 5, "per-p means [620, 400, 320], [740, 440, 290], [370, 310, 380], "
-                                             "[720, 480, 350], [610, 570, 240] over p = 31, 43, 53"),
-        "p_log_r2": seed_sensitive(4, 5, "R² 0.999, 0.991, −5.97, 0.996, 0.640 against 0.6 (one seed)"),
-    },
-    "book": {
-        # measured under the reproducible kernels (the same on every x86-64 CPU with AVX2)
-        "omega_monotone": "two seeds per setting: at ω = 3 they grok after 500 and 110 steps, at ω = 2 after 360 and "
-                          "190, so the last mean (305) rises 30 steps above the one before (275) inside a seed scatter "
-                          "ten times as wide; at the paper's settings (12 seeds, τ exact to the step; the section "
-                          "below) the mean delay falls at every step",
-        "p_log_r2": "two seeds per prime at the book's 0.8 split: the seed scatter puts R² on its 0.8 threshold; at "
-                    "the paper's settings (the section below: more seeds, primes 31–101) the law's R² is well above it",
-        "log_vs_power": "over p = {p_lo}–{p_hi} (p/p_crit = {r_lo:.1f}–{r_hi:.1f}) a free power law p^{b_pow:.2f} fits the "
-                        "two seeds per prime as well or better, ΔAIC {dAIC:.1f} [{dAIC_lo:.1f}, {dAIC_hi:.1f}] (stored book "
-                        "runs: −0.7 on two CPUs, −3.0 in bf16); the law's curvature needs more primes: the paper's "
-                        "settings (primes 31–101) are judged in the section below",
-    },
-})  # fmt: skip
+KNOWN_GAPS = KnownGaps(
+    {
+        # one seed per prime and three primes: the p sweep's claims change with the seed (the ω sweep's do not)
+        "ci": {
+            "p_decreasing": seed_sensitive(
+                4,
+                5,
+                "per-p means [620, 400, 320], [740, 440, 290], [370, 310, 380], "
+                "[720, 480, 350], [610, 570, 240] over p = 31, 43, 53",
+            ),
+            "p_log_r2": seed_sensitive(4, 5, "R² 0.999, 0.991, −5.97, 0.996, 0.640 against 0.6 (one seed)"),
+        },
+        "book": {
+            # measured under the reproducible kernels (the same on every x86-64 CPU with AVX2)
+            "omega_monotone": "two seeds per setting: at ω = 3 they grok after 500 and 110 steps, at ω = 2 after 360 and "
+            "190, so the last mean (305) rises 30 steps above the one before (275) inside a seed scatter "
+            "ten times as wide; at the paper's settings (12 seeds, τ exact to the step; the section "
+            "below) the mean delay falls at every step",
+            "p_log_r2": "two seeds per prime at the book's 0.8 split: the seed scatter puts R² on its 0.8 threshold; at "
+            "the paper's settings (the section below: more seeds, primes 31–101) the law's R² is well above it",
+            "log_vs_power": "over p = {p_lo}–{p_hi} (p/p_crit = {r_lo:.1f}–{r_hi:.1f}) a free power law p^{b_pow:.2f} fits the "
+            "two seeds per prime as well or better, ΔAIC {dAIC:.1f} [{dAIC_lo:.1f}, {dAIC_hi:.1f}] (stored book "
+            "runs: −0.7 on two CPUs, −3.0 in bf16); the law's curvature needs more primes: the paper's "
+            "settings (primes 31–101) are judged in the section below",
+        },
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -172,8 +178,14 @@ def gap_numbers(fits: SweepFits) -> dict[str, Any]:
     lf, secant, lv = fits.p_log, _secant(fits), fits.log_vs_power
     if lf is None or secant is None or len(xs) < 2:
         return {}
-    out = {"p_lo": int(xs.min()), "p_hi": int(xs.max()), "p_crit": lf.p_crit, "r_lo": float(xs.min() / lf.p_crit),
-           "r_hi": float(xs.max() / lf.p_crit), "secant": secant}  # fmt: skip
+    out = {
+        "p_lo": int(xs.min()),
+        "p_hi": int(xs.max()),
+        "p_crit": lf.p_crit,
+        "r_lo": float(xs.min() / lf.p_crit),
+        "r_hi": float(xs.max() / lf.p_crit),
+        "secant": secant,
+    }
     if lv is not None:
         out |= {"dAIC": lv.delta_aic, "dAIC_lo": lv.interval[0], "dAIC_hi": lv.interval[1], "b_pow": lv.b}
     return out
@@ -230,9 +242,17 @@ def setting_rows(fits: SweepFits) -> list[dict[str, Any]]:
     st, rows, prev = fits.omega_stats, [], None
     for x, m, s, n, c in zip(*(st.get(k, []) for k in ("x", "mean", "sd", "n", "n_censored"))):
         m = None if np.isnan(m) else float(m)
-        rows.append({"omega": float(x), "mean": m, "sd": None if np.isnan(s) else float(s), "n": int(n),
-                     "n_censored": int(c), "omega_tau": None if m is None else float(x) * m,
-                     "change": None if m is None or prev is None else m - prev})  # fmt: skip
+        rows.append(
+            {
+                "omega": float(x),
+                "mean": m,
+                "sd": None if np.isnan(s) else float(s),
+                "n": int(n),
+                "n_censored": int(c),
+                "omega_tau": None if m is None else float(x) * m,
+                "change": None if m is None or prev is None else m - prev,
+            }
+        )
         prev = m if m is not None else prev
     return rows
 
@@ -247,6 +267,13 @@ def p_sweep_rows(p_runs: Sequence[GrokRecord]) -> list[dict[str, Any]]:
         _, p, tau = uncensored(p_runs, "p", x)
         lf, pf = _try(fit_log_law, p, tau), _try(fit_power_law, p, tau)
         law = {k: getattr(lf, k) if lf else None for k in ("Omega", "Omega_se", "p_crit", "p_crit_se", "r2")}
-        rows.append({"omega": float(x), "n": len(tau), **law, "omega_Omega": float(x) * lf.Omega if lf else None,
-                     "p_exponent": pf.exponent if pf else None})  # fmt: skip
+        rows.append(
+            {
+                "omega": float(x),
+                "n": len(tau),
+                **law,
+                "omega_Omega": float(x) * lf.Omega if lf else None,
+                "p_exponent": pf.exponent if pf else None,
+            }
+        )
     return rows

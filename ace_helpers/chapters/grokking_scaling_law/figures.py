@@ -34,8 +34,13 @@ def setting_table(records: Sequence[GrokRecord], key: str) -> str:
     for w in omegas:
         st = setting_stats(records, key, key, w)
         for x, n, c, m, s in zip(st["x"], st["n"], st["n_censored"], st["mean"], st["sd"]):
-            mem = np.mean([r.tau_mem for r in records if r.sweep == key and getattr(r, key) == x
-                           and (w is None or r.omega == w) and r.tau_mem is not None])  # fmt: skip
+            mem = np.mean(
+                [
+                    r.tau_mem
+                    for r in records
+                    if r.sweep == key and getattr(r, key) == x and (w is None or r.omega == w) and r.tau_mem is not None
+                ]
+            )
             first = () if w is None else (f"{w:g}",)
             rows.append((*first, f"{x:g}", f"{int(n)}", f"{int(c)}", f"{m:.0f}", f"{s:.0f}", f"{mem:.0f}"))
     return markdown_table((*lead, label, "runs fitted", "censored", "mean τ_grok", "sd", "mean τ_mem"), rows)
@@ -49,17 +54,41 @@ def omega_table(rows: Sequence[dict]) -> str:
     """Markdown table of the ω sweep's per-ω rows (:func:`ace_helpers.chapters.grokking_scaling_law.setting_rows`):
     mean τ_grok, its change from the previous ω, and ω·mean τ (constant when τ ∝ 1/ω)."""
     header = ("ω", "runs fitted", "censored", "mean τ_grok", "change from previous ω", "ω · mean τ_grok")
-    return markdown_table(header, [(f"{r['omega']:g}", f"{r['n']}", f"{r['n_censored']}", _num(r["mean"], ".0f"),
-                                    _num(r["change"], "+.0f"), _num(r["omega_tau"], ".0f")) for r in rows])  # fmt: skip
+    return markdown_table(
+        header,
+        [
+            (
+                f"{r['omega']:g}",
+                f"{r['n']}",
+                f"{r['n_censored']}",
+                _num(r["mean"], ".0f"),
+                _num(r["change"], "+.0f"),
+                _num(r["omega_tau"], ".0f"),
+            )
+            for r in rows
+        ],
+    )
 
 
 def p_omega_table(rows: Sequence[dict]) -> str:
     """Markdown table of the log law fitted at each weight decay of the p sweep
     (:func:`ace_helpers.chapters.grokking_scaling_law.p_sweep_rows`): Ω and p_crit ± se, R², ω·Ω, power of p."""
     header = ("ω", "runs fitted", "Ω ± se", "p_crit ± se", "R²", "ω · Ω", "power of p")
-    return markdown_table(header, [(f"{r['omega']:g}", f"{r['n']}", f"{_num(r['Omega'], '.0f')} ± {_num(r['Omega_se'], '.0f')}",
-                                    f"{_num(r['p_crit'], '.1f')} ± {_num(r['p_crit_se'], '.1f')}", _num(r["r2"], ".2f"),
-                                    _num(r["omega_Omega"], ".0f"), _num(r["p_exponent"], ".2f")) for r in rows])  # fmt: skip
+    return markdown_table(
+        header,
+        [
+            (
+                f"{r['omega']:g}",
+                f"{r['n']}",
+                f"{_num(r['Omega'], '.0f')} ± {_num(r['Omega_se'], '.0f')}",
+                f"{_num(r['p_crit'], '.1f')} ± {_num(r['p_crit_se'], '.1f')}",
+                _num(r["r2"], ".2f"),
+                _num(r["omega_Omega"], ".0f"),
+                _num(r["p_exponent"], ".2f"),
+            )
+            for r in rows
+        ],
+    )
 
 
 def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=None):
@@ -78,16 +107,35 @@ def plot_omega_sweep(records: Sequence[GrokRecord], fit: PowerLawFit | None, ax=
     jitter = np.exp(rng.uniform(-0.03, 0.03, len(x)))
     ax.scatter(x[ok] * jitter[ok], tau[ok], s=14, alpha=0.5, color=OKABE["blue"], label="runs (seeds)")
     if cens.any():
-        ax.scatter(x[cens] * jitter[cens], tau[cens], s=30, marker="^", facecolors="none",
-                   edgecolors=OKABE["vermillion"], label="censored (lower bound)")
+        ax.scatter(
+            x[cens] * jitter[cens],
+            tau[cens],
+            s=30,
+            marker="^",
+            facecolors="none",
+            edgecolors=OKABE["vermillion"],
+            label="censored (lower bound)",
+        )
     st = setting_stats(records, "omega", "omega")
     good = st["n"] > 0
-    ax.errorbar(st["x"][good], st["mean"][good], yerr=np.nan_to_num(st["sd"][good]), fmt="o", color="k",
-                ms=5, capsize=3, label="mean ± sd")
+    ax.errorbar(
+        st["x"][good],
+        st["mean"][good],
+        yerr=np.nan_to_num(st["sd"][good]),
+        fmt="o",
+        color="k",
+        ms=5,
+        capsize=3,
+        label="mean ± sd",
+    )
     grid = np.geomspace(min(x) * 0.9, max(x) * 1.1, 50)
     if fit is not None:
-        ax.plot(grid, fit.predict(grid), color=OKABE["vermillion"],
-                label=f"fit: τ ∝ ω^{fit.exponent:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}], R²={fit.r2:.2f}")
+        ax.plot(
+            grid,
+            fit.predict(grid),
+            color=OKABE["vermillion"],
+            label=f"fit: τ ∝ ω^{fit.exponent:.2f} [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}], R²={fit.r2:.2f}",
+        )
         # theory line ω⁻¹ through the geometric mean of the data
         anchor = np.exp(np.mean(np.log(tau[ok]))) * np.exp(np.mean(np.log(x[ok])))
         ax.plot(grid, anchor / grid, "--", color="0.4", label="theory ω⁻¹")
@@ -124,21 +172,45 @@ def plot_p_sweep(records: Sequence[GrokRecord], fit: LogLawFit | None, ax=None, 
         ok, col = (tau > 0) & ~cens, colors[i % len(colors)]
         ax.scatter(x[ok], tau[ok], s=14, alpha=0.5, color=col, label=f"runs (seeds), ω = {w:g}")
         if cens.any():
-            ax.scatter(x[cens], tau[cens], s=30, marker="^", facecolors="none", edgecolors=OKABE["vermillion"],
-                       label="censored (lower bound)" if i == 0 else None)  # fmt: skip
+            ax.scatter(
+                x[cens],
+                tau[cens],
+                s=30,
+                marker="^",
+                facecolors="none",
+                edgecolors=OKABE["vermillion"],
+                label="censored (lower bound)" if i == 0 else None,
+            )
         st = setting_stats(records, "p", "p", w)
         good = st["n"] > 0
-        ax.errorbar(st["x"][good], st["mean"][good], yerr=np.nan_to_num(st["sd"][good]), fmt="o", color="k" if i == 0 else col,
-                    ms=5, capsize=3, label="mean ± sd" if i == 0 else None)  # fmt: skip
+        ax.errorbar(
+            st["x"][good],
+            st["mean"][good],
+            yerr=np.nan_to_num(st["sd"][good]),
+            fmt="o",
+            color="k" if i == 0 else col,
+            ms=5,
+            capsize=3,
+            label="mean ± sd" if i == 0 else None,
+        )
         if len(x):
             lo = max(min(x) * 0.9, 1.02 * max(fit.p_crit if fit else 0, omega_law.p_crit if omega_law else 0))
             grid = np.linspace(lo, max(x) * 1.1, 200)
         if omega_law is not None and grid is not None:
-            ax.plot(grid, log_law(grid, omega_law.Omega(w), omega_law.p_crit), ":", color=col,
-                    label=f"Ω = A·ω^b, b = {omega_law.b:.2f}, p_crit = {omega_law.p_crit:.3g}" if i == 0 else None)  # fmt: skip
+            ax.plot(
+                grid,
+                log_law(grid, omega_law.Omega(w), omega_law.p_crit),
+                ":",
+                color=col,
+                label=f"Ω = A·ω^b, b = {omega_law.b:.2f}, p_crit = {omega_law.p_crit:.3g}" if i == 0 else None,
+            )
     if fit is not None and grid is not None:
-        ax.plot(grid, fit.predict(grid), color=OKABE["vermillion"],
-                label=f"−Ω·log(1 − p_crit/p) at ω = {omegas[0]:g}: Ω={fit.Omega:.3g}, p_crit={fit.p_crit:.3g}, R²={fit.r2:.2f}")
+        ax.plot(
+            grid,
+            fit.predict(grid),
+            color=OKABE["vermillion"],
+            label=f"−Ω·log(1 − p_crit/p) at ω = {omegas[0]:g}: Ω={fit.Omega:.3g}, p_crit={fit.p_crit:.3g}, R²={fit.r2:.2f}",
+        )
         ax.plot(grid, fit.Omega * fit.p_crit / grid, "--", color="0.4", label="asymptote Ω·p_crit/p")
     step_axis(ax.yaxis)
     ax.set_xlabel("modulus p (≈ p/2 equivalent Fourier modes)")
@@ -181,8 +253,13 @@ def plot_redundancy(runs: Sequence[RedundancyRun]):
         ax.scatter(r.k, max(r.tau_grok or 1, 1), s=22, color="C0", facecolors="none" if r.censored else "C0", zorder=3)
     means = [np.mean([max(r.tau_grok or 1, 1) for r in runs if r.k == k]) for k in ks]
     ax.plot(ks, means, color="C1", lw=1.5, marker="s", label="mean over seeds")
-    ax.set(xscale="log", yscale="log", xlabel="frequencies k the embedding may use (right: unconstrained)",
-           ylabel="τ_grok (steps)", title="grokking time against usable Fourier modes, one p")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="frequencies k the embedding may use (right: unconstrained)",
+        ylabel="τ_grok (steps)",
+        title="grokking time against usable Fourier modes, one p",
+    )
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())  # only the k values are labelled
     step_axis(ax.yaxis, log=True)

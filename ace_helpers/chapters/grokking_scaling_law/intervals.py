@@ -49,9 +49,14 @@ def _resample(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
 
 
 def seed_bootstrap(
-    x: Sequence[float], y: Sequence[float], stat: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
-    n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0,
-) -> tuple[float, float]:  # fmt: skip
+    x: Sequence[float],
+    y: Sequence[float],
+    stat: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    *,
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile interval ``(low, high)`` of ``stat`` over ``n_boot`` resamples of the seeds within each
     setting: ``stat(x, Y)`` maps the settings ``x`` (n,) and resampled values ``Y`` (m, n) to (m,)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
@@ -148,8 +153,14 @@ def log_vs_power(p: Sequence[float], tau: Sequence[float], seed: int = 0) -> Log
     grid = np.linspace(b0 - _B_SPAN, b0 + _B_SPAN, _B_STEPS)
     x = (p / p.max())[None, :] ** grid[:, None]
     b = float(grid[np.argmax((x @ tau) ** 2 / np.sum(x**2, axis=1))])
-    return LogVsPower(float(len(p) * np.log(sse_pow / sse_log)), seed_bootstrap(p, tau, delta, seed=seed),
-                      float(sse_log), float(sse_pow), b, len(p))  # fmt: skip
+    return LogVsPower(
+        float(len(p) * np.log(sse_pow / sse_log)),
+        seed_bootstrap(p, tau, delta, seed=seed),
+        float(sse_log),
+        float(sse_pow),
+        b,
+        len(p),
+    )
 
 
 def window_bound(ci: Sequence[float], window: tuple[float, float]) -> tuple[float, str]:

@@ -38,16 +38,37 @@ CHAPTERS = ("04_grokking_scaling_law",)
 
 
 def grok_unit(
-    sweep: str, p: int, omega: float, seed: int, *, batch_size: int | None, max_steps: int, eval_every: int,
-    train_fraction: float, stop_margin: int, lr: float, precision: str = "fp32", device: str = "cpu",
-) -> dict[str, Any]:  # fmt: skip
+    sweep: str,
+    p: int,
+    omega: float,
+    seed: int,
+    *,
+    batch_size: int | None,
+    max_steps: int,
+    eval_every: int,
+    train_fraction: float,
+    stop_margin: int,
+    lr: float,
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> dict[str, Any]:
     """One grokking run (modulus ``p``, weight decay ``omega``, ``seed``), on a device of kind ``device``
     (``"cpu"``, ``"cuda"``, ``"mps"``; a Dask worker with one GPU sees it as ``cuda``): its :class:`GrokRecord` as a dict."""
     (record,) = run_grok_sweep(
-        p, [omega], [seed], batch_size=batch_size, max_steps=max_steps, eval_every=eval_every,
-        train_fraction=train_fraction, stop_margin=stop_margin, lr=lr, sweep=sweep, progress=False,
-        precision=precision, device=resolve_device(device),
-    )  # fmt: skip
+        p,
+        [omega],
+        [seed],
+        batch_size=batch_size,
+        max_steps=max_steps,
+        eval_every=eval_every,
+        train_fraction=train_fraction,
+        stop_margin=stop_margin,
+        lr=lr,
+        sweep=sweep,
+        progress=False,
+        precision=precision,
+        device=resolve_device(device),
+    )
     return record.to_dict()
 
 
@@ -56,20 +77,50 @@ def grok_jobs(cfg: Params) -> list[Job]:
     each of its weight decays (``OMEGA_P``, then ``EXTRA_OMEGAS_P``).  A job that runs on a GPU carries the kind
     of its device (``"device": "cuda"``), so it is stored beside the CPU runs, whose keys have no device."""
     seeds = [cfg["SEED"] + i for i in range(cfg["N_SEEDS"])]
-    common = {"max_steps": cfg["MAX_STEPS"], "eval_every": cfg["EVAL_EVERY"], "stop_margin": cfg["STOP_MARGIN"], "lr": cfg["LR"],
-              "precision": cfg["PRECISION"]}  # fmt: skip
+    common = {
+        "max_steps": cfg["MAX_STEPS"],
+        "eval_every": cfg["EVAL_EVERY"],
+        "stop_margin": cfg["STOP_MARGIN"],
+        "lr": cfg["LR"],
+        "precision": cfg["PRECISION"],
+    }
     common |= device_key(device_kind(cfg["DEVICE"]), "device")
     fn = "ace_helpers.chapters.grokking_scaling_law.jobs:grok_unit"  # not __name__: run as a script, that is "__main__"
     jobs = [
-        Job(fn, {"sweep": "omega", "p": cfg["P_OMEGA"], "omega": float(w), "seed": s, "batch_size": cfg["BATCH_SIZE_OMEGA"],
-                  "train_fraction": cfg["TRAIN_FRACTION"], **common}, stored_as=STORED_AS)
-        for w in cfg["OMEGAS"] for s in seeds
-    ]  # fmt: skip
+        Job(
+            fn,
+            {
+                "sweep": "omega",
+                "p": cfg["P_OMEGA"],
+                "omega": float(w),
+                "seed": s,
+                "batch_size": cfg["BATCH_SIZE_OMEGA"],
+                "train_fraction": cfg["TRAIN_FRACTION"],
+                **common,
+            },
+            stored_as=STORED_AS,
+        )
+        for w in cfg["OMEGAS"]
+        for s in seeds
+    ]
     jobs += [
-        Job(fn, {"sweep": "p", "p": int(q), "omega": float(w), "seed": s, "batch_size": None,
-                  "train_fraction": cfg["TRAIN_FRACTION_P"], **common}, stored_as=STORED_AS)
-        for w in p_sweep_omegas(cfg) for q in cfg["PRIMES"] for s in seeds
-    ]  # fmt: skip
+        Job(
+            fn,
+            {
+                "sweep": "p",
+                "p": int(q),
+                "omega": float(w),
+                "seed": s,
+                "batch_size": None,
+                "train_fraction": cfg["TRAIN_FRACTION_P"],
+                **common,
+            },
+            stored_as=STORED_AS,
+        )
+        for w in p_sweep_omegas(cfg)
+        for q in cfg["PRIMES"]
+        for s in seeds
+    ]
     return jobs
 
 
@@ -94,16 +145,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--in-process", action="store_true", help="run the jobs here, one after another")
     where.add_argument("--gpus", type=int, help="one local worker per GPU, worker i on GPU i (implies --device cuda)")
     ap.add_argument("--store", type=Path, help="folder of the stored runs (default: book/artifacts/<chapter>_sweep/<preset>)")
-    ap.add_argument("--n-seeds", type=int, help="run only the first N seeds (the rest later: each run is keyed by its own "
-                    "parameters, so the full sweep skips these)")
+    ap.add_argument(
+        "--n-seeds",
+        type=int,
+        help="run only the first N seeds (the rest later: each run is keyed by its own "
+        "parameters, so the full sweep skips these)",
+    )
     ap.add_argument("--sweep", choices=("omega", "p", "both"), default="both", help="run one sweep only (default: both)")
-    ap.add_argument("--device", default=None, help="where each run trains: auto (CUDA when present, else the CPU), cpu, "
-                    "cuda, mps (default: auto); a GPU run is stored beside the CPU runs, keyed by its device kind")
-    ap.add_argument("--extra-omegas-p", type=float, nargs="+", default=None, metavar="OMEGA",
-                    help="further weight decays of the p sweep (EXTRA_OMEGAS_P; default: the preset's), e.g. 2.0 for the "
-                    "p sweep at a second weight decay that the joint law Ω ∝ ω^b needs")
-    ap.add_argument("--precision", default=None, help="auto (bf16 on a GPU with native bf16, else fp32), fp32 or bf16 "
-                    "(default: the preset's, auto); a run is keyed by the precision it trained in")
+    ap.add_argument(
+        "--device",
+        default=None,
+        help="where each run trains: auto (CUDA when present, else the CPU), cpu, "
+        "cuda, mps (default: auto); a GPU run is stored beside the CPU runs, keyed by its device kind",
+    )
+    ap.add_argument(
+        "--extra-omegas-p",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="OMEGA",
+        help="further weight decays of the p sweep (EXTRA_OMEGAS_P; default: the preset's), e.g. 2.0 for the "
+        "p sweep at a second weight decay that the joint law Ω ∝ ω^b needs",
+    )
+    ap.add_argument(
+        "--precision",
+        default=None,
+        help="auto (bf16 on a GPU with native bf16, else fp32), fp32 or bf16 "
+        "(default: the preset's, auto); a run is keyed by the precision it trained in",
+    )
     args = ap.parse_args(argv)
     if args.gpus is not None:
         if args.device not in (None, "cuda"):
@@ -113,19 +182,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as err:
             ap.error(str(err))
     try:
-        cfg = PARAMS.resolve(PRESET=args.preset, N_SEEDS=args.n_seeds, DEVICE="cuda" if args.gpus else args.device,
-                             PRECISION=args.precision, EXTRA_OMEGAS_P=args.extra_omegas_p)  # fmt: skip
+        cfg = PARAMS.resolve(
+            PRESET=args.preset,
+            N_SEEDS=args.n_seeds,
+            DEVICE="cuda" if args.gpus else args.device,
+            PRECISION=args.precision,
+            EXTRA_OMEGAS_P=args.extra_omegas_p,
+        )
     except ValueError as err:
         ap.error(str(err))
     print(describe_device(cfg["DEVICE"]))
     print(precision_line(cfg["PRECISION"], resolve_device(cfg["DEVICE"])))
     jobs = [t for t in grok_jobs(cfg) if args.sweep in ("both", t.kwargs["sweep"])]
     report = run_sweep(
-        jobs, args.store or default_store(args.chapter, args.preset), workers=args.workers, scheduler=args.scheduler,
-        in_process=args.in_process, gpus=args.gpus, desc=f"{args.chapter} ({args.preset})",
-    )  # fmt: skip
-    print(f"{len(report.results)} of {len(jobs)} runs stored ({report.skipped} already, {report.ran} now, "
-          f"{len(report.failed)} failed) in {report.wall_s:.0f} s")  # fmt: skip
+        jobs,
+        args.store or default_store(args.chapter, args.preset),
+        workers=args.workers,
+        scheduler=args.scheduler,
+        in_process=args.in_process,
+        gpus=args.gpus,
+        desc=f"{args.chapter} ({args.preset})",
+    )
+    print(
+        f"{len(report.results)} of {len(jobs)} runs stored ({report.skipped} already, {report.ran} now, "
+        f"{len(report.failed)} failed) in {report.wall_s:.0f} s"
+    )
     return 1 if report.failed else 0
 
 

@@ -33,11 +33,13 @@ def _weight_decay(name: str, value: Any) -> float:
 
 def _distinct(check: Any) -> Any:
     """A list knob's check that also refuses repeated values."""
+
     def run(name: str, value: Any, knobs: Mapping[str, Any]) -> list:
         out = check(name, value, knobs)
         if len(set(out)) != len(out):
             raise ValueError(f"{name}={out!r} is not allowed: {name} must not repeat values")
         return out
+
     return run
 
 
@@ -63,35 +65,76 @@ _BOOK_OMEGAS = [0.3, 0.5, 1.0, 1.5, 2.0, 3.0]
 _FRACTION = plain(check_range, low=0.0, high=1.0, low_open=True, high_open=True)
 
 KNOBS: tuple[Knob, ...] = (
-    knob("OMEGAS", "weight decays ω of the ω sweep",
-         _distinct(lambda n, v, k: check_list(n, v, _weight_decay)), ci=[0.5, 1.0, 3.0], book=_BOOK_OMEGAS, paper=_BOOK_OMEGAS),
-    knob("PRIMES", "moduli p of the p sweep (primes)", _distinct(lambda n, v, k: check_list(n, v, lambda m, x: check_prime(m, x, low=5))),
-         ci=[31, 43, 53], book=[31, 43, 53, 61], paper=[31, 43, 53, 61, 79, 89, 101]),
+    knob(
+        "OMEGAS",
+        "weight decays ω of the ω sweep",
+        _distinct(lambda n, v, k: check_list(n, v, _weight_decay)),
+        ci=[0.5, 1.0, 3.0],
+        book=_BOOK_OMEGAS,
+        paper=_BOOK_OMEGAS,
+    ),
+    knob(
+        "PRIMES",
+        "moduli p of the p sweep (primes)",
+        _distinct(lambda n, v, k: check_list(n, v, lambda m, x: check_prime(m, x, low=5))),
+        ci=[31, 43, 53],
+        book=[31, 43, 53, 61],
+        paper=[31, 43, 53, 61, 79, 89, 101],
+    ),
     knob("N_SEEDS", "seeds per setting (seeds SEED, SEED + 1, ...)", plain(check_int, low=1, high=100), ci=1, book=2, paper=12),
     knob("SEED", "first seed of every setting (paper: 42)", plain(check_int, low=0, high=2**31 - 1 - 100), ci=SEED0, book=SEED0),
     # the paper caps the ω sweep at 20,000 epochs (x 3 steps) and the p sweep at 30,000 full-batch epochs; one cap for
     # both at the paper preset, the larger one
-    knob("MAX_STEPS", "step cap of every run; runs not grokked by then are censored", plain(check_int, low=1, high=MAX_STEP_CAP),
-         ci=5000, book=6000, paper=60000),
+    knob(
+        "MAX_STEPS",
+        "step cap of every run; runs not grokked by then are censored",
+        plain(check_int, low=1, high=MAX_STEP_CAP),
+        ci=5000,
+        book=6000,
+        paper=60000,
+    ),
     knob("EVAL_EVERY", "steps between evaluations: the resolution of τ_mem and τ_test", _eval_every, ci=10, book=10, paper=1),
-    knob("TRAIN_FRACTION", "ω sweep: share of the p² pairs used for training (paper 0.5)", _FRACTION, ci=0.7, book=0.7,
-         paper=0.5),
-    knob("TRAIN_FRACTION_P", "p sweep: share of the p² pairs used for training (paper 0.5)", _FRACTION, ci=0.8, book=0.8,
-         paper=0.5),
+    knob(
+        "TRAIN_FRACTION", "ω sweep: share of the p² pairs used for training (paper 0.5)", _FRACTION, ci=0.7, book=0.7, paper=0.5
+    ),
+    knob(
+        "TRAIN_FRACTION_P", "p sweep: share of the p² pairs used for training (paper 0.5)", _FRACTION, ci=0.8, book=0.8, paper=0.5
+    ),
     knob("BATCH_SIZE_OMEGA", "mini-batch of the ω sweep (the p sweep is full batch)", plain(check_int, low=1), ci=512, book=512),
-    knob("STOP_MARGIN", "steps a run keeps training after it grokked",
-         lambda n, v, k: check_int(n, v, low=0, high=k["MAX_STEPS"]), ci=0, book=0, paper=100),
+    knob(
+        "STOP_MARGIN",
+        "steps a run keeps training after it grokked",
+        lambda n, v, k: check_int(n, v, low=0, high=k["MAX_STEPS"]),
+        ci=0,
+        book=0,
+        paper=100,
+    ),
     knob("P_OMEGA", "modulus of the ω sweep", plain(check_prime, low=5), ci=53, book=53),
     knob("OMEGA_P", "weight decay of the p sweep", lambda n, v, k: _weight_decay(n, v), ci=1.0, book=1.0),
-    knob("EXTRA_OMEGAS_P", "further weight decays of the p sweep (tests Omega ~ 1/omega; paper none)", _extra_omegas,
-         ci=[2.0], book=[2.0], paper=[]),
+    knob(
+        "EXTRA_OMEGAS_P",
+        "further weight decays of the p sweep (tests Omega ~ 1/omega; paper none)",
+        _extra_omegas,
+        ci=[2.0],
+        book=[2.0],
+        paper=[],
+    ),
     knob("LR", "AdamW learning rate", plain(check_range, low=0.0, low_open=True, high=1.0), ci=1e-3, book=1e-3),
-    knob("PRECISION", '"auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16"', _precision,
-         ci="auto", book="auto"),
-    knob("DEVICE", 'where the sweeps train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
-         plain(check_device), ci="auto", book="auto"),
+    knob(
+        "PRECISION",
+        '"auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16"',
+        _precision,
+        ci="auto",
+        book="auto",
+    ),
+    knob(
+        "DEVICE",
+        'where the sweeps train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
+        plain(check_device),
+        ci="auto",
+        book="auto",
+    ),
 )
-
 
 
 def sweep_memory(p: int, members: int, batch: int) -> int:
@@ -118,8 +161,11 @@ def across(p: dict[str, Any]) -> None:
             )
         need = sweep_memory(q, members, min(batch or n_train, n_train))
         if need > MEMORY_LIMIT:
-            what = ("the OMEGAS × N_SEEDS models of the ω sweep" if batch
-                    else "the N_SEEDS × (1 + len(EXTRA_OMEGAS_P)) full-batch models of the p sweep")
+            what = (
+                "the OMEGAS × N_SEEDS models of the ω sweep"
+                if batch
+                else "the N_SEEDS × (1 + len(EXTRA_OMEGAS_P)) full-batch models of the p sweep"
+            )
             raise ValueError(
                 f"{p_name}: p={q} would need ~{need / 2**30:.3g} GiB for {what} ({members} models, vocabulary "
                 f"and p² = {q * q} pairs); the limit is {MEMORY_LIMIT / 2**30:.3g} GiB: lower {p_name} or N_SEEDS"

@@ -77,8 +77,10 @@ def large_prime_slope(p: Sequence[float], tau: Sequence[float], p_min: int = LAR
     big = p >= p_min
     large = tuple(int(q) for q in np.unique(p[big]))
     if len(large) < 2 or big.sum() < 3:
-        raise ValueError(f"the slope over p >= {p_min} needs >= 2 such primes and >= 3 runs; got primes {list(large)}, "
-                         f"{int(big.sum())} runs (primes of the sweep: {sorted({int(q) for q in p})})")  # fmt: skip
+        raise ValueError(
+            f"the slope over p >= {p_min} needs >= 2 such primes and >= 3 runs; got primes {list(large)}, "
+            f"{int(big.sum())} runs (primes of the sweep: {sorted({int(q) for q in p})})"
+        )
     law = fit_log_law(p, tau)
     lo, hi = float(min(large)), float(max(large))
 
@@ -91,10 +93,18 @@ def large_prime_slope(p: Sequence[float], tau: Sequence[float], p_min: int = LAR
     secant = log_law_secant(lo, hi, law.p_crit)
     b = log_slope(p[big], tau[big])
     return LargePrimeSlope(
-        large, int(big.sum()), b, seed_bootstrap(p, tau, slope, seed=seed), law.p_crit, secant,
-        log_law_secant(float(p.min()), float(p.max()), law.p_crit), (int(p.min()), int(p.max())), b - secant,
-        seed_bootstrap(p, tau, excess, seed=seed), p_min,
-    )  # fmt: skip
+        large,
+        int(big.sum()),
+        b,
+        seed_bootstrap(p, tau, slope, seed=seed),
+        law.p_crit,
+        secant,
+        log_law_secant(float(p.min()), float(p.max()), law.p_crit),
+        (int(p.min()), int(p.max())),
+        b - secant,
+        seed_bootstrap(p, tau, excess, seed=seed),
+        p_min,
+    )
 
 
 @dataclass(frozen=True)
@@ -130,5 +140,13 @@ def omega_from_sweep(omega: Sequence[float], tau: Sequence[float], p0: int, p_cr
     g = -np.log1p(-p_crit / p0) if p_crit > 0 else 1.0 / p0  # p_crit → 0: the 1/p limit, up to a constant
     ws = tuple(float(x) for x in np.unique(w))
     om = tuple(float(tau[w == x].mean() / g) for x in ws)
-    return OmegaFromSweep(ws, om, log_slope(w, tau), seed_bootstrap(w, tau, log_slopes, seed=seed),
-                          tuple(x * o for x, o in zip(ws, om)), float(p_crit), int(p0), len(tau))  # fmt: skip
+    return OmegaFromSweep(
+        ws,
+        om,
+        log_slope(w, tau),
+        seed_bootstrap(w, tau, log_slopes, seed=seed),
+        tuple(x * o for x, o in zip(ws, om)),
+        float(p_crit),
+        int(p0),
+        len(tau),
+    )

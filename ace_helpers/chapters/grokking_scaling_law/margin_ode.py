@@ -81,10 +81,18 @@ def mean_margin(logits: torch.Tensor, answers: torch.Tensor) -> torch.Tensor:
 
 
 def trace_margins(
-    p: int = P, omegas: Sequence[float] = OMEGAS, seeds: Sequence[int] = SEEDS, *, train_fraction: float = TRAIN_FRACTION,
-    batch_size: int = BATCH, lr: float = LR, max_steps: int = MAX_STEPS, eval_every: int = EVAL_EVERY, stop: int = STOP,
+    p: int = P,
+    omegas: Sequence[float] = OMEGAS,
+    seeds: Sequence[int] = SEEDS,
+    *,
+    train_fraction: float = TRAIN_FRACTION,
+    batch_size: int = BATCH,
+    lr: float = LR,
+    max_steps: int = MAX_STEPS,
+    eval_every: int = EVAL_EVERY,
+    stop: int = STOP,
     device: str | torch.device = "cpu",
-) -> list[MarginTrace]:  # fmt: skip
+) -> list[MarginTrace]:
     """Train every (ω, seed) as one ensemble of the sweep model (on ``device``) and record m(t) and the ‖ψ‖² proxy
     (from the logits, brought to the CPU at each evaluation).
 
@@ -116,15 +124,30 @@ def trace_margins(
             done[j] = int(m) in grokked and step >= grokked[int(m)] + stop
         return done
 
-    train_ensemble(sweep_config(p), data.train_inputs, data.train_targets, seeds=[s for _, s in members],
-                   weight_decays=[w for w, _ in members], batch_size=batch_size, lr=lr, max_steps=max_steps,
-                   eval_every=eval_every, evaluate=evaluate, progress=False, desc="margin ODE", device=device)  # fmt: skip
+    train_ensemble(
+        sweep_config(p),
+        data.train_inputs,
+        data.train_targets,
+        seeds=[s for _, s in members],
+        weight_decays=[w for w, _ in members],
+        batch_size=batch_size,
+        lr=lr,
+        max_steps=max_steps,
+        eval_every=eval_every,
+        evaluate=evaluate,
+        progress=False,
+        desc="margin ODE",
+        device=device,
+    )
     out = []
     for m, (w, s) in enumerate(members):
         h = np.asarray(rec[m], float).reshape(-1, 5)
         mem = np.flatnonzero(h[:, 3] >= ACC_THRESHOLD)
-        out.append(MarginTrace(w, s, lr, h[:, 0].astype(np.int64), h[:, 1], h[:, 2], h[:, 3], h[:, 4],
-                               int(h[mem[0], 0]) if len(mem) else None))  # fmt: skip
+        out.append(
+            MarginTrace(
+                w, s, lr, h[:, 0].astype(np.int64), h[:, 1], h[:, 2], h[:, 3], h[:, 4], int(h[mem[0], 0]) if len(mem) else None
+            )
+        )
     return out
 
 

@@ -26,10 +26,9 @@ from ace_helpers.chapters.grokking_scaling_law.knobs import NOTEBOOK, PARAMS
 from ace_helpers.chapters.grokking_scaling_law.runs import GrokRecord, records_from_dicts
 from ace_helpers.repro.artifacts import load_artifact
 from ace_helpers.repro.params import Params
-from ace_helpers.repro.report import Claims
-from ace_helpers.repro.untested import ClaimRow
-from ace_helpers.repro.report import not_tested_records
+from ace_helpers.repro.report import Claims, not_tested_records
 from ace_helpers.repro.scorecard import carry
+from ace_helpers.repro.untested import ClaimRow
 
 #: The fewest seeds per setting at which a sweep at the paper's settings is tested (ours).
 MIN_SEEDS: dict[str, int] = {"omega": 4, "p": 3}
@@ -81,8 +80,11 @@ class StoredSweeps:
 
     def describe(self) -> str:
         """One line per sweep: runs stored of the preset's, seeds per setting, and the CPU-hours."""
-        parts = [f"{sweep} sweep: {self.coverage(sweep)}" + ("" if self.tested(sweep) else f" (tested from {MIN_SEEDS[sweep]} seeds on)")
-                 for sweep in SWEEPS]  # fmt: skip
+        parts = [
+            f"{sweep} sweep: {self.coverage(sweep)}"
+            + ("" if self.tested(sweep) else f" (tested from {MIN_SEEDS[sweep]} seeds on)")
+            for sweep in SWEEPS
+        ]
         return f"stored runs at the paper's settings: {'; '.join(parts)}; {self.wall_s / 3600:.2f} CPU-hours of training"
 
 
@@ -102,7 +104,9 @@ def sweeps_from_runs(runs: list[GrokRecord], wall_s: float, wall_by_sweep: dict[
         setting = _setting(kw["sweep"], kw["omega"], kw["p"])
         if setting not in settings[kw["sweep"]]:
             settings[kw["sweep"]].append(setting)
-    return StoredSweeps(paper, {s: [r for r in runs if r.sweep == s] for s in SWEEPS}, settings, wall_s, dict(wall_by_sweep or {}))
+    return StoredSweeps(
+        paper, {s: [r for r in runs if r.sweep == s] for s in SWEEPS}, settings, wall_s, dict(wall_by_sweep or {})
+    )
 
 
 def _tasks(paper: Params) -> list[Any]:
@@ -151,8 +155,10 @@ def paper_claims(stored: StoredSweeps) -> tuple[Claims, list[ClaimRow], SweepFit
             claims.rows += judged.rows
         else:
             lo, _ = stored.seeds(sweep)
-            why = (f"the paper-settings {sweep} sweep is not stored far enough yet: {len(stored.runs[sweep])} runs, "
-                   f"{lo} seeds at its least-covered setting (tested from {MIN_SEEDS[sweep]} seeds per setting)")  # fmt: skip
+            why = (
+                f"the paper-settings {sweep} sweep is not stored far enough yet: {len(stored.runs[sweep])} runs, "
+                f"{lo} seeds at its least-covered setting (tested from {MIN_SEEDS[sweep]} seeds per setting)"
+            )
             untested += untested_sweep(fits, cfg, sweep, why)
         untested += judged.not_tested  # what neither sweep can test (p ≫ p_crit, Ω ∝ 1/ω)
     return claims, untested, fits
@@ -176,7 +182,11 @@ def stored_departures(stored: StoredSweeps, sweeps: tuple[str, ...] = SWEEPS) ->
 
 
 def with_paper_evidence(
-    records: list[dict[str, Any]], claims: Claims, untested: list[ClaimRow], section: str, trained: str,
+    records: list[dict[str, Any]],
+    claims: Claims,
+    untested: list[ClaimRow],
+    section: str,
+    trained: str,
     departures: list[str] | tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """The chapter run's claim ``records`` followed by the paper-settings ones (``claims`` and ``untested``

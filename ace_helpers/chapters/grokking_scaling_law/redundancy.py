@@ -76,10 +76,18 @@ class RedundancyRun:
 
 
 def redundancy_runs(
-    p: int = P, ks: Sequence[int] = KS, seeds: Sequence[int] = SEEDS, *, omega: float = OMEGA,
-    train_fraction: float = TRAIN_FRACTION, batch_size: int = BATCH, lr: float = LR, max_steps: int = MAX_STEPS,
-    eval_every: int = EVAL_EVERY, device: str | torch.device = "cpu",
-) -> list[RedundancyRun]:  # fmt: skip
+    p: int = P,
+    ks: Sequence[int] = KS,
+    seeds: Sequence[int] = SEEDS,
+    *,
+    omega: float = OMEGA,
+    train_fraction: float = TRAIN_FRACTION,
+    batch_size: int = BATCH,
+    lr: float = LR,
+    max_steps: int = MAX_STEPS,
+    eval_every: int = EVAL_EVERY,
+    device: str | torch.device = "cpu",
+) -> list[RedundancyRun]:
     """Train every (k, seed) as one ensemble of the sweep model (on ``device``), each member's embedding confined to
     its ``k`` frequencies, until it groks (test accuracy ≥ 0.99) or ``max_steps``.  Returns one run per (k, seed),
     k-major."""
@@ -105,10 +113,22 @@ def redundancy_runs(
             hist[int(m)].append((step, float(train[j]), float(test[j])))
         return test.numpy() >= ACC_THRESHOLD
 
-    train_ensemble(sweep_config(p), data.train_inputs, data.train_targets, seeds=[s for _, s, _ in members],
-                   weight_decays=[omega] * len(members), batch_size=batch_size, lr=lr, max_steps=max_steps,
-                   eval_every=eval_every, evaluate=evaluate, constrain=constrain, progress=False,
-                   desc="redundancy", device=device)  # fmt: skip
+    train_ensemble(
+        sweep_config(p),
+        data.train_inputs,
+        data.train_targets,
+        seeds=[s for _, s, _ in members],
+        weight_decays=[omega] * len(members),
+        batch_size=batch_size,
+        lr=lr,
+        max_steps=max_steps,
+        eval_every=eval_every,
+        evaluate=evaluate,
+        constrain=constrain,
+        progress=False,
+        desc="redundancy",
+        device=device,
+    )
     out = []
     for m, (k, s, f) in enumerate(members):
         steps, train, test = (np.asarray(c) for c in zip(*hist[m]))
@@ -141,7 +161,6 @@ def redundancy_slope(runs: Sequence[RedundancyRun]) -> RedundancySlope:
         raise ValueError("a run never memorised: it has no grokking time (raise max_steps)")
     tau = np.array([max(r.tau_grok, 1) for r in runs], float)  # τ_grok = 0 (grokked between evaluations) as 1 step
     slope = float(log_slopes(ks, tau[None, :])[0])
-    uniq = sorted(set(int(k) for k in ks))
+    uniq = sorted({int(k) for k in ks})
     means = tuple(float(tau[ks == k].mean()) for k in uniq)
-    return RedundancySlope(tuple(uniq), means, slope, seed_bootstrap(ks, tau, log_slopes),
-                           sum(r.censored for r in runs))  # fmt: skip
+    return RedundancySlope(tuple(uniq), means, slope, seed_bootstrap(ks, tau, log_slopes), sum(r.censored for r in runs))

@@ -41,7 +41,6 @@ def sweep_config(p: int) -> ToyConfig:
     return ToyConfig(vocab=p, d_model=128, n_layers=1, n_heads=4, d_ff=512, max_len=2, dropout=0.1)
 
 
-
 @dataclass(frozen=True)
 class GrokTimes:
     """First-crossing steps of one run (``None`` = never crossed within the run).
@@ -71,7 +70,9 @@ def grok_times(
     steps = np.asarray(steps, dtype=np.int64)
     train_acc, test_acc = np.asarray(train_acc, float), np.asarray(test_acc, float)
     if not (steps.shape == train_acc.shape == test_acc.shape) or steps.ndim != 1:
-        raise ValueError(f"steps, train_acc, test_acc must be 1-D of one length, got {steps.shape}, {train_acc.shape}, {test_acc.shape}")
+        raise ValueError(
+            f"steps, train_acc, test_acc must be 1-D of one length, got {steps.shape}, {train_acc.shape}, {test_acc.shape}"
+        )
     if len(steps) == 0:
         return GrokTimes(None, None, None, True)
     if np.any(np.diff(steps) <= 0):
@@ -207,8 +208,11 @@ def uncensored(
     Runs with τ_grok = 0 (memorised and generalised within one evaluation interval) cannot be
     placed on log axes; callers report how many were left out.
     """
-    rows = [r for r in records if (sweep is None or r.sweep == sweep) and (omega is None or r.omega == omega)
-            and not r.censored and r.tau_grok]  # fmt: skip
+    rows = [
+        r
+        for r in records
+        if (sweep is None or r.sweep == sweep) and (omega is None or r.omega == omega) and not r.censored and r.tau_grok
+    ]
     if not rows:
         return np.zeros(0), np.zeros(0), np.zeros(0)
     return (
@@ -246,10 +250,19 @@ def run_omega_sweep(params: Params, progress: bool = False) -> list[GrokRecord]:
     """The ω sweep of resolved ``params``: all ω × seeds at p = ``P_OMEGA`` as one ensemble."""
     seeds = [params["SEED"] + i for i in range(params["N_SEEDS"])]
     return run_grok_sweep(
-        params["P_OMEGA"], params["OMEGAS"], seeds, batch_size=params["BATCH_SIZE_OMEGA"],
-        max_steps=params["MAX_STEPS"], eval_every=params["EVAL_EVERY"], train_fraction=params["TRAIN_FRACTION"],
-        stop_margin=params["STOP_MARGIN"], lr=params["LR"], sweep="omega", progress=progress,
-        precision=params["PRECISION"], device=resolve_device(params["DEVICE"]),
+        params["P_OMEGA"],
+        params["OMEGAS"],
+        seeds,
+        batch_size=params["BATCH_SIZE_OMEGA"],
+        max_steps=params["MAX_STEPS"],
+        eval_every=params["EVAL_EVERY"],
+        train_fraction=params["TRAIN_FRACTION"],
+        stop_margin=params["STOP_MARGIN"],
+        lr=params["LR"],
+        sweep="omega",
+        progress=progress,
+        precision=params["PRECISION"],
+        device=resolve_device(params["DEVICE"]),
     )
 
 
@@ -264,10 +277,19 @@ def run_p_sweep(params: Params, progress: bool = False) -> list[GrokRecord]:
     out: list[GrokRecord] = []
     for p in params["PRIMES"]:
         out += run_grok_sweep(
-            p, p_sweep_omegas(params), seeds, batch_size=None, max_steps=params["MAX_STEPS"],
-            eval_every=params["EVAL_EVERY"], train_fraction=params["TRAIN_FRACTION_P"],
-            stop_margin=params["STOP_MARGIN"], lr=params["LR"], sweep="p", progress=progress,
-            precision=params["PRECISION"], device=resolve_device(params["DEVICE"]),
+            p,
+            p_sweep_omegas(params),
+            seeds,
+            batch_size=None,
+            max_steps=params["MAX_STEPS"],
+            eval_every=params["EVAL_EVERY"],
+            train_fraction=params["TRAIN_FRACTION_P"],
+            stop_margin=params["STOP_MARGIN"],
+            lr=params["LR"],
+            sweep="p",
+            progress=progress,
+            precision=params["PRECISION"],
+            device=resolve_device(params["DEVICE"]),
         )
     return out
 
