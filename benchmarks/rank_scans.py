@@ -18,7 +18,7 @@ import time
 import numpy as np
 import torch
 
-from ace_helpers.chapters.modadd.analysis import last_token_activations
+from ace_helpers.chapters.modadd.checkpoints import last_token_activations
 from ace_helpers.chapters.modadd.limits import model_config
 from ace_helpers.method.core import extract_core
 from ace_helpers.method.scans import rank_scan

@@ -50,13 +50,6 @@ SETTLE: dict[str, Settle] = {
     "inflation.modes": Settle(
         "3 more models to epoch 20 000: model 0's late mode-count quartiles straddle the bound", 2.6, _LONG_RUN
     ),
-    "inflation.no_wd": Settle(
-        "3 more 20 000-epoch models of ours; the code release's own weight-decay-off arm, rerun "
-        "here to epoch 5000, stands beside the claim",
-        2.6,
-        _LONG_RUN,
-    ),
-    "inflation.no_wd_modes": Settle("as inflation.no_wd", 2.6, _LONG_RUN),
     "scaling.p": Settle(
         "4× the seeds per prime (48) halve the interval's width; or primes above 101, where p ≫ p_crit",
         12.3,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ace_helpers.chapters import core_inflation as chapter
-from ace_helpers.chapters.modadd import analysis
+from ace_helpers.chapters.modadd import analysis, checkpoints
 from ace_helpers.method.operators import class_means
 from ace_helpers.repro import claims_markdown, report
 
@@ -202,7 +202,7 @@ def test_ols_modes_are_the_analysis_count_on_the_same_core():
     import torch
 
     W = torch.as_tensor(rng.standard_normal((p, 16)))
-    row, core = analysis.analyse_activations(torch.as_tensor(H), W, None, torch.as_tensor(y), p, holdout=0)
+    row, core = checkpoints.analyse_activations(torch.as_tensor(H), W, None, torch.as_tensor(y), p, holdout=0)
     assert chapter.ols_modes(class_means(H, y, p), core.full_basis[:, : row.core_dim], p) == row.rotational_modes_ols
 
 

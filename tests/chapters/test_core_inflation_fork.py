@@ -11,7 +11,7 @@ import pytest
 
 from ace_helpers.chapters import core_inflation as chapter
 from ace_helpers.chapters.core_inflation import fork
-from ace_helpers.chapters.modadd import analysis, config, long_run
+from ace_helpers.chapters.modadd import analysis, checkpoints, config, long_run
 from ace_helpers.chapters.modadd.ensemble_run import ensemble_snapshot_key, ensemble_snapshot_name
 from ace_helpers.repro.artifacts import save_artifact
 
@@ -26,11 +26,11 @@ def _wave(freqs: list[int], p: int = P) -> np.ndarray:
 
 
 def test_fourier_spectrum_folds_each_frequency_with_its_mirror():
-    s = analysis.fourier_spectrum(np.vstack([_wave([5, 12]), np.zeros((3, 4))]), P)  # extra rows (other tokens) ignored
+    s = checkpoints.fourier_spectrum(np.vstack([_wave([5, 12]), np.zeros((3, 4))]), P)  # extra rows (other tokens) ignored
     assert s.shape == (HALF,) and s.sum() == pytest.approx(1.0)
     assert s[4] == pytest.approx(0.5) and s[11] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="≥ p"):
-        analysis.fourier_spectrum(np.zeros((P - 1, 4)), P)
+        checkpoints.fourier_spectrum(np.zeros((P - 1, 4)), P)
 
 
 def test_effective_harmonics_counts_how_evenly_the_weight_spreads():
@@ -38,7 +38,7 @@ def test_effective_harmonics_counts_how_evenly_the_weight_spreads():
     one = np.eye(HALF)[3]
     assert fork.effective_harmonics(flat) == pytest.approx(HALF)
     assert fork.effective_harmonics(one) == pytest.approx(1.0)
-    spec = analysis.fourier_spectrum(_wave(list(range(1, 11))), P)  # 10 frequencies, equal power
+    spec = checkpoints.fourier_spectrum(_wave(list(range(1, 11))), P)  # 10 frequencies, equal power
     assert fork.effective_harmonics(spec) == pytest.approx(10.0)
     assert fork.effective_harmonics(np.stack([flat, one])).tolist() == pytest.approx([HALF, 1.0])
 
@@ -139,9 +139,9 @@ def test_fork_table_matches_epochs_after_each_fork():
     assert table[4].startswith("| 500 | 1000 / 1200 |") and table[5].startswith("| 1000 | 1900 / 2100 |")
 
 
-def _row_of(core: int, spectrum: bool = True) -> analysis.CheckpointAnalysis:
+def _row_of(core: int, spectrum: bool = True) -> checkpoints.CheckpointAnalysis:
     spec = np.full(HALF, 1 / HALF) if spectrum else None
-    return analysis.CheckpointAnalysis(
+    return checkpoints.CheckpointAnalysis(
         test_acc=1.0, energy_rank=core, core_dim=core, suff_dim=8, keep_acc=1.0, remove_acc=0.0, r2_holdout=1.0, r2_ols=1.0,
         frac_unit_circle=1.0, rotational_modes=8, median_abs_eig=1.0, frac_unit_circle_ols=1.0, rotational_modes_ols=8,
         median_abs_eig_ols=1.0, eigenvalues=np.ones(2, complex), keep_curve=np.ones(4), remove_curve=np.zeros(4),
@@ -150,11 +150,11 @@ def _row_of(core: int, spectrum: bool = True) -> analysis.CheckpointAnalysis:
 
 def test_rows_keep_their_spectra_through_plain_json_and_old_rows_load_without():
     row = _row_of(15)
-    back = analysis.row_from_plain(analysis.row_to_plain(row))
+    back = checkpoints.row_from_plain(checkpoints.row_to_plain(row))
     assert np.allclose(back.emb_spectrum, row.emb_spectrum)
-    old = analysis.row_from_plain(analysis.row_to_plain(_row_of(15, spectrum=False)))
+    old = checkpoints.row_from_plain(checkpoints.row_to_plain(_row_of(15, spectrum=False)))
     assert old.emb_spectrum is None
-    stacked = analysis.stack_rows([0, 100], [_row_of(15, spectrum=False), _row_of(16)], P)
+    stacked = checkpoints.stack_rows([0, 100], [_row_of(15, spectrum=False), _row_of(16)], P)
     assert np.isnan(stacked["emb_spectrum"][0]).all() and stacked["emb_spectrum"].shape == (2, HALF)
 
 
@@ -162,7 +162,7 @@ def test_the_stored_part_of_an_ensemble_run_loads_as_a_long_run(tmp_path):
     cfg = config.PARAMS.resolve(PRESET="paper", TRAINER="ensemble", PRECISION="bf16", N_MODELS=2)
     models = [0, 1]
     stem, key = ensemble_snapshot_name(cfg, models), ensemble_snapshot_key(cfg, models)
-    rows = [{"model": m, "arm": a, "epoch": e, "row": analysis.row_to_plain(_row_of(15 + e // 100))}
+    rows = [{"model": m, "arm": a, "epoch": e, "row": checkpoints.row_to_plain(_row_of(15 + e // 100))}
             for m in models for a, epochs in ((0, [0, 800, 900, 1000]), (1, [900, 1000])) for e in epochs]  # fmt: skip
     save_artifact(tmp_path / "snaps", f"{stem}_e1000", params=dict(key) | {"epoch": 1000}, arrays={"step": np.asarray(1)},
                   data={"epoch": 1000, "wall_s": 7200.0, "rows": rows, "n_members": 4})  # fmt: skip

@@ -9,7 +9,7 @@ import pytest
 import torch
 from sympy import isprime as is_prime
 
-from ace_helpers.chapters.modadd import analysis, config, keys, limits, long_run
+from ace_helpers.chapters.modadd import analysis, checkpoints, config, keys, limits, long_run
 from ace_helpers.chapters.modadd import run as run_mod
 from ace_helpers.chapters.modadd_grokking import PARAMS
 from ace_helpers.method.core import extract_core
@@ -161,7 +161,7 @@ def test_batched_scan_matches_nnsight_run_with_core():
     x = data.test_inputs
     with torch.no_grad():
         y = model(x)[:, -1].argmax(-1)  # the model's own answers: base accuracy 1, curves non-trivial
-    H = analysis.last_token_activations(model, x)
+    H = checkpoints.last_token_activations(model, x)
     core = extract_core(H, model.lm_head.weight, energy=0.99)
     keep, remove = rank_scan(H, model.lm_head.weight, model.lm_head.bias, core.full_basis, y)
     wrapped = nnsight.NNsight(model)
@@ -199,7 +199,7 @@ def _planted_clock(p=13, freqs=(1, 3, 5), amps=(5.0, 3.0, 2.0), d=40, reps=40, j
 
 def test_planted_clock_core_dims_spectrum_and_redundancy():
     H, W, b, c, p, freqs = _planted_clock()
-    a, core = analysis.analyse_activations(H, W, b, c, p, energy=0.99, ridge=1.0, holdout=config.holdout_classes(p, 0.075))
+    a, core = checkpoints.analyse_activations(H, W, b, c, p, energy=0.99, ridge=1.0, holdout=config.holdout_classes(p, 0.075))
     assert a.test_acc == 1.0
     assert a.energy_rank == 2 * len(freqs)
     assert a.core_dim == 2 * len(freqs)  # all frequencies must go before accuracy collapses
@@ -220,7 +220,7 @@ def test_unstructured_activations_give_no_clock():
     H = torch.tensor(rng.normal(size=(p * 6, d)))
     W = torch.tensor(rng.normal(size=(p, d)))
     c = torch.tensor(np.repeat(np.arange(p), 6))
-    a, _ = analysis.analyse_activations(H, W, None, c, p, holdout=1)
+    a, _ = checkpoints.analyse_activations(H, W, None, c, p, holdout=1)
     assert a.r2_holdout < 0.6 and a.median_abs_eig < 0.8 and a.frac_unit_circle < 0.5
 
 

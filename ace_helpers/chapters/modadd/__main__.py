@@ -31,24 +31,60 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=None, help="parallel training processes (default: the preset's)")
     ap.add_argument("--n-models", type=int, default=None, help="number of models (default: the preset's)")
     ap.add_argument("--store-partial", action="store_true", help="store the analyses an unfinished run has reached; no training")
-    ap.add_argument("--wd-first", action="store_true", help="train each model's weight-decay arm to the end before its WD-off arm")
-    ap.add_argument("--trainer", choices=config.TRAINERS, default=None, help="loop (the stored runs) or ensemble (default: the preset's)")
-    ap.add_argument("--epochs", type=int, default=None, help="epochs of the weight-decay arm (default: the preset's; "
-                    "the trainers' comparison: 2000 at the book preset)")
-    ap.add_argument("--fork-epoch", type=int, default=None, help="epoch the WD-off arm forks at (default: the preset's; "
-                    "the first stored runs: 1100)")
-    ap.add_argument("--precision", default=None, help="auto (bf16 on a GPU with native bf16, else fp32), fp32 or bf16 (bf16 needs --trainer ensemble; default: the preset's, auto)")
-    ap.add_argument("--device", default=None, help="where the ensemble trainer runs: auto (CUDA when present, else the "
-                    "CPU), cpu, cuda, cuda:N, mps (default: the preset's, auto)")
-    ap.add_argument("--snapshot-dir", default=None, help="resume snapshots (default: outputs/modadd_grokking_snapshots; "
-                    "book/artifacts/modadd_grokking_snapshots to commit them, so another machine resumes from a clone)")
-    ap.add_argument("--artifact-dir", default=None, help="where the run is stored (default: book/artifacts/modadd_grokking "
-                    "for the book and paper presets, where the chapters read it)")
+    ap.add_argument(
+        "--wd-first", action="store_true", help="train each model's weight-decay arm to the end before its WD-off arm"
+    )
+    ap.add_argument(
+        "--trainer", choices=config.TRAINERS, default=None, help="loop (the stored runs) or ensemble (default: the preset's)"
+    )
+    ap.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help="epochs of the weight-decay arm (default: the preset's; the trainers' comparison: 2000 at the book preset)",
+    )
+    ap.add_argument(
+        "--fork-epoch",
+        type=int,
+        default=None,
+        help="epoch the WD-off arm forks at (default: the preset's; the first stored runs: 1100)",
+    )
+    ap.add_argument(
+        "--precision",
+        default=None,
+        help="auto (bf16 on a GPU with native bf16, else fp32), fp32 or bf16 (bf16 needs --trainer ensemble; default: the preset's, auto)",
+    )
+    ap.add_argument(
+        "--device",
+        default=None,
+        help="where the ensemble trainer runs: auto (CUDA when present, else the "
+        "CPU), cpu, cuda, cuda:N, mps (default: the preset's, auto)",
+    )
+    ap.add_argument(
+        "--snapshot-dir",
+        default=None,
+        help="resume snapshots (default: outputs/modadd_grokking_snapshots; "
+        "book/artifacts/modadd_grokking_snapshots to commit them, so another machine resumes from a clone)",
+    )
+    ap.add_argument(
+        "--artifact-dir",
+        default=None,
+        help="where the run is stored (default: book/artifacts/modadd_grokking "
+        "for the book and paper presets, where the chapters read it)",
+    )
     args = ap.parse_args(argv)
     thread_pools.set_threads()
-    cfg = config.PARAMS.resolve(PRESET=args.preset, N_MODELS=args.n_models, WORKERS=args.workers, TRAINER=args.trainer,
-                                PRECISION=args.precision, FORK_EPOCH=args.fork_epoch, DEVICE=args.device, EPOCHS=args.epochs,
-                                ARTIFACT_DIR=args.artifact_dir)  # fmt: skip
+    cfg = config.PARAMS.resolve(
+        PRESET=args.preset,
+        N_MODELS=args.n_models,
+        WORKERS=args.workers,
+        TRAINER=args.trainer,
+        PRECISION=args.precision,
+        FORK_EPOCH=args.fork_epoch,
+        DEVICE=args.device,
+        EPOCHS=args.epochs,
+        ARTIFACT_DIR=args.artifact_dir,
+    )
     print(describe_device(cfg["DEVICE"]))  # the loop trainer's DEVICE is resolved to "cpu", where it trains
     snapshots = args.snapshot_dir if args.snapshot_dir is not None else snapshot_dir_for(cfg)
     if args.store_partial:

@@ -34,9 +34,11 @@ TRAINERS = ("loop", "ensemble")
 def _as_given(fn: Any, **kwargs: Any) -> Any:
     """A knob check that validates with ``fn(name, value, **kwargs)`` and keeps the value as given (the run's key
     holds the value as the user wrote it, so stored runs keep their names)."""
+
     def run(name: str, value: Any, knobs: Mapping[str, Any]) -> Any:
         fn(name, value, **kwargs)
         return value
+
     return run
 
 
@@ -67,8 +69,10 @@ def _precision(name: str, value: Any, knobs: Mapping[str, Any]) -> str:
     device = resolve_device(check_device("DEVICE", knobs["DEVICE"])) if ensemble else torch.device("cpu")
     out = resolve_precision(name, value, device, bf16_allowed=ensemble)
     if out != "fp32" and not ensemble:
-        raise ValueError(f"{name}={out!r} is not allowed with TRAINER={knobs['TRAINER']!r}: only the ensemble trainer "
-                         "runs bf16 (set TRAINER='ensemble', or PRECISION='fp32' or 'auto')")
+        raise ValueError(
+            f"{name}={out!r} is not allowed with TRAINER={knobs['TRAINER']!r}: only the ensemble trainer "
+            "runs bf16 (set TRAINER='ensemble', or PRECISION='fp32' or 'auto')"
+        )
     return out
 
 
@@ -78,8 +82,10 @@ def _device(name: str, value: Any, knobs: Mapping[str, Any]) -> str:
     if knobs["TRAINER"] == "ensemble":
         return device
     if device not in ("auto", "cpu"):
-        raise ValueError(f"{name}={device!r} is not allowed with TRAINER={knobs['TRAINER']!r}: the loop trainer "
-                         "runs on the CPU (set TRAINER='ensemble', or DEVICE='cpu' or 'auto')")
+        raise ValueError(
+            f"{name}={device!r} is not allowed with TRAINER={knobs['TRAINER']!r}: the loop trainer "
+            "runs on the CPU (set TRAINER='ensemble', or DEVICE='cpu' or 'auto')"
+        )
     return "cpu"
 
 
@@ -101,44 +107,122 @@ def _artifact_dir(name: str, value: Any, knobs: Mapping[str, Any]) -> Any:
 # run is the book run continued: its first 1400 epochs are the book's numbers (checked by chapter 3 on the stored runs).
 KNOB_TABLE: tuple[Knob, ...] = (
     knob("P", "modulus, a prime (paper: 53)", _as_given(checks.check_prime, low=5), ci=31, book=53),
-    knob("TRAIN_FRACTION", "fraction of the p^2 pairs used for training (paper: 0.5)",
-         _as_given(checks.check_range, low=0.0, high=1.0, low_open=True, high_open=True), ci=0.6, book=0.5),
-    knob("DATA_SEED", "seed of the fixed train/test permutation (paper: 42)",
-         _as_given(checks.check_int, low=0, high=2**32 - 1), ci=42, book=42),  # numpy RandomState's range
-    knob("EPOCHS", "training epochs of the weight-decay arm (paper: 20000)", _as_given(checks.check_int, low=1, high=MAX_EPOCHS),
-         ci=700, book=1400, paper=20000),
-    knob("N_MODELS", "number of independently initialised models (paper: 3)",
-         _as_given(checks.check_int, low=1, high=MAX_MODELS), ci=1, book=2, paper=3),
-    knob("WEIGHT_DECAY", "AdamW weight decay of the main arm (paper: 1.0)", _as_given(checks.check_range, low=0.0),
-         ci=1.0, book=1.0),
+    knob(
+        "TRAIN_FRACTION",
+        "fraction of the p^2 pairs used for training (paper: 0.5)",
+        _as_given(checks.check_range, low=0.0, high=1.0, low_open=True, high_open=True),
+        ci=0.6,
+        book=0.5,
+    ),
+    knob(
+        "DATA_SEED",
+        "seed of the fixed train/test permutation (paper: 42)",
+        _as_given(checks.check_int, low=0, high=2**32 - 1),
+        ci=42,
+        book=42,
+    ),  # numpy RandomState's range
+    knob(
+        "EPOCHS",
+        "training epochs of the weight-decay arm (paper: 20000)",
+        _as_given(checks.check_int, low=1, high=MAX_EPOCHS),
+        ci=700,
+        book=1400,
+        paper=20000,
+    ),
+    knob(
+        "N_MODELS",
+        "number of independently initialised models (paper: 3)",
+        _as_given(checks.check_int, low=1, high=MAX_MODELS),
+        ci=1,
+        book=2,
+        paper=3,
+    ),
+    knob(
+        "WEIGHT_DECAY",
+        "AdamW weight decay of the main arm (paper: 1.0)",
+        _as_given(checks.check_range, low=0.0),
+        ci=1.0,
+        book=1.0,
+    ),
     knob("FORK_EPOCH", "epoch at which the weight-decay-off arm forks (paper: 900)", _fork, ci=600, book=900),
-    knob("CHECKPOINT_EVERY", "analyse every this many epochs ... (paper: 100)", _as_given(checks.check_int, low=1),
-         ci=50, book=100),
+    knob(
+        "CHECKPOINT_EVERY", "analyse every this many epochs ... (paper: 100)", _as_given(checks.check_int, low=1), ci=50, book=100
+    ),
     knob("CHECKPOINT_SWITCH", "... up to this epoch (paper: 2000) ...", _as_given(checks.check_int, low=0), ci=500, book=2000),
-    knob("CHECKPOINT_EVERY_LATE", "... then every this many (paper: 500)", _as_given(checks.check_int, low=1),
-         ci=100, book=500),
-    knob("SEED", "base seed: model m is initialised with SEED + m (paper: 1031)",
-         _as_given(checks.check_int, low=0, high=2**32 - 1), ci=1032, book=1031),
+    knob("CHECKPOINT_EVERY_LATE", "... then every this many (paper: 500)", _as_given(checks.check_int, low=1), ci=100, book=500),
+    knob(
+        "SEED",
+        "base seed: model m is initialised with SEED + m (paper: 1031)",
+        _as_given(checks.check_int, low=0, high=2**32 - 1),
+        ci=1032,
+        book=1031,
+    ),
     knob("LR", "AdamW learning rate (paper: 1e-3)", _as_given(checks.check_range, low=0.0, low_open=True), ci=3e-3, book=1e-3),
     knob("BATCH_SIZE", "mini-batch size (paper: 512)", _as_given(checks.check_int, low=1), ci=512, book=512),
-    knob("ENERGY", "ACE energy threshold (paper: 0.99)", _as_given(checks.check_range, low=0.0, high=1.0, low_open=True),
-         ci=0.99, book=0.99),
-    knob("RIDGE", "ridge of the shift-operator fit for R_h^2 and the clocks (paper: 1.0)",
-         _as_given(checks.check_range, low=0.0), ci=1.0, book=1.0),
-    knob("HOLDOUT_FRACTION", "fraction of classes held out (a block at the cycle's edge) for R_h^2 (paper: 0.075)",
-         _holdout, ci=0.13, book=0.075),
-    knob("CLOCK_EPOCHS", "epochs of the clock panels; None -> start, before, at, after grokking, last", _clock_epochs,
-         ci=None, book=None),
-    knob("WORKERS", 'processes training the models in parallel, "loop" trainer only (same numbers; book: 2); the ensemble '
-         "trains in one", _as_given(checks.check_int, low=1, high=MAX_MODELS), ci=1, book=2, paper=3),
-    knob("TRAINER", '"ensemble" (default): every model and both arms in one batched step; "loop": each model alone (the '
-         "first stored runs)", _as_given(checks.check_choice, choices=TRAINERS), ci="ensemble", book="ensemble"),
-    knob("PRECISION", '"auto" (bf16 on a GPU with native bf16, else fp32), "fp32", "bf16" (ensemble trainer only)',
-         _precision, ci="auto", book="auto"),
-    knob("DEVICE", 'where the ensemble trainer runs: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", '
-         '"mps"', _device, ci="auto", book="auto"),
-    knob("ARTIFACT_DIR", "cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)",
-         _artifact_dir, ci=None, book=None),
+    knob(
+        "ENERGY",
+        "ACE energy threshold (paper: 0.99)",
+        _as_given(checks.check_range, low=0.0, high=1.0, low_open=True),
+        ci=0.99,
+        book=0.99,
+    ),
+    knob(
+        "RIDGE",
+        "ridge of the shift-operator fit for R_h^2 and the clocks (paper: 1.0)",
+        _as_given(checks.check_range, low=0.0),
+        ci=1.0,
+        book=1.0,
+    ),
+    knob(
+        "HOLDOUT_FRACTION",
+        "fraction of classes held out (a block at the cycle's edge) for R_h^2 (paper: 0.075)",
+        _holdout,
+        ci=0.13,
+        book=0.075,
+    ),
+    knob(
+        "CLOCK_EPOCHS",
+        "epochs of the clock panels; None -> start, before, at, after grokking, last",
+        _clock_epochs,
+        ci=None,
+        book=None,
+    ),
+    knob(
+        "WORKERS",
+        'processes training the models in parallel, "loop" trainer only (same numbers; book: 2); the ensemble trains in one',
+        _as_given(checks.check_int, low=1, high=MAX_MODELS),
+        ci=1,
+        book=2,
+        paper=3,
+    ),
+    knob(
+        "TRAINER",
+        '"ensemble" (default): every model and both arms in one batched step; "loop": each model alone (the first stored runs)',
+        _as_given(checks.check_choice, choices=TRAINERS),
+        ci="ensemble",
+        book="ensemble",
+    ),
+    knob(
+        "PRECISION",
+        '"auto" (bf16 on a GPU with native bf16, else fp32), "fp32", "bf16" (ensemble trainer only)',
+        _precision,
+        ci="auto",
+        book="auto",
+    ),
+    knob(
+        "DEVICE",
+        'where the ensemble trainer runs: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
+        _device,
+        ci="auto",
+        book="auto",
+    ),
+    knob(
+        "ARTIFACT_DIR",
+        "cache folder of the training run; None -> book/artifacts/modadd_grokking (ci: outputs/)",
+        _artifact_dir,
+        ci=None,
+        book=None,
+    ),
 )
 PRESETS: dict[str, dict[str, Any]] = presets(KNOB_TABLE)
 #: The PRESET line's comment in chapters 2 and 3's parameters cells.
@@ -180,7 +264,6 @@ RUN_KNOBS: tuple[str, ...] = tuple(k for k in KNOBS if k not in ("N_MODELS", "CL
 KEYED_WHEN_CHANGED: dict[str, Any] = {"TRAINER": "loop", "PRECISION": "fp32"}
 
 
-
 #: The knobs that make two runs the same experiment (the protocol): how it is trained (TRAINER,
 #: PRECISION) is left out, so runs that differ only there are samples of one protocol.
 PROTOCOL_KNOBS: tuple[str, ...] = (*(k for k in RUN_KNOBS if k not in KEYED_WHEN_CHANGED), "N_MODELS")
@@ -204,7 +287,7 @@ def holdout_classes(p: int, fraction: float) -> int:
     """Held-out block size of the shift fit: round(fraction · p), at least 1 when fraction > 0 (p=53: 4)."""
     if fraction <= 0:
         return 0
-    return max(1, int(round(fraction * p)))
+    return max(1, round(fraction * p))
 
 
 def across(cfg: dict[str, Any]) -> None:
@@ -214,11 +297,25 @@ def across(cfg: dict[str, Any]) -> None:
     :data:`~ace_helpers.chapters.modadd.limits.MAX_CHECKPOINTS` checkpoints, and every CLOCK_EPOCHS entry must be one."""
     # the ensemble trains every model's two arms in one process: its batch memory is 2 N_MODELS batches
     if cfg["TRAINER"] == "ensemble":
-        check_size(cfg["P"], cfg["TRAIN_FRACTION"], cfg["BATCH_SIZE"], 2 * cfg["N_MODELS"], "member",
-                   "members (both arms of N_MODELS models, in one process)", "fewer N_MODELS")
+        check_size(
+            cfg["P"],
+            cfg["TRAIN_FRACTION"],
+            cfg["BATCH_SIZE"],
+            2 * cfg["N_MODELS"],
+            "member",
+            "members (both arms of N_MODELS models, in one process)",
+            "fewer N_MODELS",
+        )
     else:
-        check_size(cfg["P"], cfg["TRAIN_FRACTION"], cfg["BATCH_SIZE"], min(cfg["WORKERS"], cfg["N_MODELS"]), "process",
-                   "processes (WORKERS)", "fewer WORKERS")
+        check_size(
+            cfg["P"],
+            cfg["TRAIN_FRACTION"],
+            cfg["BATCH_SIZE"],
+            min(cfg["WORKERS"], cfg["N_MODELS"]),
+            "process",
+            "processes (WORKERS)",
+            "fewer WORKERS",
+        )
     check_split(cfg["P"], cfg["TRAIN_FRACTION"], cfg["DATA_SEED"])
     check_schedule(cfg)
 

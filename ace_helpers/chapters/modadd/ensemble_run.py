@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ace_helpers.chapters.modadd.analysis import (
-    ARMS,
+from ace_helpers.chapters.modadd.analysis import ARMS
+from ace_helpers.chapters.modadd.checkpoints import (
     CheckpointAnalysis,
     analyse_checkpoint,
     row_from_plain,
@@ -30,8 +30,8 @@ from ace_helpers.chapters.modadd.analysis import (
     stack_rows,
 )
 from ace_helpers.chapters.modadd.config import holdout_classes, train_device
-from ace_helpers.chapters.modadd.limits import model_config, schedule_of
 from ace_helpers.chapters.modadd.keys import SEGMENT_EPOCHS, model_key, run_hash, segment_seed
+from ace_helpers.chapters.modadd.limits import model_config, schedule_of
 from ace_helpers.repro.artifacts import load_artifact, save_artifact
 from ace_helpers.toys.ensemble_trainer import EnsembleTrainer
 from ace_helpers.toys.tasks.modadd import modadd_dataset
@@ -61,7 +61,9 @@ def snapshot_epochs(directory: Path, stem: str) -> list[int]:
     return sorted(found, reverse=True)
 
 
-def save_snapshot(directory: str | Path, stem: str, key: Mapping[str, Any], trainer: EnsembleTrainer, data: dict[str, Any]) -> None:
+def save_snapshot(
+    directory: str | Path, stem: str, key: Mapping[str, Any], trainer: EnsembleTrainer, data: dict[str, Any]
+) -> None:
     """Store the trainer's state at ``data["epoch"]`` as one checksummed shard per member (a few MB each)
     plus an index (written last: a generation without its index is never read), then drop older generations.
     """
@@ -72,8 +74,13 @@ def save_snapshot(directory: str | Path, stem: str, key: Mapping[str, Any], trai
     for j in range(trainer.n_members):
         shard = {k: v[j] for k, v in arrays.items() if v.ndim > 0}
         save_artifact(directory, f"{stem}_e{epoch}_j{j}", params=dict(key) | {"epoch": epoch, "member": j}, arrays=shard)
-    save_artifact(directory, f"{stem}_e{epoch}", params=dict(key) | {"epoch": epoch}, arrays=shared,
-                  data=data | {"n_members": trainer.n_members})  # fmt: skip
+    save_artifact(
+        directory,
+        f"{stem}_e{epoch}",
+        params=dict(key) | {"epoch": epoch},
+        arrays=shared,
+        data=data | {"n_members": trainer.n_members},
+    )
     for old in snapshot_epochs(directory, stem)[KEEP_GENERATIONS:]:
         for path in [*directory.glob(f"{stem}_e{old}.*"), *directory.glob(f"{stem}_e{old}_j*")]:
             path.unlink()
@@ -90,10 +97,14 @@ def load_snapshot(
     directory = Path(directory)
     for epoch in snapshot_epochs(directory, stem):
         index = load_artifact(directory, f"{stem}_e{epoch}", dict(key) | {"epoch": epoch})
-        shards = [] if index is None else [
-            load_artifact(directory, f"{stem}_e{epoch}_j{j}", dict(key) | {"epoch": epoch, "member": j})
-            for j in range(int(index.data["n_members"]))
-        ]  # fmt: skip
+        shards = (
+            []
+            if index is None
+            else [
+                load_artifact(directory, f"{stem}_e{epoch}_j{j}", dict(key) | {"epoch": epoch, "member": j})
+                for j in range(int(index.data["n_members"]))
+            ]
+        )
         if index is None or any(s is None for s in shards):
             log(f"snapshot {stem} at epoch {epoch} is incomplete or corrupt: skipped")
             continue
@@ -130,10 +141,16 @@ def train_models_together(
         return analyse_checkpoint(model, data, energy=cfg["ENERGY"], ridge=cfg["RIDGE"], holdout=holdout)
 
     trainer = EnsembleTrainer(
-        model_config(p), [cfg["SEED"] + m for m in models], [cfg["WEIGHT_DECAY"]] * len(models),
-        lr=cfg["LR"], batch_size=cfg["BATCH_SIZE"], loss_positions="last", precision=cfg["PRECISION"], fast=True,
+        model_config(p),
+        [cfg["SEED"] + m for m in models],
+        [cfg["WEIGHT_DECAY"]] * len(models),
+        lr=cfg["LR"],
+        batch_size=cfg["BATCH_SIZE"],
+        loss_positions="last",
+        precision=cfg["PRECISION"],
+        fast=True,
         device=train_device(cfg),
-    )  # fmt: skip
+    )
     members = [(m, 0) for m in models]  # (model index, arm index) of every member
     rows: dict[tuple[int, int], list[tuple[int, CheckpointAnalysis]]] = {(m, a): [] for m in models for a in (0, 1)}
     name, key = ensemble_snapshot_name(cfg, models), ensemble_snapshot_key(cfg, models)
@@ -171,9 +188,13 @@ def train_models_together(
         if done % SEGMENT_EPOCHS == 0 or done == epochs:
             if snapshot_dir is not None and done < epochs:
                 plain = [{"model": m, "arm": a, "epoch": e, "row": row_to_plain(r)} for (m, a), rs in rows.items() for e, r in rs]
-                save_snapshot(snapshot_dir, name, key, trainer, {"epoch": done, "wall_s": wall + time.perf_counter() - tic, "rows": plain})
+                save_snapshot(
+                    snapshot_dir, name, key, trainer, {"epoch": done, "wall_s": wall + time.perf_counter() - tic, "rows": plain}
+                )
             last = rows[(models[0], 0)][-1][1]
-            log(f"ensemble of models {models}: epoch {done}, model {models[0]} test acc {last.test_acc:.3f}, core dim {last.core_dim}")
+            log(
+                f"ensemble of models {models}: epoch {done}, model {models[0]} test acc {last.test_acc:.3f}, core dim {last.core_dim}"
+            )
     wall += time.perf_counter() - tic
     out: dict[int, dict[str, np.ndarray]] = {}
     for m in models:

@@ -182,8 +182,12 @@ def plot_clocks(
     eps = np.sin(np.pi / p)
     roots = np.exp(2j * np.pi * np.arange(p) / p)
     for i, (ax, lam) in enumerate(zip(axes, eigenvalues)):
-        ax.fill(np.r_[(1 + eps) * np.cos(t), (1 - eps) * np.cos(t[::-1])],
-                np.r_[(1 + eps) * np.sin(t), (1 - eps) * np.sin(t[::-1])], color="0.9", linewidth=0)  # fmt: skip
+        ax.fill(
+            np.r_[(1 + eps) * np.cos(t), (1 - eps) * np.cos(t[::-1])],
+            np.r_[(1 + eps) * np.sin(t), (1 - eps) * np.sin(t[::-1])],
+            color="0.9",
+            linewidth=0,
+        )
         ax.plot(np.cos(t), np.sin(t), color="0.5", linewidth=0.8)
         ax.scatter(roots.real, roots.imag, s=4, color="0.75", zorder=1)
         lam = np.asarray(lam)

@@ -25,8 +25,16 @@ MODADD_SEED_STRIDE = 1000
 
 #: The stored demo model's training: chapter 7's book setting (p = 31, 60 % of the pairs, lr 3e-3, weight
 #: decay 1), trained until its test accuracy reaches :data:`GROK_ACC` and 200 steps more.
-DEMO = {"P": 31, "TRAIN_FRACTION": 0.6, "DATA_SEED": 42, "MODADD_LR": 3e-3, "MODADD_SEED": 1031, "MODADD_MAX_STEPS": 3000,
-        "MODADD_EXTRA_STEPS": 200, "PRECISION": "fp32"}
+DEMO = {
+    "P": 31,
+    "TRAIN_FRACTION": 0.6,
+    "DATA_SEED": 42,
+    "MODADD_LR": 3e-3,
+    "MODADD_SEED": 1031,
+    "MODADD_MAX_STEPS": 3000,
+    "MODADD_EXTRA_STEPS": 200,
+    "PRECISION": "fp32",
+}
 #: The hook of the demo: the output of the second (last) block, read and edited at the last token.
 DEMO_HOOK = "layers.1"
 
@@ -49,10 +57,23 @@ def train_modadd(cfg: Mapping[str, Any], data: ModAddData, n_models: int = 2) ->
         return np.array([int(i) in grok and step >= grok[int(i)] + extra for i in ids])
 
     seeds = [cfg["MODADD_SEED"] + MODADD_SEED_STRIDE * m for m in range(n_models)]
-    run = train_ensemble(model_config(data.p), data.train_inputs, data.train_targets, seeds=seeds, weight_decays=[1.0] * n_models,
-                         batch_size=512, lr=cfg["MODADD_LR"], max_steps=cfg["MODADD_MAX_STEPS"], eval_every=25,
-                         evaluate=evaluate, keep_models=True, progress=False, precision=cfg["PRECISION"],
-                         fast=cfg["PRECISION"] == "bf16", device=resolve_device(cfg.get("DEVICE", "cpu")))
+    run = train_ensemble(
+        model_config(data.p),
+        data.train_inputs,
+        data.train_targets,
+        seeds=seeds,
+        weight_decays=[1.0] * n_models,
+        batch_size=512,
+        lr=cfg["MODADD_LR"],
+        max_steps=cfg["MODADD_MAX_STEPS"],
+        eval_every=25,
+        evaluate=evaluate,
+        keep_models=True,
+        progress=False,
+        precision=cfg["PRECISION"],
+        fast=cfg["PRECISION"] == "bf16",
+        device=resolve_device(cfg.get("DEVICE", "cpu")),
+    )
     return [m.eval() for m in run.models], [grok.get(m) for m in range(n_models)]
 
 
@@ -77,5 +98,11 @@ def hook_site() -> HookSite:
     the unembedding W_U (p, D) as the Jacobian (the tail after the last block is linear), last-token accuracy."""
     model, data, _ = grokked_model()
     answers = data.test_answers
-    return HookSite(nnsight.NNsight(model), data.test_inputs, DEMO_HOOK, model.lm_head.weight.detach().double().numpy(),
-                      lambda logits: float((logits[:, -1].argmax(-1) == answers).double().mean()), positions=-1)
+    return HookSite(
+        nnsight.NNsight(model),
+        data.test_inputs,
+        DEMO_HOOK,
+        model.lm_head.weight.detach().double().numpy(),
+        lambda logits: float((logits[:, -1].argmax(-1) == answers).double().mean()),
+        positions=-1,
+    )

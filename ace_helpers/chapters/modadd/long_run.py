@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from ace_helpers.chapters.modadd import config
-from ace_helpers.chapters.modadd.analysis import ARMS, GrokRun, grok_epoch, grok_run, row_from_plain, stack_rows
+from ace_helpers.chapters.modadd.analysis import ARMS, GrokRun, grok_epoch, grok_run
+from ace_helpers.chapters.modadd.checkpoints import row_from_plain, stack_rows
 from ace_helpers.chapters.modadd.ensemble_run import ensemble_snapshot_key, ensemble_snapshot_name, snapshot_epochs
 from ace_helpers.chapters.modadd.keys import artifact_dir, model_key, run_hash, snapshot_key, snapshot_name
 from ace_helpers.repro.artifacts import load_artifact, params_match, save_artifact
@@ -49,14 +50,16 @@ def _save_partial(
 ) -> None:
     """Write model ``m``'s ``partial_<hash>_m<i>`` artifact (see :func:`store_partial`)."""
     save_artifact(
-        directory, _partial_name(cfg, m), params=_partial_key(cfg, m, through), arrays=arrays,
-        data={"model_index": m, "through_epoch": through}, wall_s=wall_s,
-    )  # fmt: skip
+        directory,
+        _partial_name(cfg, m),
+        params=_partial_key(cfg, m, through),
+        arrays=arrays,
+        data={"model_index": m, "through_epoch": through},
+        wall_s=wall_s,
+    )
 
 
-def store_partial(
-    cfg: Mapping[str, Any], snapshot_dir: str | Path, *, directory: str | Path | None = None
-) -> dict[str, int]:
+def store_partial(cfg: Mapping[str, Any], snapshot_dir: str | Path, *, directory: str | Path | None = None) -> dict[str, int]:
     """Store the analyses an unfinished run has reached, from its resume snapshots.
 
     For every model of ``cfg["N_MODELS"]`` both arms' snapshots (see
@@ -226,8 +229,11 @@ def stored_long_run(cfg: Params) -> tuple[Params, GrokRun, dict[str, int]] | Non
 def fork_pair(cfg: Params) -> tuple[tuple[Params, GrokRun, dict[str, int]], tuple[Params, GrokRun, dict[str, int]]] | None:
     """The stored ensemble paper runs forked at 900 and at 1100, ``(at_900, at_1100)``, when both are
     stored (the 900 one may be the stored part of an unfinished run); else ``None``."""
-    runs = {paper_cfg["FORK_EPOCH"]: (paper_cfg, run, through) for paper_cfg, run, through in stored_long_runs(cfg)
-            if paper_cfg["TRAINER"] == "ensemble"}  # fmt: skip
+    runs = {
+        paper_cfg["FORK_EPOCH"]: (paper_cfg, run, through)
+        for paper_cfg, run, through in stored_long_runs(cfg)
+        if paper_cfg["TRAINER"] == "ensemble"
+    }
     new, old = runs.get(config.PRESETS["paper"]["FORK_EPOCH"]), runs.get(config.OLD_FORK)
     return None if new is None or old is None else (new, old)
 
@@ -257,9 +263,7 @@ def describe_long_run(paper_cfg: Mapping[str, Any], run: GrokRun, through: Mappi
     )
 
 
-def continues(
-    long_cfg: Mapping[str, Any], cfg: Mapping[str, Any], *, same_training: bool = True, wd_arm: bool = False
-) -> bool:
+def continues(long_cfg: Mapping[str, Any], cfg: Mapping[str, Any], *, same_training: bool = True, wd_arm: bool = False) -> bool:
     """Whether run ``long_cfg`` is run ``cfg`` continued: the same run knobs except a larger EPOCHS.
 
     ``same_training=False`` also lets TRAINER and PRECISION differ: ``long_cfg`` is then a longer

@@ -20,7 +20,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ace_helpers.chapters.modadd import config, limits
-from ace_helpers.chapters.modadd.analysis import SCALAR_FIELDS, GrokRun, analyse_activations, last_token_activations
+from ace_helpers.chapters.modadd.analysis import GrokRun
+from ace_helpers.chapters.modadd.checkpoints import SCALAR_FIELDS, analyse_activations, last_token_activations
 from ace_helpers.chapters.modadd.keys import model_key, run_hash, snapshot_key, snapshot_name
 from ace_helpers.chapters.modadd.run import train_one_model
 from ace_helpers.method.operators import class_means, fit_shift_operator, rotational_modes
@@ -81,8 +82,12 @@ def reference_run_cfg(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def train_reference(
-    cfg: Mapping[str, Any], epochs: Sequence[int] = REFERENCE_EPOCHS, *, model_index: int = 0,
-    snapshot_dir: str | Path | None = None, log: Callable[[str], None] | None = print,
+    cfg: Mapping[str, Any],
+    epochs: Sequence[int] = REFERENCE_EPOCHS,
+    *,
+    model_index: int = 0,
+    snapshot_dir: str | Path | None = None,
+    log: Callable[[str], None] | None = print,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Retrain model ``model_index``'s WD arm of run ``cfg`` and keep its activations at ``epochs``.
 
@@ -98,7 +103,9 @@ def train_reference(
     """
 
     if cfg["TRAINER"] != "loop" or cfg["PRECISION"] != "fp32":
-        raise ValueError(f"TRAINER={cfg['TRAINER']!r}, PRECISION={cfg['PRECISION']!r} is not allowed for the reference: it retrains one model alone (TRAINER='loop', PRECISION='fp32')")
+        raise ValueError(
+            f"TRAINER={cfg['TRAINER']!r}, PRECISION={cfg['PRECISION']!r} is not allowed for the reference: it retrains one model alone (TRAINER='loop', PRECISION='fp32')"
+        )
     run_cfg = reference_run_cfg(cfg)
     p = int(cfg["P"])
     snap_dir = Path(snapshot_dir) if snapshot_dir is not None else default_output_dir("core_inflation_reference_snapshots")
@@ -113,20 +120,32 @@ def train_reference(
             train_one_model(run_cfg, model_index, snapshot_dir=snap_dir, stop_after=e, wd_first=True, log=log)
             snap = load_artifact(snap_dir, f"{snapshot_name(run_cfg, model_index)}_wd", snapshot_key(run_cfg, model_index))
             if snap is None or int(snap.data["epoch"]) != e:
-                raise RuntimeError(f"the WD arm's snapshot in {snap_dir} is not at epoch {e} (epochs must end a training "
-                                   "segment, in increasing order; delete the folder to start again)")  # fmt: skip
+                raise RuntimeError(
+                    f"the WD arm's snapshot in {snap_dir} is not at epoch {e} (epochs must end a training "
+                    "segment, in increasing order; delete the folder to start again)"
+                )
             save_artifact(snap_dir, name, params=key, arrays={k: v for k, v in snap.arrays.items() if k.startswith("model/")})
             state = load_artifact(snap_dir, name, key)
         model = build_model(limits.model_config(p), int(cfg["SEED"]) + model_index)
         load_state(model, None, state.arrays, "")
         H = last_token_activations(model, data.test_inputs)
-        row, core = analyse_activations(H, model.lm_head.weight, model.lm_head.bias, data.test_answers, p,
-                                        energy=cfg["ENERGY"], ridge=cfg["RIDGE"], holdout=holdout)  # fmt: skip
+        row, core = analyse_activations(
+            H,
+            model.lm_head.weight,
+            model.lm_head.bias,
+            data.test_answers,
+            p,
+            energy=cfg["ENERGY"],
+            ridge=cfg["RIDGE"],
+            holdout=holdout,
+        )
         out["analysis"][str(e)] = {f: getattr(row, f) for f in SCALAR_FIELDS}
         arrays[f"e{e}/means"] = class_means(H.double().numpy(), data.test_answers.numpy(), p)
         arrays[f"e{e}/basis"] = core.full_basis
     rows = train_one_model(run_cfg, model_index, snapshot_dir=snap_dir, stop_after=out["epochs"][-1], wd_first=True, log=log)
-    arrays |= {k: np.asarray(v) for k, v in rows.items() if k.startswith("wd/") and k.split("/", 1)[1] in (*SCALAR_FIELDS, "epochs")}
+    arrays |= {
+        k: np.asarray(v) for k, v in rows.items() if k.startswith("wd/") and k.split("/", 1)[1] in (*SCALAR_FIELDS, "epochs")
+    }
     snap = load_artifact(snap_dir, f"{snapshot_name(run_cfg, model_index)}_wd", snapshot_key(run_cfg, model_index))
     out["train_wall_s"] = float(snap.data.get("wall_s", 0.0)) if snap is not None else None
     return out, arrays
@@ -173,21 +192,46 @@ def reference_rows(
         for e in ref.data["epochs"]:
             means, basis = ref.arrays[f"e{e}/means"], ref.arrays[f"e{e}/basis"]
             for d in dims if dims is not None else [int(ref.data["analysis"][str(e)]["core_dim"])]:
-                rows.append({"epoch": int(e), "dim": int(d), "cap": mode_cap(d, p), "ace": ols_modes(means, basis[:, :d], p),
-                             "random": random_subspace_modes(means, d, p, draws, rng),
-                             "gaussian": random_means_modes(d, p, draws, rng)})  # fmt: skip
+                rows.append(
+                    {
+                        "epoch": int(e),
+                        "dim": int(d),
+                        "cap": mode_cap(d, p),
+                        "ace": ols_modes(means, basis[:, :d], p),
+                        "random": random_subspace_modes(means, d, p, draws, rng),
+                        "gaussian": random_means_modes(d, p, draws, rng),
+                    }
+                )
     return rows
 
 
 def reference_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Markdown table of :func:`reference_rows` (one line per epoch and dimension)."""
-    header = ("epoch", "dim d", "cap ⌊d/2⌋ + 1", "modes: first d ACE directions", "random subspaces of dim d: median (min–max)",
-              "95th percentile", "share reaching the ACE count", "random class means: median")  # fmt: skip
+    header = (
+        "epoch",
+        "dim d",
+        "cap ⌊d/2⌋ + 1",
+        "modes: first d ACE directions",
+        "random subspaces of dim d: median (min–max)",
+        "95th percentile",
+        "share reaching the ACE count",
+        "random class means: median",
+    )
     lines = []
     for r in rows:
         rnd = np.asarray(r["random"])
-        lines.append((f"{r['epoch']}", f"{r['dim']}", f"{r['cap']}", f"{r['ace']}", f"{np.median(rnd):g} ({rnd.min()}–{rnd.max()})",
-                      f"{np.quantile(rnd, 0.95):g}", f"{np.mean(rnd >= r['ace']):.2f}", f"{np.median(r['gaussian']):g}"))  # fmt: skip
+        lines.append(
+            (
+                f"{r['epoch']}",
+                f"{r['dim']}",
+                f"{r['cap']}",
+                f"{r['ace']}",
+                f"{np.median(rnd):g} ({rnd.min()}–{rnd.max()})",
+                f"{np.quantile(rnd, 0.95):g}",
+                f"{np.mean(rnd >= r['ace']):.2f}",
+                f"{np.median(r['gaussian']):g}",
+            )
+        )
     return markdown_table(header, lines)
 
 
@@ -199,10 +243,26 @@ def reference_comparison(ref: Any, lrun: GrokRun) -> str:
     for e in ref.data["epochs"]:
         a = ref.data["analysis"][str(e)]
         i = wd.index(int(e))
-        lines.append((f"{e}", "retrained here", f"{a['test_acc']:.4f}", f"{a['energy_rank']}", f"{a['core_dim']}",
-                      f"{a['rotational_modes_ols']}"))  # fmt: skip
-        lines.append((f"{e}", "stored model 0", f"{wd['test_acc'][0, i]:.4f}", f"{int(wd['energy_rank'][0, i])}",
-                      f"{int(wd['core_dim'][0, i])}", f"{int(wd['rotational_modes_ols'][0, i])}"))  # fmt: skip
+        lines.append(
+            (
+                f"{e}",
+                "retrained here",
+                f"{a['test_acc']:.4f}",
+                f"{a['energy_rank']}",
+                f"{a['core_dim']}",
+                f"{a['rotational_modes_ols']}",
+            )
+        )
+        lines.append(
+            (
+                f"{e}",
+                "stored model 0",
+                f"{wd['test_acc'][0, i]:.4f}",
+                f"{int(wd['energy_rank'][0, i])}",
+                f"{int(wd['core_dim'][0, i])}",
+                f"{int(wd['rotational_modes_ols'][0, i])}",
+            )
+        )
     return markdown_table(("epoch", "model", "test acc", "energy rank", "core dim", "modes (OLS)"), lines)
 
 

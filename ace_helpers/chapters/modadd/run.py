@@ -22,18 +22,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from ace_helpers.chapters.modadd.analysis import (
-    ARMS,
+from ace_helpers.chapters.modadd.analysis import ARMS, GrokRun, grok_run
+from ace_helpers.chapters.modadd.checkpoints import (
     CheckpointAnalysis,
-    GrokRun,
     analyse_checkpoint,
-    grok_run,
     row_from_plain,
     row_to_plain,
     stack_rows,
 )
 from ace_helpers.chapters.modadd.config import holdout_classes
-from ace_helpers.chapters.modadd.limits import model_config, schedule_of
 from ace_helpers.chapters.modadd.ensemble_run import ensemble_snapshot_name, train_models_together
 from ace_helpers.chapters.modadd.keys import (
     SEGMENT_EPOCHS,
@@ -45,6 +42,7 @@ from ace_helpers.chapters.modadd.keys import (
     snapshot_key,
     snapshot_name,
 )
+from ace_helpers.chapters.modadd.limits import model_config, schedule_of
 from ace_helpers.method import checks, portable
 from ace_helpers.repro import thread_pools
 from ace_helpers.repro.artifacts import load_artifact, save_artifact
@@ -108,7 +106,7 @@ def train_one_model(
     reached it, leaving the snapshots for a later call (default: train to EPOCHS).
 
     Returns:
-        Arrays with keys ``wd/<field>`` and ``nowd/<field>`` (see :func:`analysis.stack_rows`) up to
+        Arrays with keys ``wd/<field>`` and ``nowd/<field>`` (see :func:`~ace_helpers.chapters.modadd.checkpoints.stack_rows`) up to
         EPOCHS (or ``stop_after``); the "nowd" arm's epochs start at FORK_EPOCH (identical to
         "wd" there; no "nowd" keys if ``stop_after`` stopped training before FORK_EPOCH).
     """
@@ -121,7 +119,7 @@ def train_one_model(
         checks.check_int("stop_after", stop_after, low=1)
     horizon = epochs if stop_after is None else min(epochs, stop_after)
     holdout = holdout_classes(p, cfg["HOLDOUT_FRACTION"])
-    analyse = lambda m: analyse_checkpoint(m, data, energy=cfg["ENERGY"], ridge=cfg["RIDGE"], holdout=holdout)  # noqa: E731
+    analyse = lambda m: analyse_checkpoint(m, data, energy=cfg["ENERGY"], ridge=cfg["RIDGE"], holdout=holdout)
     snap_key = snapshot_key(cfg, model_index)
     snap_name = snapshot_name(cfg, model_index)
     fork_state: dict[str, np.ndarray] | None = None
@@ -163,10 +161,19 @@ def train_one_model(
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seg_seed)  # dropout
             train_lm(
-                arm.model, data.train_inputs, data.train_targets, epochs=seg_end - arm.start,
-                batch_size=cfg["BATCH_SIZE"], lr=cfg["LR"], weight_decay=arm.weight_decay, seed=seg_seed,
-                loss_positions="last", optimizer=arm.opt, start_epoch=arm.start, callback=callback,
-            )  # fmt: skip
+                arm.model,
+                data.train_inputs,
+                data.train_targets,
+                epochs=seg_end - arm.start,
+                batch_size=cfg["BATCH_SIZE"],
+                lr=cfg["LR"],
+                weight_decay=arm.weight_decay,
+                seed=seg_seed,
+                loss_positions="last",
+                optimizer=arm.opt,
+                start_epoch=arm.start,
+                callback=callback,
+            )
         arm.start = seg_end
         arm.wall_s += time.perf_counter() - tic
         if snapshot_dir is not None:
@@ -174,12 +181,17 @@ def train_one_model(
             if arm.index == 0 and fork_state is not None:
                 arrays.update({f"fork/{k}": v for k, v in fork_state.items()})
             save_artifact(
-                snapshot_dir, f"{snap_name}_{arm.name}", params=snap_key, arrays=arrays,
+                snapshot_dir,
+                f"{snap_name}_{arm.name}",
+                params=snap_key,
+                arrays=arrays,
                 data={
-                    "epoch": arm.start, "wall_s": arm.wall_s, "epochs": arm.recorder.epochs,
+                    "epoch": arm.start,
+                    "wall_s": arm.wall_s,
+                    "epochs": arm.recorder.epochs,
                     "rows": [row_to_plain(r) for r in arm.recorder.rows],
                 },
-            )  # fmt: skip
+            )
         last = arm.recorder.rows[-1]
         log(f"model {model_index} arm {arm.name}: epoch {arm.start}, test acc {last.test_acc:.3f}, core dim {last.core_dim}")
 
@@ -240,15 +252,17 @@ def load_or_train(
     missing = [m for m, a in enumerate(found) if a is None]
     snap = None if snapshot_dir is None else str(snapshot_dir)
     if missing and cfg["TRAINER"] == "ensemble":
-
         threads = thread_pools.set_threads()
         if log is not None:
-            log(f"models {missing}: training both arms as one ensemble of {2 * len(missing)} members in this process "
-                f"with {threads} torch thread(s); {describe(cfg['PRECISION'])}")  # fmt: skip
+            log(
+                f"models {missing}: training both arms as one ensemble of {2 * len(missing)} members in this process "
+                f"with {threads} torch thread(s); {describe(cfg['PRECISION'])}"
+            )
         per_model, wall = train_models_together(cfg, missing, snapshot_dir=snap, log=log)
         for m in missing:
-            save_artifact(directory, names[m], params=keys[m], data={"model_index": m}, arrays=per_model[m],
-                          wall_s=wall / len(missing))  # fmt: skip
+            save_artifact(
+                directory, names[m], params=keys[m], data={"model_index": m}, arrays=per_model[m], wall_s=wall / len(missing)
+            )
             found[m] = load_artifact(directory, names[m], keys[m])
         if snapshot_dir is not None:
             stem = ensemble_snapshot_name(cfg, missing)
@@ -258,7 +272,6 @@ def load_or_train(
         n_workers = min(workers, len(missing))
         jobs = [(cfg, m, snap, wd_first, n_workers) for m in missing]
         if n_workers > 1:
-
             with mp.get_context("spawn").Pool(n_workers) as pool:
                 outs = pool.map(_train_worker, jobs)
             if log is not None:

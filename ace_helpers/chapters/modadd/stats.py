@@ -64,14 +64,23 @@ class PostGrok:
 
     def text(self) -> str:
         """'9 of 10 checkpoints (0.90); min 0.75 (model 0, epoch 1400)': the ``ours`` of a claim."""
-        return (f"{self.n_ok} of {self.n} checkpoints ({self.share:.2f}); min {self.min:.3g} "
-                f"(model {self.argmin[0]}, epoch {self.argmin[1]})")  # fmt: skip
+        return (
+            f"{self.n_ok} of {self.n} checkpoints ({self.share:.2f}); min {self.min:.3g} "
+            f"(model {self.argmin[0]}, epoch {self.argmin[1]})"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values for ``results.json``."""
-        return {"threshold": self.threshold, "n": self.n, "n_ok": self.n_ok, "share": self.share, "min": self.min,
-                "argmin": list(self.argmin), "per_model_ok": self.per_model,
-                "failures": [[m, e, v] for m, e, v in self.failures]}  # fmt: skip
+        return {
+            "threshold": self.threshold,
+            "n": self.n,
+            "n_ok": self.n_ok,
+            "share": self.share,
+            "min": self.min,
+            "argmin": list(self.argmin),
+            "per_model_ok": self.per_model,
+            "failures": [[m, e, v] for m, e, v in self.failures],
+        }
 
 
 def post_grok(arm: ArmResult, values: np.ndarray, threshold: float, post: np.ndarray) -> PostGrok:
@@ -83,12 +92,26 @@ def post_grok(arm: ArmResult, values: np.ndarray, threshold: float, post: np.nda
     epochs = arm.epochs[post]
     ok = v >= threshold
     if not np.isfinite(v).any():
-        return PostGrok(threshold, int(v.size), 0, float("nan"), (-1, -1),
-                        [(int(a), int(epochs[b]), float(v[a, b])) for b, a in zip(*np.nonzero(~ok.T))], [0] * v.shape[0])  # fmt: skip
+        return PostGrok(
+            threshold,
+            int(v.size),
+            0,
+            float("nan"),
+            (-1, -1),
+            [(int(a), int(epochs[b]), float(v[a, b])) for b, a in zip(*np.nonzero(~ok.T))],
+            [0] * v.shape[0],
+        )
     m, c = np.unravel_index(int(np.nanargmin(v)), v.shape)
     fails = [(int(a), int(epochs[b]), float(v[a, b])) for b, a in zip(*np.nonzero(~ok.T))]
-    return PostGrok(threshold=threshold, n=int(v.size), n_ok=int(ok.sum()), min=float(np.nanmin(v)),
-                    argmin=(int(m), int(epochs[c])), failures=fails, per_model=ok.sum(axis=1).astype(int).tolist())  # fmt: skip
+    return PostGrok(
+        threshold=threshold,
+        n=int(v.size),
+        n_ok=int(ok.sum()),
+        min=float(np.nanmin(v)),
+        argmin=(int(m), int(epochs[c])),
+        failures=fails,
+        per_model=ok.sum(axis=1).astype(int).tolist(),
+    )
 
 
 def remove_at_energy_rank(arm: ArmResult) -> np.ndarray:
@@ -123,10 +146,16 @@ def late_arm(run: GrokRun, cfg: Any, late_epoch: int = LATE_EPOCH) -> tuple[ArmR
     if found is not None and continues(paper_cfg, cfg) and int(found[0].wd.epochs[-1]) >= late_epoch:
         return found[0].wd, f"the stored paper-preset run (these seeds continued to epoch {int(found[0].wd.epochs[-1])})"
     other = stored_long_run(cfg)  # no continuation stored: the most complete stored run of this protocol
-    if other is None or not continues(other[0], cfg, same_training=False, wd_arm=True) or int(other[1].wd.epochs[-1]) < late_epoch:
+    if (
+        other is None
+        or not continues(other[0], cfg, same_training=False, wd_arm=True)
+        or int(other[1].wd.epochs[-1]) < late_epoch
+    ):
         return None
-    return other[1].wd, (f"the stored paper-preset run of this protocol, trained {how_trained(other[0])} (these seeds and "
-                         f"knobs to epoch {int(other[1].wd.epochs[-1])}: another sample, not this run continued)")
+    return other[1].wd, (
+        f"the stored paper-preset run of this protocol, trained {how_trained(other[0])} (these seeds and "
+        f"knobs to epoch {int(other[1].wd.epochs[-1])}: another sample, not this run continued)"
+    )
 
 
 def post_grok_table(arm: ArmResult, grok: int, rows: dict[str, tuple[np.ndarray, float]]) -> str:

@@ -3,8 +3,8 @@ alone with ``torch.optim.AdamW``, as the code release trains) and by the code re
 
 Each statistic is measured per model, on every trainer that records it, and each pair of trainers is compared with a
 two-sided Mann–Whitney U test (exact null distribution; ties are rare here, and the p-value is exact only without
-them).  With 6 + 6 + 3 models the smallest p-values it can give are 0.002 (6 against 6) and 0.024 (6 against 3): a
-p-value above 0.05 says the samples do not tell the trainers apart, not that they agree.
+them).  With 12 + 6 + 3 models the smallest p-values it can give are 0.0001 (12 against 6), 0.004 (12 against 3) and
+0.024 (6 against 3): a p-value above 0.05 says the samples do not tell the trainers apart, not that they agree.
 
 The statistics (each model's own grok checkpoint: the first with test accuracy ≥ 0.99):
 
@@ -45,9 +45,13 @@ from ace_helpers.repro.tables import markdown_table
 #: Where the compared runs are stored, and the comparison written.
 STORE = Path("book") / "artifacts" / "trainers_compared"
 RESULTS = STORE / "comparison.json"
-#: The trainers of ours and their runs' settings (chapter 2's book preset, 6 models, to epoch 2000, fp32).
-OURS = {"ensemble": {"TRAINER": "ensemble", "PRECISION": "fp32"}, "loop": {"TRAINER": "loop", "PRECISION": "fp32"}}
-EPOCHS, N_MODELS, GROK_ACC = 2000, 6, 0.99
+#: The trainers of ours and their runs' settings (chapter 2's book preset, to epoch 2000, fp32): 12 models of the
+#: ensemble trainer, which trains the headline runs (the snap claim is judged on them), 6 of the loop trainer.
+OURS = {
+    "ensemble": {"TRAINER": "ensemble", "PRECISION": "fp32", "N_MODELS": 12},
+    "loop": {"TRAINER": "loop", "PRECISION": "fp32", "N_MODELS": 6},
+}
+EPOCHS, GROK_ACC = 2000, 0.99
 STATISTICS = (
     "grok_epoch",
     "final_acc",
@@ -69,7 +73,7 @@ def run_config(trainer: str) -> Any:
     if trainer not in OURS:
         raise ValueError(f"trainer={trainer!r}; allowed: {sorted(OURS)}")
     return config.PARAMS.resolve(
-        PRESET="book", N_MODELS=N_MODELS, EPOCHS=EPOCHS, WORKERS=1, ARTIFACT_DIR=str(project_root() / STORE), **OURS[trainer]
+        PRESET="book", EPOCHS=EPOCHS, WORKERS=1, ARTIFACT_DIR=str(project_root() / STORE), **OURS[trainer]
     )
 
 

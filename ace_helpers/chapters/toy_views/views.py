@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ace_helpers.chapters.markov_run import run as markov
-from ace_helpers.chapters.modadd.analysis import analyse_activations, last_token_activations
+from ace_helpers.chapters.modadd.checkpoints import analyse_activations, last_token_activations
 from ace_helpers.method.core import Core, extract_core_from_gramians
 
 #: Share of the Fourier power of W_U·Q (the core's image in logit space) that a model's key
