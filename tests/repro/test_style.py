@@ -17,6 +17,7 @@ FORMATTED = (
     "ace_helpers/chapters/ace_planted_system", "ace_helpers/chapters/ace_vs_alternatives", "ace_helpers/chapters/markov_run",
     "ace_helpers/chapters/toy_views", "ace_helpers/chapters/modadd_grokking", "ace_helpers/chapters/__init__.py",
     "ace_helpers/chapters/paper_runs.py", "ace_helpers/chapters/rule_tables.py", "ace_helpers/chapters/sweep.py",
+    "ace_helpers/chapters/training_knobs.py",
     "ace_helpers/chapters/markov_cores", "ace_helpers/chapters/core_inflation",
     "ace_helpers/chapters/grokking_scaling_law", "ace_helpers/chapters/modadd",
 )

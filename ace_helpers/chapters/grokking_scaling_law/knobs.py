@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_helpers.chapters.grokking_scaling_law.runs import SEED0
+from ace_helpers.chapters.training_knobs import device_knob, precision_knob
 from ace_helpers.method.checks import check_int, check_list, check_prime, check_range
-from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.repro.knobs import Knob, checker, knob, parameters_cell, plain, presets
 from ace_helpers.repro.params import ChapterParams
-from ace_helpers.toys.precision import resolve_precision
 
 NOTEBOOK = "04_grokking_scaling_law"
 
@@ -55,10 +54,6 @@ def _extra_omegas(name: str, value: Any, knobs: Mapping[str, Any]) -> list[float
     if len({knobs["OMEGA_P"], *extra}) != 1 + len(extra):
         raise ValueError(f"{name}={extra!r} is not allowed: it must not repeat values or OMEGA_P ({knobs['OMEGA_P']})")
     return extra
-
-
-def _precision(name: str, value: Any, knobs: Mapping[str, Any]) -> str:
-    return resolve_precision(name, value, resolve_device(check_device("DEVICE", knobs["DEVICE"])))
 
 
 _BOOK_OMEGAS = [0.3, 0.5, 1.0, 1.5, 2.0, 3.0]
@@ -120,20 +115,8 @@ KNOBS: tuple[Knob, ...] = (
         paper=[],
     ),
     knob("LR", "AdamW learning rate", plain(check_range, low=0.0, low_open=True, high=1.0), ci=1e-3, book=1e-3),
-    knob(
-        "PRECISION",
-        '"auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16"',
-        _precision,
-        ci="auto",
-        book="auto",
-    ),
-    knob(
-        "DEVICE",
-        'where the sweeps train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
-        plain(check_device),
-        ci="auto",
-        book="auto",
-    ),
+    precision_knob('"auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16"'),
+    device_knob('where the sweeps train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"'),
 )
 
 

@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_helpers.chapters.markov_run.run import ABLATIONS, MAX_STATES, TAILS
+from ace_helpers.chapters.training_knobs import device_knob, precision_knob
 from ace_helpers.method.checks import check_choice, check_int, check_list, check_range
-from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.repro.knobs import Knob, checker, knob, parameters_cell, plain, presets
 from ace_helpers.repro.params import ChapterParams
-from ace_helpers.toys.precision import resolve_precision
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, validate_transition
 
 NOTEBOOK = "01_markov_cores"
@@ -57,10 +56,6 @@ def _d_model(name: str, value: Any, knobs: Mapping[str, Any]) -> int:
     if d % 4:
         raise ValueError(f"{name}={d!r} is not allowed: {name} must be divisible by the 4 heads")
     return d
-
-
-def _precision(name: str, value: Any, knobs: Mapping[str, Any]) -> str:
-    return resolve_precision(name, value, resolve_device(check_device("DEVICE", knobs["DEVICE"])))
 
 
 def _extra_chains(name: str, value: Any, knobs: Mapping[str, Any]) -> list[list[list[float]]]:
@@ -125,20 +120,8 @@ KNOBS: tuple[Knob, ...] = (
         book=1e-4,
     ),
     knob("BATCH_SIZE", "mini-batch size (paper: 64)", plain(check_int, low=1), ci=64, book=64),
-    knob(
-        "PRECISION",
-        '"auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16" (bf16 matmuls)',
-        _precision,
-        ci="auto",
-        book="auto",
-    ),
-    knob(
-        "DEVICE",
-        'where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
-        plain(check_device),
-        ci="auto",
-        book="auto",
-    ),
+    precision_knob('"auto" (bf16 on a GPU with native bf16, else fp32: the stored results), "fp32", "bf16" (bf16 matmuls)'),
+    device_knob('where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"'),
     knob("DATA_SEED", "numpy RandomState seed of the training sequences (paper: 0)", plain(check_int, low=0), ci=0, book=0),
     knob(
         "TEST_DATA_SEED", "numpy RandomState seed of the test sequences (paper: 999)", plain(check_int, low=0), ci=999, book=999

@@ -14,10 +14,9 @@ from typing import Any
 
 from ace_helpers.chapters.markov_run.run import MAX_STATES
 from ace_helpers.chapters.modadd.limits import model_config
+from ace_helpers.chapters.training_knobs import device_knob, precision_knob
 from ace_helpers.method import checks
-from ace_helpers.method.devices import check_device, resolve_device
 from ace_helpers.repro.knobs import Knob, checker, knob, parameters_cell, plain, presets
-from ace_helpers.toys.precision import resolve_precision
 from ace_helpers.toys.tasks.markov import PAPER_CHAIN, validate_transition
 
 NOTEBOOK = "07_core_stitching"
@@ -66,10 +65,6 @@ def _fraction(name: str, value: Any, knobs: Mapping[str, Any]) -> float:
 
 def _seed(name: str, value: Any, knobs: Mapping[str, Any]) -> int:
     return checks.check_int(name, value, low=0, high=2**31)
-
-
-def _precision(name: str, value: Any, knobs: Mapping[str, Any]) -> str:
-    return resolve_precision(name, value, resolve_device(check_device("DEVICE", knobs["DEVICE"])))
 
 
 _UNIT = plain(checks.check_range, low=0.0, high=1.0, low_open=True)
@@ -153,20 +148,8 @@ KNOBS: tuple[Knob, ...] = (
         ci=16,
         book=16,
     ),
-    knob(
-        "PRECISION",
-        'model training: "auto" (bf16 on a GPU with native bf16, else fp32), "fp32", "bf16"',
-        _precision,
-        ci="auto",
-        book="auto",
-    ),
-    knob(
-        "DEVICE",
-        'where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"',
-        plain(check_device),
-        ci="auto",
-        book="auto",
-    ),
+    precision_knob('model training: "auto" (bf16 on a GPU with native bf16, else fp32), "fp32", "bf16"'),
+    device_knob('where the models train: "auto" (CUDA when present, else the CPU), "cpu", "cuda", "cuda:N", "mps"'),
 )
 
 
