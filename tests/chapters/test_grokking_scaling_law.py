@@ -305,7 +305,7 @@ def test_omega_law_and_slopes_recover_planted_values() -> None:
 
 
 def test_sweeps_cache_stores_paper_runs_only(tmp_path, monkeypatch) -> None:
-    import ace_helpers.chapters.grokking_scaling_law as chapter
+    import ace_helpers.chapters.grokking_scaling_law.pipeline as chapter  # where Sweeps looks its trainers up
 
     omega, p = _fake_runs()
     none = tmp_path / "no_sweep_store"  # not the committed sweep store, which may hold these runs
