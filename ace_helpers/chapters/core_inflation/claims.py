@@ -156,7 +156,7 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
     The inflation targets are stated for 20 000 epochs at p = 53; ``last_epoch`` is where the run's checkpoints stop
     (default EPOCHS; less for the stored part of an unfinished run).  A run on the paper's task that stops earlier is
     judged at its last epoch, with the run's length as the cause of a target it misses (:func:`_gap`).  On the
-    paper's task the weight-decay-off rows carry the code release's own ratios, rerun here (:mod:`.official`).
+    paper's task the weight-decay-off rows carry the code release's own ratios, rerun here (:mod:`ace_helpers.chapters.core_inflation.official`).
     """
     f = facts(InflationRun(run, last_epoch), cfg)
     claims = judge_all(SPECS, InflationRun(run, last_epoch), cfg, lambda key: _gap(cfg, key, f.full_run, f.horizon))

@@ -1,6 +1,6 @@
 """What chapter 3's rules read from a run: each rule's ``measure`` (the run's :class:`~.readings.Facts` in, a
 :class:`~ace_helpers.repro.rules.Measured` out) and the chapter's bounds that they read; the rules themselves, their
-prose and tests, are the table in :mod:`.rules`."""
+prose and tests, are the table in :mod:`ace_helpers.chapters.core_inflation.rules`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What chapter 1's rules read from a run: each rule's ``measure`` (the flat results dict in, a
 :class:`~ace_helpers.repro.rules.Measured` out) and the per-seed summaries they share (:func:`r2_ratios`,
-:func:`eigen_summary`).  The rules themselves, their thresholds and prose, are the table in :mod:`.claims`."""
+:func:`eigen_summary`).  The rules themselves, their thresholds and prose, are the table in :mod:`ace_helpers.chapters.markov_cores.claims`."""
 
 from __future__ import annotations
 

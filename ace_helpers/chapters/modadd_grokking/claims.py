@@ -43,7 +43,7 @@ def build_claims(run: GrokRun, cfg: Params, long: tuple[ArmResult, str] | None |
     it (``True``: look it up; ``None`` or ``False``: none).  Every claim gets a verdict: a run that never groks records
     the claims about "at / after grokking" as not tested.  Off the paper's task (a smaller prime, other data) three
     rules have relaxed variants, each saying so in its text (:func:`~ace_helpers.chapters.modadd.config.paper_task`).
-    On the paper's task the rows carry the code release's own numbers, rerun here (:mod:`.official`).
+    On the paper's task the rows carry the code release's own numbers, rerun here (:mod:`ace_helpers.chapters.modadd_grokking.official`).
     """
     paper_task = config.paper_task(cfg)
     r = GrokClaimsRun(run, cfg, long, paper_epochs.official_shares() if paper_task else {})
