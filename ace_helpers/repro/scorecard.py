@@ -164,6 +164,15 @@ def _badge(r: Mapping[str, Any]) -> str:
     return badge(r["verdict"])
 
 
+def ours_cell(r: Mapping[str, Any]) -> str:
+    """A record's measured value as the scorecard shows it: a bare list of numbers (per seed, per model) in plain
+    words (:func:`~ace_helpers.repro.plain.plain_value`), any other text as the chapter wrote it."""
+    ours = str(r.get("ours", ""))
+    if ours.startswith("[") and isinstance(r.get("value"), list):
+        return md_cell(plain_value(r["value"]))
+    return ours
+
+
 def departures_text(r: Mapping[str, Any]) -> str:
     """A record's run and how it departs from the paper's protocol: ``"book preset; departs: EPOCHS = 1400 (paper:
     20000)"``, ``"… ; the paper's protocol"`` for none, ``"…; departures not listed"`` where the record has none."""
@@ -220,7 +229,7 @@ def scorecard_markdown(rows: list[dict[str, Any]], ledger: Mapping[str, Any] | N
                 _badge(h),
                 md_cell(why) or "—",
                 h["chapter"][:2] if "chapter" in h else "—",
-                h["ours"],
+                ours_cell(h),
                 md_cell(plain_value(h.get("official"))),
             )
         )
@@ -252,7 +261,7 @@ def scorecard_markdown(rows: list[dict[str, Any]], ledger: Mapping[str, Any] | N
             (
                 r["claim"] + _folded([("our rule", r["rule"]), ("run", _run(r)), ("note", r["note"]), ("id", f"`{r['id']}`")]),
                 _badge(r),
-                r["ours"],
+                ours_cell(r),
             )
             for r in mine
         ]

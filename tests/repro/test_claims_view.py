@@ -99,3 +99,11 @@ def test_an_open_verdict_without_a_costed_settlement_is_found_and_marked() -> No
     settle = {"x.open": open_verdicts.Settle("more seeds", 1.5, "a measured run")}
     table = open_verdicts.table(rows, settle)
     assert "more seeds" in table and "**not costed**" in table and "x.done" not in table and "In all: 1.5 CPU-hours" in table
+
+
+def test_the_scorecard_shows_a_list_of_numbers_in_plain_words_and_a_text_as_written() -> None:
+    from ace_helpers.repro.scorecard import ours_cell
+
+    assert ours_cell({"ours": "[0.7484, 0.7484]", "value": [0.74839, 0.74841]}) == "0.7484 / 0.7484"
+    assert ours_cell({"ours": "[[3], 0.01]", "value": [[3.0], 0.0124]}) == "3; 0.0124"
+    assert ours_cell({"ours": "0.720 [0.679, 0.763] over 12 models", "value": 0.72}) == "0.720 [0.679, 0.763] over 12 models"
