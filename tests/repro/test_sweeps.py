@@ -124,6 +124,13 @@ def test_a_second_weight_decay_adds_its_p_sweep_and_keeps_the_first_ones_runs(tm
     assert first == {t.name for t in tasks if t.kwargs["omega"] == 1.0}  # the stored ω = 1 runs are found, not rerun
     with pytest.raises(SystemExit):
         main(["04_grokking_scaling_law", "--preset", "paper", "--extra-omegas-p", "1.0", "--store", str(tmp_path)])
+    seen.clear()
+    assert main(["04_grokking_scaling_law", "--preset", "paper", "--in-process", "--n-seeds", "2", "--sweep", "p",
+                 "--extra-omegas-p", "2.0", "--only-omega-p", "2.0", "--store", str(tmp_path)]) == 0  # fmt: skip
+    (only,) = seen
+    assert len(only) == 2 * 7 and {t.kwargs["omega"] for t in only} == {2.0}  # its own store: the ω = 1 runs are not rerun
+    with pytest.raises(SystemExit):
+        main(["04_grokking_scaling_law", "--preset", "paper", "--only-omega-p", "3.0", "--store", str(tmp_path)])
 
 
 def test_the_command_line_stores_runs_under_the_names_the_chapter_reads(tmp_path, monkeypatch):

@@ -12,7 +12,8 @@ Examples::
     dask scheduler &  dask worker tcp://HOST:8786 --nthreads 1 --nworkers 8 &
     python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --scheduler tcp://HOST:8786
     python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --gpus 4   # one worker per GPU
-    python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep p --extra-omegas-p 2.0
+    python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep p --extra-omegas-p 2.0 \
+        --only-omega-p 2.0 --store book/artifacts/04_grokking_scaling_law_sweep/paper_omega2
 """
 
 from __future__ import annotations
@@ -159,6 +160,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cuda, mps (default: auto); a GPU run is stored beside the CPU runs, keyed by its device kind",
     )
     ap.add_argument(
+        "--only-omega-p",
+        type=float,
+        default=None,
+        metavar="OMEGA",
+        help="run only the p sweep's runs at this weight decay (one of OMEGA_P and --extra-omegas-p), e.g. the runs "
+        "at a second weight decay, stored in a folder of their own (--store)",
+    )
+    ap.add_argument(
         "--extra-omegas-p",
         type=float,
         nargs="+",
@@ -194,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(describe_device(cfg["DEVICE"]))
     print(precision_line(cfg["PRECISION"], resolve_device(cfg["DEVICE"])))
     jobs = [t for t in grok_jobs(cfg) if args.sweep in ("both", t.kwargs["sweep"])]
+    if args.only_omega_p is not None:
+        if args.only_omega_p not in p_sweep_omegas(cfg):
+            ap.error(f"--only-omega-p {args.only_omega_p} is not a weight decay of the p sweep: allowed {p_sweep_omegas(cfg)}")
+        jobs = [t for t in jobs if t.kwargs["sweep"] == "p" and t.kwargs["omega"] == args.only_omega_p]
     report = run_sweep(
         jobs,
         args.store or default_store(args.chapter, args.preset),
