@@ -16,6 +16,7 @@ from typing import Any
 
 from ace_helpers.chapters import core_inflation as ci
 from ace_helpers.chapters import grokking_scaling_law as gsl
+from ace_helpers.chapters.grokking_scaling_law.jobs import default_store
 from ace_helpers.chapters.modadd import config, ensemble_run
 from ace_helpers.chapters.modadd.keys import artifact_dir, run_hash
 from ace_helpers.chapters.modadd.long_run import PAPER_RUNS, how_trained, load_long_run, stored_long_run
@@ -166,7 +167,7 @@ def _sweep_rows() -> list[tuple[str, ...]]:
             f"`python -m ace_helpers.chapters.sweep 04_grokking_scaling_law --preset paper --sweep {sweep}` "
             "(skips the stored runs; `--workers N` for a local cluster, `--scheduler tcp://HOST:8786` for a running one)"
         )
-        folder = gsl.default_store(gsl.NOTEBOOK, "paper")
+        folder = default_store(gsl.NOTEBOOK, "paper")
         cpu = cpu_kinds(
             m
             for m in _manifests(folder, "grok_unit_*.manifest.json")
@@ -196,9 +197,11 @@ def _official_rows() -> list[tuple[str, ...]]:
     rows = []
     for manifest in _manifests(project_root() / OFFICIAL, "official_modadd_*.manifest.json"):
         prm = manifest["params"]
+        # the run to epoch 2000 is chapter 2's third column; the longer one, chapter 3's arm without weight decay
+        chapter = "chapter 2" if prm["TOTAL_EPOCHS"] <= 2000 else "chapter 3"
         rows.append(
             (
-                f"chapter 2, the code release rerun here ({prm['release']} at {prm['commit'][:7]})",
+                f"{chapter}, the code release rerun here ({prm['release']} at {prm['commit'][:7]})",
                 (
                     f"its mod-add protocol as released (p = 53, train fraction 0.5, WD 1.0, fork to WD 0 at epoch 900), "
                     f"{prm['TOTAL_EPOCHS']} epochs, {prm['K_MODELS']} models"
@@ -207,7 +210,7 @@ def _official_rows() -> list[tuple[str, ...]]:
                 "finished",
                 f"{manifest['wall_s'] / 3600:.2f}",
                 cpu_kinds([manifest]),
-                "chapter 2 (the code release's column)",
+                f"{chapter} (the code release's column)",
                 (
                     f"`python -m ace_helpers.repro.official_runs --official CHECKOUT --epochs {prm['TOTAL_EPOCHS']} "
                     f"--models {prm['K_MODELS']} --work NEW_FOLDER --store {OFFICIAL.as_posix()}` (the release does not "
