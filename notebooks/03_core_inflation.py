@@ -432,8 +432,15 @@ if release is None:
     print("the code release's run to epoch 5000 is not stored: python -m ace_helpers.repro.official_runs --official "
           "CHECKOUT --epochs 5000 --models 1 --work NEW_FOLDER --store book/artifacts/official_modadd")
 else:
-    display(Markdown(chapter.official.trajectory_table(release)))
     display(Markdown(chapter.official.summary(release)))
+
+# %% [markdown]
+# ```{fold} Show the release's checkpoints: necessary dimension and mode bins of both arms
+# ```
+
+# %% tags=["hide-input"]
+if release is not None:
+    display(Markdown(chapter.official.trajectory_table(release)))
 
 # %% [markdown]
 # ## Weight decay as redistribution

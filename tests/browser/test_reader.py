@@ -37,8 +37,9 @@ DEFAULT_BUDGET = 12_000
 #: The scorecard's rows carry each verdict's measured cause and rule history in a "why" column (10 500), chapter 5
 #: the bundled models' provenance table (13 000), the internals page the rules, ledger, departures and coverage
 #: modules (215 000): 2026-12-07; then chapters 2 and 4's rule tables, the trainers' comparison and the knob tables
-#: (231 000 measured; 245 000).
-BUDGETS = {"book/intro.html": 8_000, "book/scorecard.html": 10_500, "book/api.html": 84_000, "book/api_internals.html": 245_000,
+#: (231 000 measured; 245 000).  2026-12-08: the scorecard gains a column, the code release's own numbers rerun here
+#: (11 363 measured; 12 000).
+BUDGETS = {"book/intro.html": 8_000, "book/scorecard.html": 12_000, "book/api.html": 84_000, "book/api_internals.html": 245_000,
            "notebooks/05_llm_agreement.html": 13_000}
 
 MIN_TEXT_PX = 9.0
