@@ -162,7 +162,8 @@ def build_claims(run: GrokRun, cfg: Params, last_epoch: int | None = None) -> Cl
     claims = judge_all(SPECS, InflationRun(run, last_epoch), cfg, lambda key: _gap(cfg, key, f.full_run, f.horizon))
     claims.numbers = chapter_numbers(f)
     numbers = official.stored_official() if config.paper_task(cfg) else None
-    where = f"epoch {numbers['epoch']}, 1 model" if numbers else ""
+    n = len(numbers["inflation.no_wd"]) if numbers else 0
+    where = f"epoch {numbers['epoch']}, {n} model{'s' if n != 1 else ''}" if numbers else ""
     return triangulate(attach_official(claims, numbers), SPECS, numbers, where)
 
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ace_helpers.chapters.modadd_grokking.paper_epochs import OFFICIAL_RUN, OFFICIAL_STORE
-from ace_helpers.repro.artifacts import load_artifact, project_root
+from ace_helpers.chapters.modadd_grokking.paper_epochs import official_arrays
 
 
 def official_numbers(arrays: Mapping[str, np.ndarray]) -> dict[str, object]:
@@ -31,5 +30,5 @@ def official_numbers(arrays: Mapping[str, np.ndarray]) -> dict[str, object]:
 
 def stored_official(root: Path | None = None) -> dict[str, object] | None:
     """:func:`official_numbers` of the stored release run to epoch 2000, or None where it is not stored."""
-    found = load_artifact((root or project_root()) / OFFICIAL_STORE, OFFICIAL_RUN)
-    return None if found is None else official_numbers(found.arrays)
+    arrays = official_arrays(root)
+    return None if arrays is None else official_numbers(arrays)

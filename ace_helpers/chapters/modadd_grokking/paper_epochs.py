@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult, grok_epoch
 from ace_helpers.chapters.modadd.stats import SHARE_MIN
@@ -205,11 +207,18 @@ def paper_epoch_claims(arm: ArmResult, cfg: Params, official: Mapping[int, Seque
     return judge_all(SPECS, EpochRun(arm, dict(official or {})), cfg, lambda key: KNOWN_GAPS.reason(cfg, key))
 
 
+def official_arrays(root: Path | None = None) -> dict[str, np.ndarray] | None:
+    """The arrays of the code release's stored run of this protocol (:data:`OFFICIAL_RUN`: its own analysis, both
+    arms), or None where it is not stored; chapter 2's readers of the release all load it here."""
+    found = load_artifact((root or project_root()) / OFFICIAL_STORE, OFFICIAL_RUN)
+    return None if found is None else found.arrays
+
+
 def official_shares() -> dict[int, list[float]]:
     """``{epoch: per-model OLS share}`` of the code release's stored run (its ``wd1/mode_spread`` arrays), or ``{}``
     where it is not stored."""
-    found = load_artifact(project_root() / OFFICIAL_STORE, OFFICIAL_RUN)
-    if found is None:
+    arrays = official_arrays()
+    if arrays is None:
         return {}
-    epochs, frac = found.arrays["wd1/mode_spread/epochs"], found.arrays["wd1/mode_spread/frac_near"]
+    epochs, frac = arrays["wd1/mode_spread/epochs"], arrays["wd1/mode_spread/frac_near"]
     return {int(e): [float(v) for v in frac[:, i]] for i, e in enumerate(epochs)}

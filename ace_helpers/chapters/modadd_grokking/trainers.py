@@ -38,8 +38,8 @@ from ace_helpers.chapters.modadd import config
 from ace_helpers.chapters.modadd.analysis import ArmResult
 from ace_helpers.chapters.modadd.long_run import load_long_run
 from ace_helpers.chapters.modadd.stats import SHARE_MIN
-from ace_helpers.chapters.modadd_grokking.paper_epochs import OFFICIAL_RUN, OFFICIAL_STORE
-from ace_helpers.repro.artifacts import load_artifact, project_root, write_json
+from ace_helpers.chapters.modadd_grokking.paper_epochs import official_arrays
+from ace_helpers.repro.artifacts import project_root, write_json
 from ace_helpers.repro.tables import markdown_table
 
 #: Where the compared runs are stored, and the comparison written.
@@ -274,9 +274,9 @@ def gather(root: Path | None = None) -> dict[str, list[dict[str, float]]]:
         found = load_long_run(run_config(trainer))
         if found is not None and found[1]["wd"] >= EPOCHS:
             out[trainer] = ours_stats(found[0].wd.upto(EPOCHS))
-    official = load_artifact(root / OFFICIAL_STORE, OFFICIAL_RUN)
+    official = official_arrays(root)
     if official is not None:
-        out["official"] = official_stats(official.arrays)
+        out["official"] = official_stats(official)
     return out
 
 
